@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+
 def as_tensor(x, name: str) -> torch.Tensor:
     """Return `x` as a floating tensor (float64 unless it already is a float tensor), finite."""
     if isinstance(x, torch.Tensor):
@@ -38,7 +39,9 @@ def check_sequences(X, z=None, y=None, v=None, W=None):
     if z is not None:
         z = as_tensor(z, "z")
         if tuple(z.shape) != (n, d):
-            raise ValueError(f"z must have shape (n, d) = ({n}, {d}) to match X, got {tuple(z.shape)}")
+            raise ValueError(
+                f"z must have shape (n, d) = ({n}, {d}) to match X, got {tuple(z.shape)}"
+            )
     out.append(z)
     if y is not None:
         y = as_tensor(y, "y")
@@ -56,7 +59,9 @@ def check_sequences(X, z=None, y=None, v=None, W=None):
     if W is not None:
         W = as_tensor(W, "W")
         if tuple(W.shape[-2:]) != (d, d):
-            raise ValueError(f"W must have shape (d, d) = ({d}, {d}) to match X, got {tuple(W.shape)}")
+            raise ValueError(
+                f"W must have shape (d, d) = ({d}, {d}) to match X, got {tuple(W.shape)}"
+            )
     out.append(W)
     return tuple(out)
 
@@ -69,9 +74,13 @@ def check_tokens(alpha, n: int, T: int, name: str = "alpha") -> torch.Tensor:
             raise ValueError(f"{name} must hold integer token indices, got non-integers")
     a = a.long()
     if tuple(a.shape) != (n,):
-        raise ValueError(f"{name} must have shape (n,) = ({n},), one token index per sample, got {tuple(a.shape)}")
+        raise ValueError(
+            f"{name} must have shape (n,) = ({n},), one token index per sample, got {tuple(a.shape)}"
+        )
     if torch.any((a < 0) | (a >= T)):
-        raise ValueError(f"{name} must hold indices in [0, T) = [0, {T}), got {a.min().item()}..{a.max().item()}")
+        raise ValueError(
+            f"{name} must hold indices in [0, T) = [0, {T}), got {a.min().item()}..{a.max().item()}"
+        )
     return a
 
 

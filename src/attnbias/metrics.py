@@ -1,0 +1,74 @@
+"""Quantities measured along a run (SPEC §4).
+
+Each takes torch tensors or numpy arrays and reduces over the entry dimensions `dim`
+(the last two by default, for W; pass dim=-1 for a head v); leading dimensions are a batch.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .model import attention_logits, attention_scores
+from .optim.mirror_descent import mirror_map
+
+MATRIX = (-2, -1)
+
+
+def _t(x) -> torch.Tensor:
+    return x if isinstance(x, torch.Tensor) else torch.as_tensor(x, dtype=torch.float64)
+
+
+def lp_norm(W, p: float = 2.0, dim=MATRIX) -> torch.Tensor:
+    """Entrywise ‖W‖_p = (Σ |W_jk|^p)^{1/p}."""
+    return torch.linalg.vector_norm(_t(W), ord=p, dim=dim)
+
+
+def nuclear_norm(W) -> torch.Tensor:
+    return torch.linalg.matrix_norm(_t(W), ord="nuc")
+
+
+def _unit(W, p: float, dim) -> torch.Tensor:
+    norm = torch.linalg.vector_norm(W, ord=p, dim=dim, keepdim=True)
+    return W / torch.where(norm > 0, norm, torch.ones_like(norm))
+
+
+def alignment(W, W_ref, dim=MATRIX) -> torch.Tensor:
+    """Cosine ⟨W, W_ref⟩ / (‖W‖_F ‖W_ref‖_F); 0 when either is zero."""
+    W, W_ref = _t(W), _t(W_ref)
+    return (_unit(W, 2.0, dim) * _unit(W_ref, 2.0, dim)).sum(dim)
+
+
+def directional_bregman(W_ref, W, p: float, dim=MATRIX) -> torch.Tensor:
+    """D_ψ(Ŵ_ref, Ŵ) with Ŵ = W/‖W‖_p and ψ = (1/p)‖·‖_p^p:
+
+    D_ψ(a, b) = (1/p)‖a‖_p^p + ((p−1)/p)‖b‖_p^p − ⟨sign(b)|b|^{p−1}, a⟩  (≥ 0, = 0 iff a = b).
+    """
+    a, b = _unit(_t(W_ref), p, dim), _unit(_t(W), p, dim)
+    psi_a = lp_norm(a, p, dim) ** p / p
+    psi_b = lp_norm(b, p, dim) ** p * (p - 1.0) / p
+    return psi_a + psi_b - (mirror_map(b, p) * a).sum(dim)
+
+
+def _selected_logit(logits: torch.Tensor, alpha: torch.Tensor) -> torch.Tensor:
+    return logits.gather(-1, alpha.expand(logits.shape[:-1]).unsqueeze(-1)).squeeze(-1)
+
+
+def margins(W, X, z, alpha) -> torch.Tensor:
+    """(x_{i,α_i} − x_{i,t})ᵀ W z_i for every i, t, with +inf at t = α_i; shape (..., n, T)."""
+    logits = attention_logits(_t(W), _t(X), _t(z))
+    alpha = torch.as_tensor(alpha, dtype=torch.long)
+    gap = _selected_logit(logits, alpha).unsqueeze(-1) - logits
+    is_alpha = torch.nn.functional.one_hot(alpha, logits.shape[-1]).bool().expand(gap.shape)
+    return gap.masked_fill(is_alpha, float("inf"))
+
+
+def normalized_margin(W, X, z, alpha, p: float = 2.0) -> torch.Tensor:
+    """min_{i, t≠α_i} (x_{i,α_i} − x_{i,t})ᵀ W z_i / ‖W‖_p (Frobenius by default)."""
+    W = _t(W)
+    return margins(W, X, z, alpha).amin(dim=(-2, -1)) / lp_norm(W, p)
+
+
+def token_score(W, X, z, alpha) -> torch.Tensor:
+    """(1/n) Σ_i s_{i,α_i}: mean softmax mass on the chosen tokens."""
+    s = attention_scores(_t(W), _t(X), _t(z))
+    return _selected_logit(s, torch.as_tensor(alpha, dtype=torch.long)).mean(-1)

@@ -1,0 +1,130 @@
+"""One softmax-attention layer with a linear head (SPEC §1).
+
+    a_{i,t} = x_{i,t}ᵀ W z_i,   s_i = softmax(a_i),   f_i = vᵀ X_iᵀ s_i.
+
+The functional forms accept leading batch dimensions on every argument (W (..., d, d),
+X (..., n, T, d), z (..., n, d), v (..., d)) so the engine can run many problems as one program.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ._validate import check_sequences
+from .losses import MarginLoss, get_loss
+
+
+def attention_logits(W: torch.Tensor, X: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+    """a_{i,t} = x_{i,t}ᵀ W z_i, shape (..., n, T)."""
+    Wz = torch.einsum("...de,...ne->...nd", W, z)
+    return torch.einsum("...ntd,...nd->...nt", X, Wz)
+
+
+def attention_scores(W: torch.Tensor, X: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+    """s_i = softmax(a_i) over tokens, shape (..., n, T)."""
+    return torch.softmax(attention_logits(W, X, z), dim=-1)
+
+
+def token_values(X: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """vᵀ x_{i,t}, shape (..., n, T)."""
+    return torch.einsum("...ntd,...d->...nt", X, v)
+
+
+def predict(W: torch.Tensor, v: torch.Tensor, X: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+    """f_i = Σ_t s_{i,t} vᵀ x_{i,t}, shape (..., n)."""
+    return (attention_scores(W, X, z) * token_values(X, v)).sum(-1)
+
+
+def risk_and_gradients(
+    W: torch.Tensor,
+    v: torch.Tensor,
+    X: torch.Tensor,
+    z: torch.Tensor,
+    y: torch.Tensor,
+    loss: str | MarginLoss = "logistic",
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Risk L and the closed-form gradients ∂L/∂W and ∂L/∂v (no autograd).
+
+    ∂L/∂W = (1/n) Σ_i ℓ'(y_i f_i) y_i X_iᵀ (s_i ⊙ (X_i v − f_i)) z_iᵀ
+    ∂L/∂v = (1/n) Σ_i ℓ'(y_i f_i) y_i X_iᵀ s_i
+    """
+    loss = get_loss(loss)
+    s = attention_scores(W, X, z)
+    h = token_values(X, v)
+    f = (s * h).sum(-1)
+    u = y * f
+    n = X.shape[-3]
+    c = loss.derivative(u) * y / n  # (..., n)
+    r = c.unsqueeze(-1) * s * (h - f.unsqueeze(-1))  # (..., n, T)
+    grad_W = torch.einsum("...nt,...ntd,...ne->...de", r, X, z)
+    grad_v = torch.einsum("...nt,...ntd->...d", c.unsqueeze(-1) * s, X)
+    return loss.value(u).mean(-1), grad_W, grad_v
+
+
+def attention_gradient(W, v, X, z, y, loss="logistic") -> torch.Tensor:
+    """Closed-form ∂L/∂W for one problem; validates its input (see `risk_and_gradients`)."""
+    X, z, y, v, W = check_sequences(X, z, y, v, W)
+    return risk_and_gradients(W, v, X, z, y, loss)[1]
+
+
+class AttentionClassifier(nn.Module):
+    """f(X) = vᵀ Xᵀ softmax(X W z) with W (d×d) or W = K Qᵀ (K, Q ∈ R^{d×m}).
+
+    query="cross" takes z as an input; query="self" uses the first token, z_i = x_{i,1}.
+    The head v is a buffer (fixed) unless train_head=True.
+    """
+
+    def __init__(
+        self,
+        d: int,
+        parameterization: str = "W",
+        query: str = "cross",
+        train_head: bool = False,
+        m: int | None = None,
+        v: torch.Tensor | None = None,
+        init_scale: float = 0.0,
+        generator: torch.Generator | None = None,
+        dtype: torch.dtype = torch.float64,
+    ):
+        super().__init__()
+        if not isinstance(d, int) or d < 1:
+            raise ValueError(f"d must be a positive integer, got {d!r}")
+        if parameterization not in ("W", "KQ"):
+            raise ValueError(f"parameterization must be 'W' or 'KQ', got {parameterization!r}")
+        if query not in ("cross", "self"):
+            raise ValueError(f"query must be 'cross' or 'self', got {query!r}")
+        self.d, self.parameterization, self.query = d, parameterization, query
+
+        def init(*shape):
+            return init_scale * torch.randn(*shape, generator=generator, dtype=dtype)
+
+        if parameterization == "W":
+            self.W = nn.Parameter(init(d, d))
+        else:
+            m = d if m is None else m
+            self.K = nn.Parameter(init(d, m))
+            self.Q = nn.Parameter(init(d, m))
+        head = torch.zeros(d, dtype=dtype) if v is None else torch.as_tensor(v, dtype=dtype).clone()
+        if tuple(head.shape) != (d,):
+            raise ValueError(f"v must have shape (d,) = ({d},), got {tuple(head.shape)}")
+        if train_head:
+            self.v = nn.Parameter(head)
+        else:
+            self.register_buffer("v", head)
+
+    def attention_matrix(self) -> torch.Tensor:
+        return self.W if self.parameterization == "W" else self.K @ self.Q.T
+
+    def query_of(self, X: torch.Tensor, z: torch.Tensor | None) -> torch.Tensor:
+        if self.query == "self":
+            return X[..., 0, :]
+        if z is None:
+            raise ValueError("z is required for query='cross'; pass the queries (n, d)")
+        return z
+
+    def scores(self, X: torch.Tensor, z: torch.Tensor | None = None) -> torch.Tensor:
+        return attention_scores(self.attention_matrix(), X, self.query_of(X, z))
+
+    def forward(self, X: torch.Tensor, z: torch.Tensor | None = None) -> torch.Tensor:
+        return predict(self.attention_matrix(), self.v, X, self.query_of(X, z))
