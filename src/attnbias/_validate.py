@@ -75,7 +75,8 @@ def check_tokens(alpha, n: int, T: int, name: str = "alpha") -> torch.Tensor:
     a = a.long()
     if tuple(a.shape) != (n,):
         raise ValueError(
-            f"{name} must have shape (n,) = ({n},), one token index per sample, got {tuple(a.shape)}"
+            f"{name} must have shape (n,) = ({n},): one token index per sample; "
+            f"got {tuple(a.shape)}"
         )
     if torch.any((a < 0) | (a >= T)):
         raise ValueError(

@@ -41,12 +41,9 @@ class NormalizedGD(Optimizer):
                 continue
             direction = torch._foreach_mul(grads, inverse_norm_scales(grads, group["norm"]))
             if group["momentum"] > 0:
-                bufs = []
-                for p, g in zip(params, direction):
-                    state = self.state[p]
-                    if "momentum_buffer" not in state:
-                        state["momentum_buffer"] = torch.zeros_like(p)
-                    bufs.append(state["momentum_buffer"])
+                bufs = [
+                    self.state[p].setdefault("momentum_buffer", torch.zeros_like(p)) for p in params
+                ]
                 torch._foreach_mul_(bufs, group["momentum"])
                 torch._foreach_add_(bufs, direction)
                 direction = bufs
