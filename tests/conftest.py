@@ -5,6 +5,15 @@ import torch
 torch.set_default_dtype(torch.float64)
 
 
+@pytest.fixture(scope="module")
+def one_thread():
+    """Synthetic problems are tiny: thread hand-offs cost more than they save."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)

@@ -3,7 +3,11 @@
 import re
 from pathlib import Path
 
+import pytest
+
 README = Path(__file__).resolve().parents[1] / "README.md"
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def test_readme_example_runs(capsys):

@@ -18,14 +18,7 @@ from attnbias.svm import att_svm, head_svm, selected_tokens
 
 P_STEPS = {1.75: 1500, 2.0: 2000, 3.0: 20000}  # the MD paper's setting
 
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """These problems are tiny: thread hand-offs cost more than they save."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def md_runs(p, steps, seeds):
