@@ -338,7 +338,7 @@ def test_lifted_conic_formulation_on_a_larger_instance(norm):
 
 
 def test_lp_falls_back_to_clarabel(monkeypatch):
-    import attnbias.svm as svm
+    import attnbias.svm.solver as svm
 
     X, z, _, _, alpha = gaussian_unit(8)
     expected = att_svm(X, z, alpha, 3.0)
@@ -349,7 +349,7 @@ def test_lp_falls_back_to_clarabel(monkeypatch):
 
 
 def test_inaccurate_solution_warns(monkeypatch):
-    import attnbias.svm as svm
+    import attnbias.svm.solver as svm
 
     monkeypatch.setattr(svm, "KKT_TOL", 0.0)
     X, z, _, _, alpha = gaussian_unit(9)

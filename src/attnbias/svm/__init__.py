@@ -1,0 +1,44 @@
+"""Max-margin problems: the Att-SVM and the head SVM (SPEC §2).
+
+Both are instances of one problem, solved by `max_margin`:
+
+    min ‖w‖  s.t.  A w ≥ 1        (one row of A per constraint)
+
+For the Att-SVM the row of constraint (i, t) is vec((x_{i,α_i} − x_{i,t}) z_iᵀ) and w = vec(W)
+(row-major); for the head SVM the row of sample i is y_i x_{i,α_i}.
+
+Multipliers use the norm (not squared-norm) convention: λ ≥ 0 with Aᵀλ ∈ ∂‖w‖ and 1ᵀλ = ‖w‖;
+λ solves the dual  max 1ᵀλ  s.t.  ‖Aᵀλ‖_* ≤ 1, λ ≥ 0,  whose value equals ‖w_mm‖.
+
+Solvers: ℓ2 — primal-dual active set on the Gram matrix, non-negative least squares as fallback
+(both exact); 1 < p < ∞ — a primal-dual interior point method followed by a Newton polish on the
+support (cvxpy/Clarabel as fallback); p = 1 — the LP by HiGHS; nuclear — cvxpy/Clarabel (SDP).
+Every solution is verified: `kkt_residual` is the largest violation of the KKT conditions.
+
+Layout (each file reads top to bottom): tokens — token scores and choice; problems — the
+constraint matrices; norms — the norms and the KKT residual; results — the result dataclasses;
+infeasible — the error and Farkas certificates; l2, lp, l1, conic — the solvers; solver — the
+verified core min ‖w‖ s.t. Aw ≥ 1; api — max_margin, att_svm, head_svm and their batches.
+"""
+
+from .api import att_svm, att_svm_batch, head_svm, head_svm_batch, max_margin
+from .infeasible import InfeasibleSVMError
+from .problems import constraint_matrix
+from .results import AttSVMResult, HeadSVMResult, MaxMarginResult
+from .tokens import optimal_tokens, selected_tokens, token_scores
+
+__all__ = [
+    "AttSVMResult",
+    "HeadSVMResult",
+    "InfeasibleSVMError",
+    "MaxMarginResult",
+    "att_svm",
+    "att_svm_batch",
+    "constraint_matrix",
+    "head_svm",
+    "head_svm_batch",
+    "max_margin",
+    "optimal_tokens",
+    "selected_tokens",
+    "token_scores",
+]

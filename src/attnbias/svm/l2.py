@@ -1,0 +1,83 @@
+"""The ℓ2 solver: primal-dual active set on the Gram matrix, non-negative least squares as
+fallback; both exact. It also decides feasibility for every norm."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg as sla
+from scipy.optimize import nnls
+
+from .infeasible import _raise_infeasible
+
+INFEASIBLE_RTOL = 1e-9  # NNLS residual 1/√(1+‖w‖²) below this (unit rows): treated as infeasible
+
+
+def _gram(A: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+    """A diag(weights) Aᵀ, upper triangle only (BLAS syrk: half the work of A @ A.T)."""
+    if weights is not None:
+        A = A * np.sqrt(weights)
+    return sla.blas.dsyrk(1.0, A)
+
+
+def _cholesky(K: np.ndarray):
+    return sla.cho_factor(K, lower=False, check_finite=False)  # reads the upper triangle
+
+
+def _active_set_l2(A: np.ndarray, max_iter: int = 50):
+    """min ½‖w‖² s.t. Aw ≥ 1 by primal-dual active set on the dual QP (Hintermüller et al.).
+
+    On the support S: (A_S A_Sᵀ) λ_S = 1; S is then updated to {λ > 0} ∪ {margin < 1}. Returns
+    (w, λ) with w = Aᵀλ, or None (singular Gram block, cycling) so the caller can fall back.
+    """
+    m = A.shape[0]
+    gram = _gram(A)
+    support = np.ones(m, dtype=bool)
+    seen = set()
+    for _ in range(max_iter):
+        if not support.any():
+            return None
+        lam = np.zeros(m)
+        try:
+            factor = _cholesky(gram[np.ix_(support, support)])
+        except np.linalg.LinAlgError:
+            return None
+        lam[support] = sla.cho_solve(factor, np.ones(support.sum()))
+        w = A.T @ lam
+        values = A @ w
+        new = np.where(support, lam > 0, values < 1)
+        if np.array_equal(new, support):
+            ok = np.abs(values[support] - 1).max() < 1e-9 and values.min() > 1 - 1e-9
+            return (w, lam) if ok else None
+        key = new.tobytes()
+        if key in seen:
+            return None
+        seen.add(key)
+        support = new
+    return None
+
+
+def _nnls_l2(A: np.ndarray, name_of):
+    """min ½‖w‖² s.t. Aw ≥ 1 by least-distance programming (Lawson & Hanson, ch. 23).
+
+    u = argmin_{u≥0} ‖E u − f‖ with E = [Aᵀ; 1ᵀ], f = (0, …, 0, 1); r = E u − f. Then
+    r = (Aᵀu, 1ᵀu − 1) and, if r ≠ 0, w = −r_{:D} / r_D with multipliers λ = u / (−r_D).
+    If r = 0, u is a Farkas certificate (Aᵀu = 0, 1ᵀu = 1): the problem is infeasible.
+    """
+    m, D = A.shape
+    E = np.vstack([A.T, np.ones((1, m))])
+    f = np.zeros(D + 1)
+    f[-1] = 1.0
+    u, _ = nnls(E, f, maxiter=50 * max(m, D))
+    r = E @ u - f
+    if np.linalg.norm(r) <= INFEASIBLE_RTOL or -r[-1] <= 0:
+        _raise_infeasible(A, name_of, u / max(u.sum(), 1e-300))
+    return -r[:D] / r[-1], u / -r[-1]
+
+
+def _solve_l2(A: np.ndarray, name_of):
+    """(w, λ, method) with λ for ½‖w‖² (w = Aᵀλ); raises InfeasibleSVMError."""
+    if A.shape[0] <= A.shape[1]:  # else the Gram matrix is singular
+        found = _active_set_l2(A)
+        if found is not None:
+            return *found, "active-set"
+    return *_nnls_l2(A, name_of), "nnls"

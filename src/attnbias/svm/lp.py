@@ -1,0 +1,192 @@
+"""The ℓp solver, 1 < p < ∞: a primal-dual interior point method on min ‖w‖_p^p / p s.t. Aw ≥ 1,
+then Newton's method on the KKT equations of the support (exact to rounding)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import scipy.linalg as sla
+
+from .l2 import _cholesky, _gram
+
+
+class _Lp:
+    """f(w) = ‖w‖_p^p / p, its conjugate's gradient and inverse Hessian (1 < p < ∞)."""
+
+    def __init__(self, p: float):
+        self.p, self.q = p, p / (p - 1)
+
+    def grad(self, w):
+        return np.sign(w) * np.abs(w) ** (self.p - 1)
+
+    def conj_grad(self, u):  # (∇f)⁻¹: the w with ∇f(w) = u
+        return np.sign(u) * np.abs(u) ** (self.q - 1)
+
+    def inv_hess(self, w):
+        """Diagonal of (∇²f)⁻¹ = |w|^{2−p} / (p−1), within 12 decades of its value at max |w|."""
+        p, top = self.p, np.abs(w).max()
+        floor = max(1e-12 ** (1 / abs(2 - p)), 1e-300)  # keeps (|w|/top)^{2−p} in [1e-12, 1e12]
+        ratio = np.maximum(np.abs(w) / top, floor)
+        return ratio ** (2 - p) * (top ** (2 - p) / (p - 1))
+
+
+def _newton_system(A, c, lam, slack, r_dual, r_primal) -> Callable:
+    """Factor the interior-point Newton system once; return r_comp ↦ (Δw, Δs, Δλ).
+
+    Equations: ∇²f Δw − AᵀΔλ = −r_dual, AΔw − Δs = −r_primal, λ∘Δs + s∘Δλ = r_comp, with
+    (∇²f)⁻¹ = diag(c). Reduced to an m × m system in Δλ, or to D × D in Δw when m > D.
+    """
+    m, D = A.shape
+    if m <= D:  # (A C Aᵀ + S/Λ) Δλ = r_comp/λ − r_primal + A C r_dual
+        K = _gram(A, c)
+        K[np.diag_indices(m)] += slack / lam
+        factor = _cholesky(K)
+        shift = A @ (c * r_dual) - r_primal
+
+        def direction(r_comp):
+            dlam = sla.cho_solve(factor, r_comp / lam + shift)
+            dw = c * (A.T @ dlam - r_dual)
+            return dw, A @ dw + r_primal, dlam
+
+        return direction
+    M = _gram(A.T, lam / slack)  # (C⁻¹ + Aᵀ(Λ/S)A) Δw = −r_dual + Aᵀ((r_comp − λ r_primal)/s)
+    M[np.diag_indices(D)] += 1 / c
+    factor = _cholesky(M)
+
+    def direction(r_comp):
+        dw = sla.cho_solve(factor, A.T @ ((r_comp - lam * r_primal) / slack) - r_dual)
+        ds = A @ dw + r_primal
+        return dw, ds, (r_comp - lam * ds) / slack
+
+    return direction
+
+
+def _step_to_boundary(x: np.ndarray, dx: np.ndarray) -> float:
+    shrinking = dx < 0
+    return min(1.0, (-x[shrinking] / dx[shrinking]).min()) if shrinking.any() else 1.0
+
+
+def _interior_point(A, p, w_l2, lam_l2, tol=1e-8, max_iter=100):
+    """min ‖w‖_p^p / p s.t. Aw − s = 1, s ≥ 0 by primal-dual path following (Mehrotra σ).
+
+    For p < 2 the dual map λ ↦ w = ∇f*(Aᵀλ) is the smooth one, so w is derived from λ; for p > 2
+    w is iterated. Returns (w, λ, s) with λ the multipliers of ‖w‖_p^p / p.
+    """
+    f = _Lp(p)
+    m = A.shape[0]
+    from_dual = p < 2
+    if from_dual:  # λ along the ℓ2 multipliers, scaled to maximise the dual on that ray
+        lam = lam_l2 + 0.1 * lam_l2.mean()
+        lam *= (lam.sum() / np.sum(np.abs(A.T @ lam) ** f.q)) ** (1 / (f.q - 1))
+        w = f.conj_grad(A.T @ lam)
+        slack = np.maximum(A @ w - 1, 1.0)
+    else:  # strictly feasible start from the ℓ2 solution
+        w = 1.5 * w_l2
+        slack = A @ w - 1
+        lam = np.sum(np.abs(w) ** p) / m / slack
+    for _ in range(max_iter):
+        grad = f.grad(w)
+        if (
+            np.abs(grad - A.T @ lam).max() <= tol * np.abs(grad).max()
+            and np.abs(A @ w - 1 - slack).max() <= tol
+            and slack @ lam <= tol * (w @ grad)
+        ):
+            break
+        point = _interior_point_step(A, f, from_dual, w, slack, lam)
+        if point is None:
+            break
+        w, slack, lam = point
+    return w, lam, slack
+
+
+def _interior_point_step(A, f, from_dual, w, slack, lam):
+    """One Newton step towards s∘λ = σμ; the next (w, s, λ), or None if it makes no progress."""
+    r_dual = f.grad(w) - A.T @ lam
+    r_primal = A @ w - 1 - slack
+    try:
+        direction = _newton_system(A, f.inv_hess(w), lam, slack, r_dual, r_primal)
+    except np.linalg.LinAlgError:
+        return None
+
+    def boundary(ds, dlam):  # largest step keeping s, λ > 0
+        return min(_step_to_boundary(slack, ds), _step_to_boundary(lam, dlam))
+
+    def residual(w, slack, lam):
+        return np.linalg.norm(
+            np.concatenate([f.grad(w) - A.T @ lam, A @ w - 1 - slack, slack * lam - target])
+        )
+
+    def trial(dw, ds, dlam, step):
+        lam1, slack1 = lam + step * dlam, slack + step * ds
+        w1 = f.conj_grad(A.T @ lam1) if from_dual else w + step * dw
+        return residual(w1, slack1, lam1) <= (1 - 1e-4 * step) * merit, (w1, slack1, lam1)
+
+    mu = slack @ lam / len(lam)
+    _, ds, dlam = direction(-slack * lam)  # the affine predictor sets the centring σ
+    step = boundary(ds, dlam)
+    target = min(((slack + step * ds) @ (lam + step * dlam) / len(lam) / mu) ** 3, 1.0) * mu
+    merit = residual(w, slack, lam)
+    # Mehrotra's corrector if it reduces the residual, else a damped centred Newton step
+    mehrotra = direction(target - slack * lam - ds * dlam)
+    ok, point = trial(*mehrotra, 0.99 * boundary(*mehrotra[1:]))
+    if ok:
+        return point
+    centred = direction(target - slack * lam)
+    step = 0.99 * boundary(*centred[1:])
+    for _ in range(40):
+        ok, point = trial(*centred, step)
+        if ok:
+            return point
+        step /= 2
+    return None
+
+
+def _polish_lp(A, p, w, lam, slack):
+    """Newton's method on the KKT equations of the support S: ∇f(w) = A_Sᵀλ_S, A_S w = 1.
+
+    S = {λ/max λ > s}: near the end λ_k s_k ≈ μ → 0, so for each constraint one of the two
+    (scale-free: margins are ~1) is many decades below the other. Returns the exact (w, λ) if
+    it is a KKT point, else None.
+    """
+    f = _Lp(p)
+    support = lam / lam.max() > slack
+    if not support.any():
+        return None
+    AS = A[support]
+    lam_s = lam[support]
+    from_dual = p <= 2
+    for _ in range(10):
+        if from_dual:
+            w = f.conj_grad(AS.T @ lam_s)
+        grad = f.grad(w)
+        r_dual = grad - AS.T @ lam_s
+        r_primal = AS @ w - 1
+        if max(np.abs(r_dual).max() / np.abs(grad).max(), np.abs(r_primal).max()) < 1e-14:
+            break
+        c = f.inv_hess(w)
+        try:
+            factor = _cholesky(_gram(AS, c))
+        except np.linalg.LinAlgError:
+            return None
+        dlam = sla.cho_solve(factor, AS @ (c * r_dual) - r_primal)
+        lam_s = lam_s + dlam
+        if not from_dual:
+            w = w + c * (AS.T @ dlam - r_dual)
+    if from_dual:
+        w = f.conj_grad(AS.T @ lam_s)
+    lam = np.zeros(len(A))
+    lam[support] = lam_s
+    if not np.all(np.isfinite(w)) or lam_s.min() < 0 or (A @ w).min() < 1 - 1e-12:
+        return None
+    return w, lam
+
+
+def _solve_lp(A, p, w_l2, lam_l2):
+    """(w, λ) of min ‖w‖_p, λ in the norm convention."""
+    with np.errstate(over="ignore", invalid="ignore"):  # overshooting trial steps are rejected
+        w, lam, slack = _interior_point(A, p, w_l2, lam_l2)
+        polished = _polish_lp(A, p, w, lam, slack)
+    if polished is not None:
+        w, lam = polished
+    return w, lam / np.linalg.norm(w, p) ** (p - 1)  # multipliers of ‖w‖_p^p/p → of ‖w‖_p

@@ -1,0 +1,52 @@
+"""Token choice: the scores γ_{i,t} = y_i vᵀx_{i,t}, the optimal and the selected tokens."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._validate import check_sequences, check_tokens
+
+TIE_RTOL = 1e-9  # scores this close (relative) to the best one count as tied
+
+
+def _numpy(t) -> np.ndarray:
+    return t.detach().cpu().numpy().astype(np.float64)
+
+
+def token_scores(X, y, v) -> np.ndarray:
+    """γ_{i,t} = y_i vᵀx_{i,t}, shape (n, T)."""
+    X, _, y, v, _ = check_sequences(X, y=y, v=v)
+    return _numpy(y)[:, None] * (_numpy(X) @ _numpy(v))
+
+
+def optimal_tokens(X, y, v) -> np.ndarray:
+    """The globally optimal token of each sample, argmax_t γ_{i,t}; a tie raises ValueError."""
+    gamma = token_scores(X, y, v)
+    best = gamma.argmax(axis=1)
+    top = gamma.max(axis=1)
+    near = gamma >= (top - TIE_RTOL * np.abs(gamma).max(axis=1))[:, None]
+    tied = np.flatnonzero(near.sum(axis=1) > 1)
+    if tied.size:
+        i = tied[0]
+        t1, t2 = np.flatnonzero(near[i])[:2]
+        raise ValueError(
+            f"optimal token of sample {i} is tied between tokens {t1} and {t2} "
+            f"(score {top[i]:.6g}); the globally optimal token must be unique"
+        )
+    return best.astype(np.int64)
+
+
+def selected_tokens(W, X, z) -> np.ndarray:
+    """argmax_t of the attention logits x_{i,t}ᵀ W z_i (the token softmax puts most weight on)."""
+    X, z, _, _, W = check_sequences(X, z=z, W=W)
+    if W.dim() != 2:
+        raise ValueError(f"W must have shape (d, d), got {tuple(W.shape)}")
+    logits = np.einsum("ntj,jk,nk->nt", _numpy(X), _numpy(W), _numpy(z))
+    return logits.argmax(axis=1).astype(np.int64)
+
+
+def _tokens(alpha, n: int, T: int) -> np.ndarray:
+    """α as int64 (n,); a single integer means the same token for every sample."""
+    if np.ndim(alpha) == 0 and not isinstance(alpha, (str, bytes)):
+        alpha = np.full(n, alpha)
+    return check_tokens(alpha, n, T).numpy()
