@@ -116,17 +116,19 @@ class ResultsStore:
         info = json.loads((d / "info.json").read_text()) if (d / "info.json").exists() else {}
         return RunRecord(key, config, metrics, arrays, info)
 
-    def table(self, keys=None) -> pa.Table:
-        """Every run's metrics in one tidy table, with the run key and its scalar config fields."""
+    def table(self, keys=None, records=None) -> pa.Table:
+        """Every run's metrics in one tidy table, with the run key and its scalar config fields,
+        nested ones as "table.field" (of the given keys, or of records already loaded)."""
         parts = []
-        for key in keys if keys is not None else self.keys():
-            rec = self.load(key)
+        if records is None:
+            records = [self.load(key) for key in (keys if keys is not None else self.keys())]
+        for rec in records:
+            key = rec.key
             if rec.metrics is None:
                 continue
             t = rec.metrics.append_column("run", pa.array([key] * rec.metrics.num_rows))
-            for name, value in rec.config.items():
-                if isinstance(value, (int, float, str, bool)):
-                    t = t.append_column(name, pa.array([value] * t.num_rows))
+            for name, value in _scalars(rec.config):
+                t = t.append_column(name, pa.array([value] * t.num_rows))
             parts.append(t)
         return pa.concat_tables(parts, promote_options="permissive") if parts else pa.table({})
 
@@ -138,6 +140,15 @@ class ResultsStore:
         tmp.write_text(json.dumps(obj, indent=1, default=_jsonable))
         os.replace(tmp, path)
         return path
+
+
+def _scalars(config: Mapping, prefix: str = ""):
+    """(name, value) of the scalar fields of a config, nested tables flattened to "a.b"."""
+    for name, value in config.items():
+        if isinstance(value, Mapping):
+            yield from _scalars(value, f"{prefix}{name}.")
+        elif isinstance(value, (int, float, str, bool)):
+            yield f"{prefix}{name}", value
 
 
 def _jsonable(x):

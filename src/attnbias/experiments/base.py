@@ -6,9 +6,13 @@ import importlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import tomllib
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
 
 from ..store import ResultsStore
+from .config import validate
 
 CONFIG_DIR = Path(__file__).parent / "configs"
 
@@ -60,12 +64,21 @@ def load_config(name: str, quick: bool = False, overrides: dict | None = None) -
         config.update(quick_table)
     config.update({k: v for k, v in (overrides or {}).items() if v is not None})
     config["experiment"] = name
-    return config
+    return validate_config(config)
+
+
+def validate_config(config: dict) -> dict:
+    """Check a resolved config against its experiment's SCHEMA (if the module declares one);
+    raises ValueError naming the bad field."""
+    name = config.get("experiment")
+    schema = getattr(experiment_module(name), "SCHEMA", None)
+    return config if schema is None else validate(config, schema, name)
 
 
 def run_experiment(config: dict, out: str | Path) -> dict:
     """Run the experiment a resolved config names; writes config and summary.json under out."""
-    name = config.get("experiment")
+    config = validate_config(config)
+    name = config["experiment"]
     module = experiment_module(name)
     store = ResultsStore(out)
     store.write_json("config.json", config)

@@ -1,0 +1,178 @@
+"""The `attnbias` command line: list, reproduce, run, svm."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+import time
+from pathlib import Path
+
+from .experiments.base import EXPERIMENTS, SYNTHETIC, load_config, read_toml, run_experiment
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if getattr(args, "quiet", False):
+        os.environ["TQDM_DISABLE"] = "1"  # tqdm reads it at every bar
+    try:
+        return args.command(args)
+    except ValueError as err:  # bad input: say what, not where in the code
+        print(f"attnbias: error: {err}", file=sys.stderr)
+        return 2
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="attnbias", description="The implicit bias of attention: experiments and solvers."
+    )
+    sub = p.add_subparsers(required=True, metavar="COMMAND")
+
+    c = sub.add_parser("list", help="list the experiments")
+    c.set_defaults(command=list_experiments)
+
+    c = sub.add_parser(
+        "reproduce",
+        help="run experiments by name and check their claims",
+        description="Without NAME (or with 'all') every synthetic experiment runs at quick "
+        "scale; a single NAME runs at full scale. --quick / --full choose explicitly. Finished "
+        "runs found in the output directory are reused.",
+    )
+    c.add_argument("name", nargs="?", default="all", help="an experiment (see `list`) or 'all'")
+    scale = c.add_mutually_exclusive_group()
+    scale.add_argument("--quick", action="store_true", help="small scale (seconds)")
+    scale.add_argument("--full", action="store_true", help="the papers' scale")
+    c.add_argument("--seeds", type=int, help="override the number of seeds")
+    c.add_argument("--out", default="results", help="output root (default: ./results)")
+    c.add_argument("--quiet", action="store_true", help="no progress bars")
+    c.add_argument("--report", help="also write a Markdown report (figures + claim tables) here")
+    c.set_defaults(command=reproduce)
+
+    c = sub.add_parser("run", help="run one experiment from a TOML config file")
+    c.add_argument("config", help="TOML file: experiment = NAME and the fields to change")
+    c.add_argument("--quick", action="store_true", help="start from the quick-scale defaults")
+    c.add_argument("--out", help="output directory (default: results/NAME)")
+    c.add_argument("--quiet", action="store_true", help="no progress bars")
+    c.set_defaults(command=run_config)
+
+    c = sub.add_parser("svm", help="solve the Att-SVM for arrays in a .npz file")
+    c.add_argument("file", help=".npz with X (n,T,d), z (n,d) and alpha (n,), or W, or y and v")
+    c.add_argument("--norm", default="2", help="2 (= fro), any p ≥ 1, or nuc (default 2)")
+    c.add_argument(
+        "--alpha",
+        choices=("auto", "selected", "optimal"),
+        default="auto",
+        help="tokens: the file's alpha, argmax of W's attention (selected) or of y vᵀx "
+        "(optimal); auto takes the first the file allows",
+    )
+    c.add_argument("--out", help="save W, alpha and the multipliers to this .npz")
+    c.set_defaults(command=solve_svm)
+    return p
+
+
+def list_experiments(args) -> int:
+    for name, module in EXPERIMENTS.items():
+        kind = "synthetic" if name in SYNTHETIC else "real data"
+        try:
+            description = importlib.import_module(module).DESCRIPTION
+        except ImportError as err:  # a real-data experiment whose extras are not installed
+            description = f"(unavailable: {err})"
+        print(f"{name:14s} {kind:10s} {description}")
+    return 0
+
+
+def reproduce(args) -> int:
+    if args.name != "all" and args.name not in EXPERIMENTS:
+        raise ValueError(
+            f"unknown experiment {args.name!r}; choose from all, {', '.join(EXPERIMENTS)}"
+        )
+    names = list(SYNTHETIC) if args.name == "all" else [args.name]
+    quick = args.quick or (args.name == "all" and not args.full)
+    start = time.perf_counter()
+    summaries, configs = {}, {}
+    for name in names:
+        configs[name] = load_config(name, quick=quick, overrides={"seeds": args.seeds})
+        summaries[name] = _run(configs[name], Path(args.out) / name)
+    print(f"\n{len(names)} experiment(s) in {time.perf_counter() - start:.1f} s")
+    if args.report:
+        from .experiments.report import write_report
+
+        seeds = f" --seeds {args.seeds}" if args.seeds else ""
+        scale = "--quick" if quick else "--full"
+        command = (
+            f"attnbias reproduce {args.name} {scale}{seeds} --out {args.out} --report {args.report}"
+        )
+        print(f"report: {write_report(summaries, configs, Path(args.report), command)}")
+    return 0
+
+
+def run_config(args) -> int:
+    fields = read_toml(args.config)
+    name = fields.pop("experiment", None)
+    if name is None:
+        raise ValueError(
+            f'{args.config}: the config must name its experiment, e.g. experiment = "md-local"'
+        )
+    config = load_config(name, quick=args.quick, overrides=fields)
+    _run(config, Path(args.out or Path("results") / name))
+    return 0
+
+
+def _run(config: dict, out: Path) -> dict:
+    name = config["experiment"]
+    print(f"== {name} → {out}", flush=True)
+    start = time.perf_counter()
+    summary = run_experiment(config, out)
+    for claim in summary.get("claims", []):
+        print(f"  [{'supported' if claim['supported'] else 'NOT supported'}] {claim['claim']}")
+    print(f"  {time.perf_counter() - start:.1f} s; summary: {out / 'summary.json'}", flush=True)
+    return summary
+
+
+def solve_svm(args) -> int:
+    import numpy as np
+
+    from .svm import att_svm, optimal_tokens, selected_tokens
+
+    path = Path(args.file)
+    if not path.exists():
+        raise ValueError(f"{path} does not exist")
+    with np.load(path) as f:
+        arrays = {k: f[k] for k in f.files}
+    for key in ("X", "z"):
+        if key not in arrays:
+            raise ValueError(f"{path} has no array {key!r} (it has {sorted(arrays)})")
+    X, z = arrays["X"], arrays["z"]
+    alpha = _tokens(args.alpha, arrays, path, selected_tokens, optimal_tokens)
+    norm = args.norm if args.norm in ("fro", "nuc") else float(args.norm)
+    result = att_svm(X, z, alpha, norm)
+    print(f"norm       {norm}")
+    print(f"‖W_mm‖     {result.norm:.10g}")
+    print(f"margin     {result.margin:.10g}")
+    print(f"status     {result.status}")
+    print(f"KKT resid. {result.kkt_residual:.3g}")
+    print(f"alpha      {np.asarray(alpha).tolist()}")
+    if args.out:
+        np.savez(args.out, W=result.W, alpha=alpha, dual=result.dual)
+        print(f"saved      {args.out}")
+    return 0
+
+
+def _tokens(how: str, arrays: dict, path: Path, selected, optimal):
+    sources = {
+        "alpha": lambda: arrays["alpha"],
+        "selected": lambda: selected(arrays["W"], arrays["X"], arrays["z"]),
+        "optimal": lambda: optimal(arrays["X"], arrays["y"], arrays["v"]),
+    }
+    needs = {"alpha": ("alpha",), "selected": ("W",), "optimal": ("y", "v")}
+    order = ["alpha", "selected", "optimal"] if how == "auto" else [how]
+    for source in order:
+        if all(k in arrays for k in needs[source]):
+            return sources[source]()
+    wanted = " or ".join("+".join(needs[s]) for s in order)
+    raise ValueError(f"{path}: choosing tokens by {how!r} needs array(s) {wanted}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,9 @@
+"""Batched simulation engine: many runs (seeds × hyper-parameters × algorithms) as one program."""
+
+from .algorithms import Algorithm
+from .batch import RunBatch
+from .grid import log_grid, union_grid
+from .simulate import Finished, simulate
+from .spec import RunSpec
+
+__all__ = ["Algorithm", "Finished", "RunBatch", "RunSpec", "log_grid", "simulate", "union_grid"]

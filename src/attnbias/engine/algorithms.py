@@ -1,0 +1,139 @@
+"""The algorithms a sweep can run, as written in a config, and the optimiser each one is.
+
+Every algorithm is one of the `attnbias.optim` optimisers (plus GD with loss-normalised steps
+η/L, the NGD paper's eq. 13), so `torch_optimizer` builds the very optimiser whose maths the
+batched engine repeats for many runs at once.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields
+
+from ..optim import MirrorDescent, NormalizedGD, PolyakStep
+
+OPTIMIZERS = ("gd", "md", "ngd", "polyak")
+# How each optimiser may normalise its gradient (None: plain steps). "loss" divides by L.
+NORMALIZE = {
+    "gd": (None, "loss"),
+    "md": (None, "per_tensor", "global", "loss"),
+    "ngd": ("global", "per_tensor"),
+    "polyak": (None,),
+}
+# Fields that only some optimisers read; giving them to another is a config mistake.
+ONLY_FOR = {"p": ("md",), "momentum": ("ngd",), "c": ("polyak",), "f_star": ("polyak",)}
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """One optimiser with its hyper-parameters.
+
+    name: label in figures and tables.  optimizer: "gd", "md" (ℓp mirror descent), "ngd"
+    (normalized GD) or "polyak" (capped Polyak step).  lr: the step size η (for "polyak" the
+    cap γ_b).  p: mirror exponent ("md").  normalize: see NORMALIZE.  momentum: β ("ngd").
+    c, f_star: Polyak's constant and optimal loss L*, a number or "optimal" (the loss with all
+    attention on the optimal tokens under the fixed head).
+    """
+
+    name: str
+    optimizer: str
+    lr: float
+    p: float = 2.0
+    normalize: str | bool | None = "default"  # default: the optimiser's first NORMALIZE mode
+    momentum: float = 0.0
+    c: float = 1.0
+    f_star: float | str = 0.0
+
+    def __post_init__(self):
+        try:
+            self._check()
+        except _FieldError as err:
+            raise ValueError(f"algorithm {self.name!r}: {err}") from None
+
+    def _check(self):
+        """Validate and normalise the fields; errors name the field first."""
+        if not isinstance(self.name, str) or not self.name:
+            raise _FieldError(f"name must be a non-empty string, got {self.name!r}")
+        opt = self.optimizer
+        if opt not in OPTIMIZERS:
+            raise _FieldError(f"optimizer must be one of {OPTIMIZERS}, got {opt!r}")
+        for key, users in ONLY_FOR.items():
+            if opt not in users and getattr(self, key) != _DEFAULTS[key]:
+                raise _FieldError(f"{key} applies only to optimizer {' or '.join(users)}")
+        _number(self, "lr", lambda x: x > 0, "> 0")
+        _number(self, "p", lambda x: x > 1, "> 1")
+        _number(self, "momentum", lambda x: 0 <= x < 1, "in [0, 1)")
+        _number(self, "c", lambda x: x > 0, "> 0")
+        if self.f_star != "optimal":
+            _number(self, "f_star", math.isfinite, "finite or 'optimal'")
+        # As in MirrorDescent: False is plain, True is per-tensor normalisation.
+        normalize = {"default": NORMALIZE[opt][0], False: None}.get(self.normalize, self.normalize)
+        normalize = "per_tensor" if normalize is True and opt == "md" else normalize
+        if normalize not in NORMALIZE[opt]:
+            raise _FieldError(
+                f"normalize must be one of {NORMALIZE[opt]} for optimizer {opt!r}, "
+                f"got {self.normalize!r}"
+            )
+        object.__setattr__(self, "normalize", normalize)
+
+    @classmethod
+    def from_dict(cls, spec: dict, where: str = "algorithm") -> Algorithm:
+        """Build from a config table; every error names the offending field as where.field."""
+        if not isinstance(spec, dict):
+            raise ValueError(f"{where} must be a table, got {type(spec).__name__}")
+        known = [f.name for f in fields(cls)]
+        for key in spec:
+            if key not in known:
+                raise ValueError(f"{where}.{key} is not a field; known: {', '.join(known)}")
+        for key in ("name", "optimizer", "lr"):
+            if key not in spec:
+                raise ValueError(f"{where}.{key} is missing")
+        algorithm = object.__new__(cls)
+        for f in fields(cls):
+            object.__setattr__(algorithm, f.name, spec.get(f.name, f.default))
+        try:
+            algorithm._check()
+        except _FieldError as err:
+            raise ValueError(f"{where}.{err}") from None
+        return cls(**{f.name: getattr(algorithm, f.name) for f in fields(cls)})
+
+    def to_dict(self) -> dict:
+        """The fields this optimiser reads (the inverse of from_dict)."""
+        return {
+            k: v
+            for k, v in asdict(self).items()
+            if v is not None and self.optimizer in ONLY_FOR.get(k, OPTIMIZERS)
+        }
+
+    @property
+    def mirror_p(self) -> float:
+        """Exponent of the mirror potential: 2 (Euclidean) unless this is ℓp mirror descent."""
+        return self.p if self.optimizer == "md" else 2.0
+
+    def torch_optimizer(self, params, f_star: float = 0.0):
+        """The `attnbias.optim` optimiser this algorithm is, for one model's parameters.
+
+        With normalize="loss" the caller divides lr by the loss before each step (see
+        `engine.single_run`). `f_star` is the resolved L* for "polyak"."""
+        if self.optimizer == "ngd":
+            return NormalizedGD(params, self.lr, self.momentum, self.normalize)
+        if self.optimizer == "polyak":
+            return PolyakStep(params, self.lr, f_star=f_star, c=self.c)
+        normalize = False if self.normalize in (None, "loss") else self.normalize
+        return MirrorDescent(params, self.lr, self.mirror_p, normalize)
+
+
+class _FieldError(ValueError):
+    """A bad field; the message starts with the field's name."""
+
+
+_DEFAULTS = {"p": 2.0, "momentum": 0.0, "c": 1.0, "f_star": 0.0}
+
+
+def _number(algorithm: Algorithm, name: str, ok, rule: str) -> None:
+    value = getattr(algorithm, name)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _FieldError(f"{name} must be a number, got {value!r}")
+    if not ok(float(value)):
+        raise _FieldError(f"{name} must be {rule}, got {value!r}")
+    object.__setattr__(algorithm, name, float(value))

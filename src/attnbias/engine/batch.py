@@ -1,0 +1,97 @@
+"""R runs of equal shape stacked along a leading dimension: data, parameters, hyper-parameters."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+import torch
+
+from .kernel import Stack
+from .spec import RunSpec
+from .update import Hyper
+
+
+@dataclass
+class RunBatch:
+    data: Stack  # X, z, y and the fixed head
+    names: tuple[str, ...]  # parameter names: ("W",) or ("K", "Q"), plus "v" if trained
+    params: list[torch.Tensor]
+    buffers: list[torch.Tensor]  # momentum
+    hyper: Hyper
+    steps: np.ndarray  # (R,) steps each run takes
+    index: np.ndarray  # (R,) each run's position in the sweep's list of specs
+
+    @classmethod
+    def from_specs(cls, specs: list[RunSpec], index=None, device=None, dtype=torch.float64):
+        structures = {s.structure for s in specs}
+        if len(structures) != 1:
+            raise ValueError(f"a batch needs runs of one structure, got {sorted(structures)}")
+
+        def stack(arrays):
+            return torch.as_tensor(np.stack(arrays), dtype=dtype, device=device)
+
+        names = ("K", "Q") if specs[0].parameterization == "KQ" else ("W",)
+        names += ("v",) if specs[0].train_head else ()
+        params = [stack([s.init[k] for s in specs]) for k in names]
+        fixed_head = None if specs[0].train_head else stack([s.problem.v for s in specs])
+        return cls(
+            data=Stack(
+                stack([s.problem.X for s in specs]),
+                stack([s.problem.z for s in specs]),
+                stack([s.problem.y for s in specs]),
+                specs[0].loss,
+                fixed_head,
+            ),
+            names=names,
+            params=params,
+            buffers=[torch.zeros_like(w) for w in params],
+            hyper=Hyper.from_algorithms(
+                [s.algorithm for s in specs],
+                [s.f_star() for s in specs],
+                dtype=dtype,
+                device=device,
+            ),
+            steps=np.array([s.steps for s in specs]),
+            index=np.arange(len(specs)) if index is None else np.asarray(index),
+        )
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    def take(self, keep: np.ndarray) -> RunBatch:
+        """The runs where `keep` is True."""
+        rows = torch.as_tensor(np.flatnonzero(keep), device=self.data.X.device)
+        return replace(
+            self,
+            data=self.data.take(rows),
+            params=[w[rows] for w in self.params],
+            buffers=[m[rows] for m in self.buffers],
+            hyper=self.hyper.take(rows),
+            steps=self.steps[keep],
+            index=self.index[keep],
+        )
+
+    def named(self) -> dict[str, torch.Tensor]:
+        return dict(zip(self.names, self.params))
+
+    def observed(self) -> dict[str, torch.Tensor]:
+        """What is recorded: the attention matrix W (= K Qᵀ) and, if trained, the head v."""
+        p = self.named()
+        out = {"W": p["K"] @ p["Q"].mT if "K" in p else p["W"]}
+        if "v" in p:
+            out["v"] = p["v"]
+        return out
+
+    def gradients(self) -> tuple[torch.Tensor | None, list[torch.Tensor]]:
+        """Each run's risk (R,) (None when no rule of the batch reads it) and the closed-form
+        gradient of every parameter.
+
+        For W = K Qᵀ with G = ∂L/∂W: ∂L/∂K = G Q and ∂L/∂Q = Gᵀ K."""
+        p = self.named()
+        W = p["K"] @ p["Q"].mT if "K" in p else p["W"]
+        loss, grad_W, grad_v = self.data.risk_and_gradients(W, p.get("v"), self.hyper.needs_loss)
+        grads = [grad_W @ p["Q"], grad_W.mT @ p["K"]] if "K" in p else [grad_W]
+        if "v" in p:
+            grads.append(grad_v)
+        return loss, grads

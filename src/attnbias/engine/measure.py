@@ -1,0 +1,117 @@
+"""Metrics of finished runs (SPEC §4), from their recorded iterates, all runs and steps at once.
+
+Per run and recorded step: loss; ‖W‖ in each norm; softmax score of the selected (and optimal)
+tokens; normalised margin; alignment with, and directional Bregman divergence to, the Att-SVM
+solution of each norm; for a trained head also ‖v‖, the head's probability σ(y f) and the same
+comparisons of v with the ℓp head-SVMs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import torch
+
+from ..losses import get_loss
+from ..metrics import (
+    alignment,
+    directional_bregman,
+    lp_norm,
+    normalized_margin,
+    nuclear_norm,
+    token_score,
+)
+from ..model import attention_logits, predict, token_values
+from ..store import tidy
+from .grid import log_grid
+from .simulate import Finished
+from .spec import RunSpec
+from .targets import References, Solution, is_lp, norm_label
+
+
+@dataclass
+class Measured:
+    """What is stored for one run."""
+
+    metrics: pa.Table
+    arrays: dict
+    info: dict
+
+
+def _stack(arrays) -> torch.Tensor:
+    return torch.as_tensor(np.stack(arrays), dtype=torch.float64)
+
+
+def _references(solutions: list[Solution], shape) -> torch.Tensor:
+    """Stacked solutions, NaN where an SVM could not be solved (its metrics become NaN)."""
+    nan = np.full(shape, np.nan)
+    return _stack([nan if s.value is None else s.value for s in solutions]).unsqueeze(1)
+
+
+def measure(specs: list[RunSpec], done: Finished, refs: References) -> list[Measured]:
+    problems = [s.problem for s in specs]
+    X, z, y = (_stack([getattr(p, k) for p in problems]).unsqueeze(1) for k in "Xzy")
+    W = done.snapshots["W"]  # (k, G, d, d)
+    head = specs[0].train_head
+    v = done.snapshots["v"] if head else _stack([p.v for p in problems]).unsqueeze(1)
+    selected = attention_logits(W[:, -1], X[:, 0], z[:, 0]).argmax(-1).numpy()  # as svm's
+    alphas = [
+        s.optimal_tokens() if s.alpha == "optimal" else selected[r] for r, s in enumerate(specs)
+    ]
+    alpha = torch.as_tensor(np.stack(alphas)).unsqueeze(1)
+    f = predict(W, v, X, z)
+    m = {"loss": get_loss(specs[0].loss).value(y * f).mean(-1)}
+    m["norm/2"] = lp_norm(W, 2.0)
+    m["score/selected"] = token_score(W, X, z, alpha)
+    if not head or all(p.opt is not None for p in problems):
+        m["score/opt"] = token_score(W, X, z, _optimal(problems, X, y, v))
+    m["margin"] = normalized_margin(W, X, z, alpha)
+    info = [{"alpha": s.alpha, "svm": {}, "head_svm": {}} for s in specs]
+    arrays = [{"alpha": a} for a in alphas]
+    for norm in specs[0].norms:
+        label = norm_label(norm)
+        solutions = refs.att(problems, alphas, norm)
+        W_mm = _references(solutions, W.shape[-2:])
+        m[f"norm/{label}"] = lp_norm(W, float(norm)) if is_lp(norm) else nuclear_norm(W)
+        m[f"alignment/{label}"] = alignment(W, W_mm)
+        if is_lp(norm):
+            m[f"divergence/{label}"] = directional_bregman(W_mm, W, float(norm))
+        for r, s in enumerate(solutions):
+            info[r]["svm"][label] = s.info
+            arrays[r][f"W_mm_{label}"] = W_mm[r, 0].numpy()
+    if head:
+        m["norm_v/2"] = lp_norm(v, 2.0, dim=-1)
+        m["prob"] = torch.sigmoid(y * f).mean(-1)
+        for norm in filter(is_lp, specs[0].norms):
+            label, p = norm_label(norm), float(norm)
+            solutions = refs.head(problems, alphas, p)
+            v_mm = _references(solutions, v.shape[-1:])
+            m[f"alignment_v/{label}"] = alignment(v, v_mm, dim=-1)
+            m[f"divergence_v/{label}"] = directional_bregman(v_mm, v, p, dim=-1)
+            for r, s in enumerate(solutions):
+                info[r]["head_svm"][label] = s.info
+                arrays[r][f"v_mm_{label}"] = v_mm[r, 0].numpy()
+    values = {k: np.broadcast_to(t.numpy(), (len(specs), len(done.grid))) for k, t in m.items()}
+    out = []
+    for r, spec in enumerate(specs):
+        steps = log_grid(spec.steps, spec.grid_points)
+        at = np.searchsorted(done.grid, steps)
+        arrays[r].update({f"final_{k}": w[r] for k, w in done.final.items()})
+        if spec.keep_trajectory:
+            arrays[r]["trajectory_steps"] = steps
+            arrays[r].update(
+                {f"trajectory_{k}": s[r, at].numpy() for k, s in done.snapshots.items()}
+            )
+        table = tidy(steps, {k: col[r, at] for k, col in values.items()})
+        out.append(Measured(table, arrays[r], info[r]))
+    return out
+
+
+def _optimal(problems, X, y, v) -> torch.Tensor:
+    """Optimal tokens (k, 1, n): the generator's, else argmax_t y_i vᵀx_{i,t} of the fixed head
+    (batched; svm.optimal_tokens is the checked single-problem version)."""
+    best = (y.unsqueeze(-1) * token_values(X, v[:, :1])).argmax(-1)
+    fixed = [torch.as_tensor(p.opt) if p.opt is not None else None for p in problems]
+    return torch.stack([b if f is None else f.unsqueeze(0) for b, f in zip(best, fixed)])

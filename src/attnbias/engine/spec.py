@@ -1,0 +1,100 @@
+"""What one run of a sweep is: data, initial parameters, algorithm, length, what to measure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from ..data import Problem
+from ..losses import get_loss
+from ..store import config_key
+from ..svm import optimal_tokens
+from .algorithms import Algorithm
+
+# Bump when the engine's results change meaning, so stored runs are not reused.
+ENGINE_VERSION = 1
+
+
+@dataclass
+class RunSpec:
+    """One run. `config` describes the data and the initialisation (seeds, scales) in JSON;
+    together with the rest of the fields it is hashed into the run's store key.
+
+    init: initial parameters, "W" (d, d) or "K", "Q" (d, m); plus "v" (d,) to train the head.
+    norms: Att-SVM norms (numbers p, or "nuc") whose solutions the run is measured against
+    (the head is measured against the ℓp head-SVMs of the numeric ones).
+    alpha: which tokens those SVMs select, "selected" (argmax of the final attention) or
+    "optimal" (the problem's optimal tokens).
+    keep_trajectory: store the recorded iterates too (for figures of a single run).
+    """
+
+    config: dict
+    problem: Problem
+    algorithm: Algorithm
+    steps: int
+    init: dict[str, np.ndarray]
+    loss: str = "logistic"
+    norms: tuple = (2.0,)
+    alpha: str = "selected"
+    grid_points: int = 60
+    keep_trajectory: bool = False
+    record: dict = field(init=False)
+
+    def __post_init__(self):
+        if sorted(self.init) not in (["W"], ["W", "v"], ["K", "Q"], ["K", "Q", "v"]):
+            raise ValueError(f"init must hold W or K, Q (and v), got {sorted(self.init)}")
+        if self.alpha not in ("selected", "optimal"):
+            raise ValueError(f"alpha must be 'selected' or 'optimal', got {self.alpha!r}")
+        if not isinstance(self.steps, int) or self.steps < 1:
+            raise ValueError(f"steps must be a positive integer, got {self.steps!r}")
+        get_loss(self.loss)
+        self.record = {
+            **self.config,
+            "algorithm": self.algorithm.to_dict(),
+            "steps": self.steps,
+            "loss": self.loss,
+            "norms": list(self.norms),
+            "alpha": self.alpha,
+            "grid_points": self.grid_points,
+            "keep_trajectory": self.keep_trajectory,
+            "engine_version": ENGINE_VERSION,
+        }
+
+    @property
+    def key(self) -> str:
+        return config_key(self.record)
+
+    @property
+    def parameterization(self) -> str:
+        return "KQ" if "K" in self.init else "W"
+
+    @property
+    def train_head(self) -> bool:
+        return "v" in self.init
+
+    @property
+    def structure(self) -> tuple:
+        """Runs with equal structure can share one batch."""
+        shapes = (self.init[k].shape for k in sorted(self.init))
+        return (self.problem.X.shape, self.parameterization, self.train_head, self.loss, *shapes)
+
+    def optimal_tokens(self) -> np.ndarray:
+        """The problem's optimal tokens: fixed by its generator, or argmax_t y_i vᵀx_{i,t}."""
+        if self.problem.opt is not None:
+            return np.asarray(self.problem.opt, dtype=np.int64)
+        return optimal_tokens(self.problem.X, self.problem.y, self.problem.v)
+
+    def f_star(self) -> float:
+        """Polyak's L*: a number, or for "optimal" the fixed-head loss with all attention on
+        the optimal tokens, (1/n) Σ_i ℓ(γ_{i,opt_i})."""
+        f_star = self.algorithm.f_star
+        if f_star != "optimal":
+            return float(f_star)
+        if self.train_head:
+            raise ValueError("f_star='optimal' needs a fixed head; use f_star = 0 when training v")
+        X, y, v = self.problem.X, self.problem.y, self.problem.v
+        opt = self.optimal_tokens()
+        gamma = y * (X[np.arange(len(y)), opt] @ v)
+        return float(get_loss(self.loss).value(torch.as_tensor(gamma)).mean())

@@ -1,0 +1,96 @@
+"""Config validation: every experiment declares its fields; a bad config is refused with a
+message that names the field (unknown, missing, wrong type or out of range)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..engine import Algorithm
+
+
+@dataclass(frozen=True)
+class Field:
+    """type: int, float, str, bool or list (of `item`); check/rule: a further condition and
+    how to state it; parse: a deeper check that raises ValueError naming what is wrong."""
+
+    type: type
+    help: str = ""
+    item: type | None = None
+    check: Callable[[Any], bool] | None = None
+    rule: str = ""
+    parse: Callable[[Any, str], Any] | None = None
+
+
+def positive_int(help: str) -> Field:
+    return Field(int, help, check=lambda x: x >= 1, rule=">= 1")
+
+
+def positive(help: str) -> Field:
+    return Field(float, help, check=lambda x: x > 0, rule="> 0")
+
+
+def numbers(help: str, item: type, minimum: float, strict: bool = False) -> Field:
+    """A non-empty list of numbers ≥ minimum (> minimum if strict)."""
+    rule = f"a non-empty list of {item.__name__}s {'>' if strict else '>='} {minimum:g}"
+    above = (lambda x: x > minimum) if strict else (lambda x: x >= minimum)
+    return Field(list, help, item=item, check=lambda x: bool(x) and all(map(above, x)), rule=rule)
+
+
+def choice(help: str, *options) -> Field:
+    return Field(str, help, check=lambda x: x in options, rule=f"one of {options}")
+
+
+def parse_algorithms(tables: list, name: str = "algorithms") -> list[Algorithm]:
+    algorithms = [Algorithm.from_dict(t, f"{name}[{i}]") for i, t in enumerate(tables)]
+    names = [a.name for a in algorithms]
+    if len(set(names)) != len(names):
+        raise ValueError(f"{name}: algorithm names must be distinct, got {names}")
+    return algorithms
+
+
+def algorithms(help: str) -> Field:
+    return Field(list, help, item=dict, check=bool, rule="non-empty", parse=parse_algorithms)
+
+
+# Fields every synthetic experiment takes (add them to its SCHEMA).
+COMMON = {
+    "seeds": positive_int("number of seeds: runs use seeds 1..seeds"),
+    "grid_points": positive_int("log-spaced steps at which metrics are recorded"),
+    "batch_size": Field(int, "runs per batched program (0: all at once)", check=lambda x: x >= 0),
+    "device": choice("where the engine runs ('auto': CUDA when present)", "auto", "cpu", "cuda"),
+}
+
+
+def _typed(value, kind: type, name: str):
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if (kind is int and isinstance(value, bool)) or not isinstance(value, kind):
+        raise ValueError(f"{name} must be of type {kind.__name__}, got {value!r}")
+    return value
+
+
+def validate(config: dict, schema: dict[str, Field], experiment: str) -> dict:
+    """The config with its values typed (ints given for floats become floats); raises
+    ValueError naming the first bad field. The result stays JSON-able."""
+    allowed = schema
+    for name in config:
+        if name != "experiment" and name not in allowed:
+            raise ValueError(
+                f"{experiment}: unknown config field {name!r}; known fields: {', '.join(allowed)}"
+            )
+    out = {"experiment": experiment}
+    for name, field in allowed.items():
+        if name not in config:
+            raise ValueError(f"{experiment}: config field {name!r} is missing ({field.help})")
+        where = f"{experiment}: {name}"
+        value = _typed(config[name], field.type, where)
+        if field.item is not None:
+            value = [_typed(x, field.item, f"{where}[{i}]") for i, x in enumerate(value)]
+        if field.check is not None and not field.check(value):
+            raise ValueError(f"{where} must be {field.rule}, got {value!r}")
+        if field.parse is not None:
+            field.parse(value, where)
+        out[name] = value
+    return out

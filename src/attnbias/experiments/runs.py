@@ -1,0 +1,113 @@
+"""What the synthetic experiments share: seeding, running a sweep into the experiment's store,
+and reading the stored runs back as curves."""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import torch
+
+from ..engine.spec import RunSpec
+from ..engine.sweep import SweepReport, run_sweep
+from ..store import ResultsStore, RunRecord
+
+
+def seeds(config: dict) -> range:
+    return range(1, config["seeds"] + 1)
+
+
+def random_init(shape, scale: float, seed: int, stream: int = 0) -> np.ndarray:
+    """scale · N(0, 1) entries drawn from the run's seed (streams keep W, K, Q, v independent
+    of each other and of the data, which uses the bare seed)."""
+    return scale * np.random.default_rng([seed, 1000 + stream]).standard_normal(shape)
+
+
+def sweep(config: dict, out: Path, specs: list[RunSpec]) -> SweepReport:
+    """Run (or resume) the sweep in `out`, then write every run's metrics as one tidy table
+    out/metrics.parquet (run × step × metric, with the run's scalar config fields)."""
+    store = ResultsStore(out)
+    if config["device"] == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"{config['experiment']}: device 'cuda' asked for, but no GPU is visible")
+    report = run_sweep(
+        specs,
+        store,
+        batch_size=config["batch_size"] or None,
+        device=None if config["device"] == "auto" else config["device"],
+        desc=config["experiment"],
+    )
+    table = store.table(records=report.records)
+    tmp = Path(out) / ".metrics.parquet.tmp"
+    pq.write_table(table, tmp)
+    os.replace(tmp, Path(out) / "metrics.parquet")
+    return report
+
+
+def sweep_summary(report: SweepReport) -> dict:
+    return {
+        "runs": len(report.records),
+        "trained": report.ran,
+        "reused": report.skipped,
+        "svms_solved": report.svms,
+        "seconds": round(report.seconds, 2),
+    }
+
+
+@dataclass
+class Curves:
+    """Runs of one group on a common step grid: metric → (runs, steps) values."""
+
+    steps: np.ndarray
+    values: dict[str, np.ndarray]
+
+    def mean(self, metric: str) -> np.ndarray:
+        return self.values[metric].mean(0)
+
+    def std(self, metric: str) -> np.ndarray:
+        return self.values[metric].std(0)
+
+    def final(self, metric: str) -> np.ndarray:
+        """Each run's last value."""
+        return self.values[metric][:, -1]
+
+
+def _columns(record: RunRecord) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    table = record.metrics
+    step = table.column("step").to_numpy()
+    metric = np.asarray(table.column("metric").to_pylist())
+    value = table.column("value").to_numpy()
+    names = list(dict.fromkeys(metric))
+    columns = {name: value[metric == name] for name in names}
+    return step[metric == names[0]], columns
+
+
+def algorithm_name(record: RunRecord) -> str:
+    return record.config["algorithm"]["name"]
+
+
+def curves(records: list[RunRecord], group: Callable = algorithm_name) -> dict[str, Curves]:
+    """Stored runs grouped (by algorithm name by default), in order of first appearance."""
+    grouped = defaultdict(list)
+    for record in records:
+        grouped[group(record)].append(_columns(record))
+    out = {}
+    for name, runs in grouped.items():
+        steps = runs[0][0]
+        if any(not np.array_equal(s, steps) for s, _ in runs):
+            raise ValueError(f"runs of group {name!r} were recorded on different step grids")
+        out[name] = Curves(steps, {m: np.stack([c[m] for _, c in runs]) for m in runs[0][1]})
+    return out
+
+
+def loglog_slope(steps: np.ndarray, values: np.ndarray, start: float = 0.1) -> float:
+    """Slope of log(values) against log(steps) over steps ≥ start · last step: a rate's
+    exponent."""
+    keep = (steps >= max(start * steps[-1], 1)) & (values > 0) & np.isfinite(values)
+    if keep.sum() < 2:
+        return float("nan")
+    return float(np.polyfit(np.log(steps[keep]), np.log(values[keep]), 1)[0])

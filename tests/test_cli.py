@@ -1,0 +1,128 @@
+"""The `attnbias` command line, including a sweep killed mid-way and resumed."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+import attnbias
+from attnbias.cli import main
+from attnbias.data import gaussian_unit
+from attnbias.experiments import base
+from attnbias.store import ResultsStore
+from attnbias.svm import att_svm, selected_tokens
+
+SRC = str(Path(attnbias.__file__).resolve().parents[1])
+
+
+def attnbias_process(*args, **kw):
+    """`attnbias ARGS` in a subprocess that imports this very source tree."""
+    env = {**os.environ, "PYTHONPATH": SRC, "TQDM_DISABLE": "1"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "attnbias.cli", *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kw,
+    )
+
+
+def test_list_names_every_experiment(capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    for name in base.EXPERIMENTS:
+        assert name in out
+
+
+def test_svm_solves_a_file_and_saves_the_solution(tmp_path, capsys):
+    P = gaussian_unit(4, 5, 6, seed=1)
+    W = np.random.default_rng(0).standard_normal((6, 6))
+    np.savez(tmp_path / "p.npz", X=P.X, z=P.z, W=W)
+    assert main(["svm", str(tmp_path / "p.npz"), "--out", str(tmp_path / "s.npz")]) == 0
+    out = capsys.readouterr().out
+    assert "status     optimal" in out and "margin     1" in out
+    expected = att_svm(P.X, P.z, selected_tokens(W, P.X, P.z))
+    with np.load(tmp_path / "s.npz") as saved:
+        np.testing.assert_allclose(saved["W"], expected.W, atol=1e-9)
+        assert list(saved["alpha"]) == list(selected_tokens(W, P.X, P.z))
+    assert f"{expected.norm:.10g}" in out
+
+
+def test_svm_explains_missing_arrays(tmp_path, capsys):
+    np.savez(tmp_path / "p.npz", X=np.zeros((2, 3, 4)), z=np.zeros((2, 4)))
+    assert main(["svm", str(tmp_path / "p.npz"), "--alpha", "optimal"]) == 2
+    assert "needs array(s) y+v" in capsys.readouterr().err
+
+
+def test_bad_config_file_is_refused_naming_the_field(tmp_path, capsys):
+    path = tmp_path / "bad.toml"
+    path.write_text('experiment = "md-local"\nlr = -0.1\n')
+    assert main(["run", str(path), "--out", str(tmp_path / "out")]) == 2
+    assert "md-local: lr must be > 0" in capsys.readouterr().err
+    path.write_text("seeds = 3\n")
+    assert main(["run", str(path)]) == 2
+    assert "must name its experiment" in capsys.readouterr().err
+    assert main(["reproduce", "no-such-thing"]) == 2
+    assert "unknown experiment 'no-such-thing'" in capsys.readouterr().err
+
+
+def test_reproduce_dispatches_through_the_registry(tmp_path, monkeypatch, capsys):
+    """Any registered experiment (the real-data ones too) runs by name the same way."""
+    module = tmp_path / "fake_experiment.py"
+    module.write_text(
+        "from attnbias.experiments.base import Claim\n"
+        "DESCRIPTION = 'fake'\n"
+        "def run(config, out):\n"
+        "    return {'claims': [Claim('it ran', True, {'seeds': config['seeds']})]}\n"
+    )
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "fake.toml").write_text("seeds = 5\n[quick]\nseeds = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(base.EXPERIMENTS, "fake", "fake_experiment")
+    monkeypatch.setattr(base, "CONFIG_DIR", tmp_path / "configs")
+    assert main(["reproduce", "fake", "--quick", "--out", str(tmp_path / "res")]) == 0
+    assert "[supported] it ran" in capsys.readouterr().out
+    assert '"seeds": 1' in (tmp_path / "res" / "fake" / "summary.json").read_text()
+
+
+def test_killed_sweep_resumes_keeping_every_finished_run(tmp_path):
+    """md-local with short ℓ2 runs and long ℓ3 runs in one batch: the ℓ2 runs are stored the
+    moment they finish; killing the process then loses nothing, and the rerun trains only
+    what was missing."""
+    config = tmp_path / "sweep.toml"
+    config.write_text('experiment = "md-local"\nseeds = 3\nps = [2.0, 3.0]\nsteps = [200, 30000]\n')
+    out = tmp_path / "out"
+    store = ResultsStore(out)
+    proc = attnbias_process("run", str(config), "--out", str(out), "--quick")
+    deadline = time.monotonic() + 120
+    while len(store.keys()) < 4 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate()
+    finished = store.keys()
+    assert len(finished) == 4, "the 4 short runs (3 seeds + zero init) should be stored"
+    assert not (out / "summary.json").exists(), "killed before the sweep completed"
+    stamps = {p: p.stat().st_mtime_ns for k in finished for p in (out / "runs" / k).iterdir()}
+
+    rerun = attnbias_process("run", str(config), "--out", str(out), "--quick")
+    _, stderr = rerun.communicate(timeout=300)
+    assert rerun.returncode == 0, stderr
+    summary = (out / "summary.json").read_text()
+    assert '"trained": 4' in summary and '"reused": 4' in summary
+    assert set(finished) < set(store.keys()) and len(store.keys()) == 8
+    assert stamps == {p: p.stat().st_mtime_ns for p in stamps}
+
+
+def test_reproduce_writes_a_report(tmp_path, capsys):
+    report = tmp_path / "docs" / "RESULTS.md"
+    args = ["reproduce", "md-joint", "--quick", "--out", str(tmp_path / "res"), "--quiet"]
+    assert main([*args, "--report", str(report)]) == 0
+    text = report.read_text()
+    assert "attnbias reproduce md-joint --quick" in text and "](figures/md-joint.png)" in text
+    assert (tmp_path / "docs" / "figures" / "md-joint.png").exists()
+    assert text.count("| yes |") + text.count("| **no** |") == 3
