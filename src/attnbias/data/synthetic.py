@@ -50,6 +50,24 @@ def _orthogonal_score_head(X, opt, y, score):
     return v
 
 
+def _orthogonal_tokens_problem(name, n, T, d, seed, opt_score, antipodal: bool) -> Problem:
+    """Gaussian N(0, I_d/d) tokens, optimal token at a random position (or ±μ if antipodal),
+    head v scoring it opt_score and every other token 0; self-attention."""
+    _check_sizes(n=n, T=T, d=d)
+    if d < n * T:
+        raise ValueError(f"{name} needs d >= n*T for Assumption 2, got d={d} < {n * T}")
+    rng = _rng(seed)
+    X = rng.standard_normal((n, T, d)) / np.sqrt(d)
+    y = _labels(rng, n)
+    opt = rng.integers(0, T, size=n)
+    if antipodal:
+        mu = rng.standard_normal(d) / np.sqrt(d)
+        X[np.arange(n), opt] = y[:, None] * mu
+    v = _orthogonal_score_head(X, opt, y, opt_score)
+    params = dict(n=n, T=T, d=d, seed=seed, opt_score=opt_score)
+    return Problem(X, X[:, 0].copy(), y, v, "self", name, opt=opt, params=params)
+
+
 def example1(n: int = 4, T: int = 4, d: int = 64, seed: int = 0, opt_score: float = 1.0) -> Problem:
     """NGD paper Example 1 / Fig. 2, self-attention (z_i = x_{i,1}).
 
@@ -59,16 +77,7 @@ def example1(n: int = 4, T: int = 4, d: int = 64, seed: int = 0, opt_score: floa
     non-optimal tokens of a sample share one score and the optimal token's is larger
     (Assumption 2). Requires d ≥ nT. Defaults (lost in the paper): n=4, T=4, d=64.
     """
-    _check_sizes(n=n, T=T, d=d)
-    if d < n * T:
-        raise ValueError(f"example1 needs d >= n*T for Assumption 2, got d={d} < {n * T}")
-    rng = _rng(seed)
-    X = rng.standard_normal((n, T, d)) / np.sqrt(d)
-    y = _labels(rng, n)
-    opt = rng.integers(0, T, size=n)
-    v = _orthogonal_score_head(X, opt, y, opt_score)
-    params = dict(n=n, T=T, d=d, seed=seed, opt_score=opt_score)
-    return Problem(X, X[:, 0].copy(), y, v, "self", "example1", opt=opt, params=params)
+    return _orthogonal_tokens_problem("example1", n, T, d, seed, opt_score, antipodal=False)
 
 
 def antipodal(
@@ -77,18 +86,7 @@ def antipodal(
     """NGD paper Fig. 5: as `example1`, but the optimal tokens of the two classes are antipodal,
     x_{i,opt_i} = y_i μ for one fixed μ ~ N(0, I_d/d). v scores them both opt_score and is
     orthogonal to every other token."""
-    _check_sizes(n=n, T=T, d=d)
-    if d < n * T:
-        raise ValueError(f"antipodal needs d >= n*T, got d={d} < {n * T}")
-    rng = _rng(seed)
-    X = rng.standard_normal((n, T, d)) / np.sqrt(d)
-    y = _labels(rng, n)
-    opt = rng.integers(0, T, size=n)
-    mu = rng.standard_normal(d) / np.sqrt(d)
-    X[np.arange(n), opt] = y[:, None] * mu
-    v = _orthogonal_score_head(X, opt, y, opt_score)
-    params = dict(n=n, T=T, d=d, seed=seed, opt_score=opt_score)
-    return Problem(X, X[:, 0].copy(), y, v, "self", "antipodal", opt=opt, params=params)
+    return _orthogonal_tokens_problem("antipodal", n, T, d, seed, opt_score, antipodal=True)
 
 
 def dm(

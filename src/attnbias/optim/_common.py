@@ -20,6 +20,22 @@ def params_with_grad(group: dict) -> tuple[list[torch.Tensor], list[torch.Tensor
     return params, grads
 
 
+def evaluate(closure):
+    """The loss from `closure` (with gradients enabled), or None: torch.optim's step protocol."""
+    if closure is None:
+        return None
+    with torch.enable_grad():
+        return closure()
+
+
+def groups_with_grad(optimizer):
+    """(group, params, grads) for each parameter group that has at least one gradient."""
+    for group in optimizer.param_groups:
+        params, grads = params_with_grad(group)
+        if params:
+            yield group, params, grads
+
+
 def check_lr(lr: float, name: str = "lr") -> float:
     if not isinstance(lr, (int, float)) or not lr > 0:
         raise ValueError(f"{name} must be a positive number, got {lr!r}")

@@ -14,7 +14,14 @@ import torch
 from torch.optim import Optimizer
 
 from .._validate import check_p
-from ._common import check_lr, check_normalize, dual_exponent, inverse_norm_scales, params_with_grad
+from ._common import (
+    check_lr,
+    check_normalize,
+    dual_exponent,
+    evaluate,
+    groups_with_grad,
+    inverse_norm_scales,
+)
 
 
 def mirror_map(w: torch.Tensor, p: float) -> torch.Tensor:
@@ -69,14 +76,8 @@ class MirrorDescent(Optimizer):
 
     @torch.no_grad()
     def step(self, closure=None):
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
-        for group in self.param_groups:
-            params, grads = params_with_grad(group)
-            if not params:
-                continue
+        loss = evaluate(closure)
+        for group, params, grads in groups_with_grad(self):
             p, mode = group["p"], group["normalize"]
             scales = None if mode is None else inverse_norm_scales(grads, mode, dual_exponent(p))
             mirror_descent_(params, grads, group["lr"], p, scales)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch.optim import Optimizer
 
-from ._common import check_lr, inverse_norm_scales, params_with_grad
+from ._common import check_lr, evaluate, groups_with_grad, inverse_norm_scales
 
 
 class NormalizedGD(Optimizer):
@@ -31,14 +31,8 @@ class NormalizedGD(Optimizer):
 
     @torch.no_grad()
     def step(self, closure=None):
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
-        for group in self.param_groups:
-            params, grads = params_with_grad(group)
-            if not params:
-                continue
+        loss = evaluate(closure)
+        for group, params, grads in groups_with_grad(self):
             direction = torch._foreach_mul(grads, inverse_norm_scales(grads, group["norm"]))
             if group["momentum"] > 0:
                 bufs = [
