@@ -55,6 +55,25 @@ def algorithms(help: str) -> Field:
 
 
 # Fields every synthetic experiment takes (add them to its SCHEMA).
+LOSS = choice("margin loss", "logistic", "exponential", "correlation")
+ZERO_OR_RANDOM_INIT = Field(
+    float,
+    "W₀, v₀ entries ~ N(0, init_scale²); 0: zero init",
+    check=lambda x: x >= 0,
+    rule=">= 0",
+)
+
+
+def check_named(config: dict, fields: tuple[str, ...]) -> None:
+    """Fields that name an algorithm must name one of config["algorithms"]."""
+    names = [a["name"] for a in config["algorithms"]]
+    for field in fields:
+        if config[field] not in names:
+            raise ValueError(
+                f"{config['experiment']}: {field} {config[field]!r} is not one of {names}"
+            )
+
+
 COMMON = {
     "seeds": positive_int("number of seeds: runs use seeds 1..seeds"),
     "grid_points": positive_int("log-spaced steps at which metrics are recorded"),

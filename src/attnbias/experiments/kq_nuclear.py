@@ -13,7 +13,7 @@ from ..data import GENERATORS
 from ..engine import Algorithm, RunSpec
 from . import plotting
 from .base import Claim
-from .config import COMMON, choice, positive, positive_int
+from .config import COMMON, LOSS, choice, positive, positive_int
 from .runs import curves, random_init, seeds, sweep, sweep_summary
 
 DESCRIPTION = (
@@ -29,7 +29,7 @@ SCHEMA = {
     "n": positive_int("samples"),
     "T": positive_int("tokens per sample"),
     "d": positive_int("dimension"),
-    "loss": choice("margin loss", "logistic", "exponential"),
+    "loss": LOSS,
     "init_scale": positive("K₀, Q₀ entries ~ N(0, init_scale²)"),
     "lr": positive("step size of normalized GD"),
     "steps": positive_int("steps of every run"),

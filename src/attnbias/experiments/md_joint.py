@@ -17,7 +17,14 @@ from ..engine import RunSpec
 from ..engine.targets import norm_label
 from . import plotting
 from .base import Claim
-from .config import COMMON, Field, choice, numbers, positive, positive_int
+from .config import (
+    COMMON,
+    LOSS,
+    ZERO_OR_RANDOM_INIT,
+    numbers,
+    positive,
+    positive_int,
+)
 from .md_local import algorithm
 from .runs import curves, random_init, seeds, sweep, sweep_summary
 
@@ -25,13 +32,8 @@ DESCRIPTION = "joint ℓp-MD of W and v from zero on the MD paper's toy: both re
 
 SCHEMA = {
     **COMMON,
-    "loss": choice("margin loss", "logistic", "exponential"),
-    "init_scale": Field(
-        float,
-        "W₀, v₀ entries ~ N(0, init_scale²); 0: zero init",
-        check=lambda x: x >= 0,
-        rule=">= 0",
-    ),
+    "loss": LOSS,
+    "init_scale": ZERO_OR_RANDOM_INIT,
     "lr": positive("step size η of normalized ℓp-MD"),
     "ps": numbers("mirror exponents p", float, 1.0, strict=True),
     "steps": positive_int("steps of every run"),

@@ -18,7 +18,7 @@ from ..engine import Algorithm, RunSpec
 from ..engine.targets import norm_label
 from . import plotting
 from .base import Claim
-from .config import COMMON, choice, numbers, positive, positive_int
+from .config import COMMON, LOSS, numbers, positive, positive_int
 from .runs import curves, random_init, seeds, sweep, sweep_summary
 
 DESCRIPTION = "ℓp mirror descent converges to the ℓp Att-SVM: the 3×3 divergence grid (MD paper)"
@@ -28,7 +28,7 @@ SCHEMA = {
     "n": positive_int("samples"),
     "T": positive_int("tokens per sample"),
     "d": positive_int("dimension"),
-    "loss": choice("margin loss", "logistic", "exponential", "correlation"),
+    "loss": LOSS,
     "init_scale": positive("W₀ entries ~ N(0, init_scale²)"),
     "lr": positive("step size η of normalized ℓp-MD"),
     "ps": numbers("mirror exponents p", float, 1.0, strict=True),

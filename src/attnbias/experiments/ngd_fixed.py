@@ -18,7 +18,17 @@ from ..data import GENERATORS
 from ..engine import RunSpec
 from . import plotting
 from .base import Claim
-from .config import COMMON, Field, algorithms, choice, parse_algorithms, positive, positive_int
+from .config import (
+    COMMON,
+    LOSS,
+    Field,
+    algorithms,
+    check_named,
+    choice,
+    parse_algorithms,
+    positive,
+    positive_int,
+)
 from .runs import Curves, curves, loglog_slope, random_init, seeds, sweep, sweep_summary
 
 DESCRIPTION = (
@@ -32,7 +42,7 @@ SCHEMA = {
     "T": positive_int("tokens per sample"),
     "d": positive_int("dimension (≥ n·T)"),
     "opt_score": positive("score γ of the optimal tokens (others score 0)"),
-    "loss": choice("margin loss", "logistic", "exponential"),
+    "loss": LOSS,
     "init_scale": positive("W₀ entries ~ N(0, init_scale²)"),
     "steps": positive_int("steps of every run"),
     "algorithms": algorithms("the algorithms compared ([[algorithms]] tables)"),
@@ -71,12 +81,7 @@ def specs(config: dict) -> list[RunSpec]:
 
 
 def run(config: dict, out: Path) -> dict:
-    names = [a["name"] for a in config["algorithms"]]
-    for field in ("reference", "baseline", "fast"):
-        if config[field] not in names:
-            raise ValueError(
-                f"{config['experiment']}: {field} {config[field]!r} is not one of {names}"
-            )
+    check_named(config, ("reference", "baseline", "fast"))
     report = sweep(config, out, specs(config))
     groups = curves(report.records)
     return {

@@ -13,7 +13,17 @@ from pathlib import Path
 from ..data import dm
 from ..engine import RunSpec
 from .base import Claim
-from .config import COMMON, Field, algorithms, choice, parse_algorithms, positive, positive_int
+from .config import (
+    COMMON,
+    LOSS,
+    ZERO_OR_RANDOM_INIT,
+    Field,
+    algorithms,
+    check_named,
+    parse_algorithms,
+    positive,
+    positive_int,
+)
 from .ngd_fixed import figure
 from .runs import curves, random_init, seeds, sweep, sweep_summary
 
@@ -25,13 +35,8 @@ SCHEMA = {
     "d": positive_int("dimension"),
     "opt_norm": positive("norm of the label-carrying optimal token"),
     "noise": positive("scale of the noise token"),
-    "loss": choice("margin loss", "logistic", "exponential"),
-    "init_scale": Field(
-        float,
-        "W₀, v₀ entries ~ N(0, init_scale²); 0: zero init",
-        check=lambda x: x >= 0,
-        rule=">= 0",
-    ),
+    "loss": LOSS,
+    "init_scale": ZERO_OR_RANDOM_INIT,
     "steps": positive_int("steps of every run"),
     "algorithms": algorithms("the algorithms compared ([[algorithms]] tables)"),
     "baseline": Field(str, "name of the plain GD algorithm"),
@@ -73,9 +78,7 @@ def specs(config: dict) -> list[RunSpec]:
 
 
 def run(config: dict, out: Path) -> dict:
-    names = [a["name"] for a in config["algorithms"]]
-    if config["baseline"] not in names:
-        raise ValueError(f"ngd-joint: baseline {config['baseline']!r} is not one of {names}")
+    check_named(config, ("baseline",))
     report = sweep(config, out, specs(config))
     groups = curves(report.records)
     config = {**config, "data": "dm"}
