@@ -1,7 +1,15 @@
 import numpy as np
 import pytest
 
-from attnbias.data import GENERATORS, Problem, antipodal, dm, example1, gaussian_unit, linear_separable
+from attnbias.data import (
+    GENERATORS,
+    Problem,
+    antipodal,
+    dm,
+    example1,
+    gaussian_unit,
+    linear_separable,
+)
 
 
 def _scores(P):

@@ -37,7 +37,7 @@ def test_batched_forms_equal_per_problem_forms(rng):
 
 
 def test_predict_matches_definition(rng):
-    X, z, y, v = random_problem(rng, n=2, T=3, d=2)
+    X, z, _y, v = random_problem(rng, n=2, T=3, d=2)
     W = torch.as_tensor(rng.standard_normal((2, 2)))
     for i in range(2):
         a = torch.stack([X[i, t] @ W @ z[i] for t in range(3)])
@@ -48,7 +48,7 @@ def test_predict_matches_definition(rng):
 
 
 def test_classifier_modes(rng):
-    X, z, y, v = random_problem(rng, n=4, T=5, d=3)
+    X, z, _y, v = random_problem(rng, n=4, T=5, d=3)
     g = torch.Generator().manual_seed(0)
     model = AttentionClassifier(3, query="self", v=v, init_scale=1.0, generator=g)
     torch.testing.assert_close(model(X), predict(model.W, v, X, X[:, 0]))

@@ -1,0 +1,153 @@
+"""text-finetune: the pretrained MiniLM fine-tuned with SGD, SNGD, SPS, Adam and ℓ1.1-MD on
+binary and 3-class sentiment (NGD paper's BERT experiments, Figs. 1 and 4).
+
+Per run: train loss every step, test accuracy and per-layer parameter norms (and distance from
+the pretrained weights) every `eval_every` steps.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..data.text import TEXT_DATASETS
+from ..real.compare import compare_optimizers, layer_norms, loss_claims
+from ..real.minilm import MiniLMClassifier, encode, load_tokenizer
+from ..real.runner import fmt, history_table, require, run_once, run_totals, seed_list
+from ..real.train import OPTIMIZERS, optimizer_label, seed_everything, train
+from ..store import ResultsStore
+from .base import Claim
+
+DESCRIPTION = (
+    "pretrained MiniLM fine-tuned on binary and 3-class sentiment with SGD, SNGD, SPS, Adam, "
+    "ℓ1.1-MD: train loss against steps, test accuracy, per-layer norm growth"
+)
+
+
+def check_config(config: dict) -> dict:
+    for name in ("steps", "batch_size", "eval_every", "max_len"):
+        require(config, name, int, lambda v: v > 0, "must be positive")
+    for name in ("train_size", "test_size", "threads"):
+        require(config, name, int, lambda v: v >= 0, "must be ≥ 0")
+    require(config, "dropout", float, lambda v: 0 <= v < 1, "must be in [0, 1)")
+    require(
+        config, "datasets", list, lambda v: v and set(v) <= set(TEXT_DATASETS),
+        f"must be a non-empty list from {list(TEXT_DATASETS)}",
+    )  # fmt: skip
+    config["seeds"] = seed_list(config)
+    require(
+        config, "optimizers", list,
+        lambda v: v and all(isinstance(o, dict) and o.get("name") in OPTIMIZERS for o in v),
+        f"must be a list of tables whose name is one of {sorted(OPTIMIZERS)}",
+    )  # fmt: skip
+    return config
+
+
+def load_text(name: str, tokenizer, config: dict):
+    train_split, test_split = TEXT_DATASETS[name]()
+    data = []
+    for split, size in ((train_split, config["train_size"]), (test_split, config["test_size"])):
+        order = np.random.default_rng(0).permutation(len(split))
+        order = order[:size] if size else order
+        texts = [split.texts[i] for i in order]
+        data.append(encode(tokenizer, texts, split.labels[order], config["max_len"]))
+    return data[0], data[1], train_split.classes
+
+
+def run(config: dict, out: Path) -> dict:
+    config = check_config(dict(config))
+    out = Path(out)
+    if config["threads"]:
+        torch.set_num_threads(config["threads"])
+    tokenizer = load_tokenizer()
+    store = ResultsStore(out)
+    records = {}
+    for dataset in config["datasets"]:
+        train_data, test_data, classes = load_text(dataset, tokenizer, config)
+        n_classes = len(classes)
+        for optimizer in config["optimizers"]:
+            for seed in config["seeds"]:
+                run_config = {
+                    "experiment": "text-finetune",
+                    "model": "all-MiniLM-L6-v2",
+                    "dataset": dataset,
+                    "optimizer": dict(optimizer),
+                    "seed": seed,
+                    "train_size": len(train_data),
+                    "test_size": len(test_data),
+                    **{k: config[k] for k in ("steps", "batch_size", "eval_every", "max_len")},
+                    "dropout": config["dropout"],
+                }
+
+                def train_fn(
+                    checkpoints, run_config=run_config, data=(train_data, test_data),
+                    n_classes=n_classes,
+                ):  # fmt: skip
+                    seed_everything(run_config["seed"])  # the head's initialisation
+                    model = MiniLMClassifier(n_classes, dropout=config["dropout"])
+                    label = optimizer_label(run_config["optimizer"])
+                    history = train(
+                        model, *data, run_config["optimizer"],
+                        steps=config["steps"], batch_size=config["batch_size"],
+                        seed=run_config["seed"], eval_every=config["eval_every"],
+                        checkpoint_dir=checkpoints, extra_metrics=layer_norms(model),
+                        checkpoint_every=config["eval_every"],  # runs are shorter than an epoch
+                        eval_batch_size=64, desc=f"finetune {run_config['dataset']} {label}",
+                    )  # fmt: skip
+                    info = {"seconds": history.seconds, "diverged": history.diverged}
+                    return history_table(history), {}, info
+
+                key = (dataset, optimizer_label(optimizer), seed)
+                records[key] = run_once(store, run_config, out, train_fn)
+    return summarize(config, records, out)
+
+
+def summarize(config, records, out: Path) -> dict:
+    labels = [optimizer_label(o) for o in config["optimizers"]]
+    rows, figures = compare_optimizers(
+        records, config["datasets"], labels, config["seeds"], config["steps"], out,
+        "finetune", "MiniLM fine-tuning",
+    )  # fmt: skip
+    claims = loss_claims(rows, config["datasets"], ("SNGD", "SPS"), "SGD", "")
+    for dataset in config["datasets"]:
+        loss = {r["optimizer"]: r["final_train_loss"][0] for r in rows if r["dataset"] == dataset}
+        if {"SNGD", "SPS", "Adam"} <= set(loss):
+            claims.append(
+                Claim(
+                    f"SNGD or SPS train about as fast as Adam: within 0.05 nats of its final train "
+                    f"loss ({dataset})",
+                    bool(min(loss["SNGD"], loss["SPS"]) <= loss["Adam"] + 0.05),
+                    {k: round(v, 4) for k, v in loss.items()},
+                )
+            )
+        growth = [r["norm_growth"] for r in rows if r["dataset"] == dataset]
+        claims.append(
+            Claim(
+                f"every layer's parameter norm grows during fine-tuning, for every optimiser "
+                f"({dataset})",
+                bool(all(g > 1 for row in growth for g in row.values())),
+                {r["optimizer"]: r["norm_growth"] for r in rows if r["dataset"] == dataset},
+            )
+        )
+    table = table_rows(rows, len(config["seeds"]))
+    return {"claims": claims, "tables": {"text_finetune": table}, "rows": rows,
+            "figures": figures, **run_totals(records)}  # fmt: skip
+
+
+def table_rows(rows, n_seeds: int) -> list[dict]:
+    def show(mean_std, digits):  # one seed has no spread to show
+        return fmt(*mean_std, digits=digits) if n_seeds > 1 else f"{mean_std[0]:.{digits}f}"
+
+    return [
+        {
+            "dataset": r["dataset"],
+            "optimizer": r["optimizer"],
+            "train loss (last 10%)": show(r["final_train_loss"], 3),
+            "test acc. (%)": show(r["final_test_accuracy"], 1),
+            "s/step": f"{r['seconds_per_step']:.2f}",
+            "max norm growth": f"{max(r['norm_growth'].values()):.4f}",
+        }
+        for r in rows
+    ]

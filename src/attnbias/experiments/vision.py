@@ -1,0 +1,141 @@
+"""vision: a small ViT from scratch on MNIST and Fashion-MNIST with SGD, SNGD, SPS, Adam and
+ℓ1.1-MD (NGD paper Figs. 6, 7: there SNGD trains *slower* than SGD and Adam is no faster)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..data.vision import IMAGE_DATASETS
+from ..real.compare import compare_optimizers, layer_norms
+from ..real.runner import fmt, history_table, require, run_once, run_totals, seed_list
+from ..real.train import OPTIMIZERS, TensorData, optimizer_label, seed_everything, train
+from ..real.vit import ViT
+from ..store import ResultsStore
+from .base import Claim
+
+DESCRIPTION = (
+    "small ViT on MNIST and Fashion-MNIST with SGD, SNGD, SPS, Adam, ℓ1.1-MD: train loss, "
+    "test accuracy, per-layer norm growth"
+)
+MODEL_FIELDS = ("patch_size", "dim", "heads", "layers", "mlp_ratio")
+
+
+def check_config(config: dict) -> dict:
+    for name in ("steps", "batch_size", "eval_every", *MODEL_FIELDS):
+        require(config, name, int, lambda v: v > 0, "must be positive")
+    for name in ("train_size", "test_size", "threads"):
+        require(config, name, int, lambda v: v >= 0, "must be ≥ 0")
+    require(
+        config, "datasets", list, lambda v: v and set(v) <= set(IMAGE_DATASETS),
+        f"must be a non-empty list from {list(IMAGE_DATASETS)}",
+    )  # fmt: skip
+    config["seeds"] = seed_list(config)
+    require(
+        config, "optimizers", list,
+        lambda v: v and all(isinstance(o, dict) and o.get("name") in OPTIMIZERS for o in v),
+        f"must be a list of tables whose name is one of {sorted(OPTIMIZERS)}",
+    )  # fmt: skip
+    return config
+
+
+def load_images(name: str, config: dict):
+    splits = IMAGE_DATASETS[name]()
+    data = []
+    for split, size in zip(splits, (config["train_size"], config["test_size"])):
+        order = np.random.default_rng(0).permutation(len(split))
+        order = order[:size] if size else order
+        pixels = torch.from_numpy(split.images[order]).to(torch.get_default_dtype())
+        data.append(TensorData({"pixels": pixels}, torch.from_numpy(split.labels[order])))
+    return data[0], data[1], splits[0].images.shape[1], len(splits[0].classes)
+
+
+def run(config: dict, out: Path) -> dict:
+    config = check_config(dict(config))
+    out = Path(out)
+    if config["threads"]:
+        torch.set_num_threads(config["threads"])
+    store = ResultsStore(out)
+    model_config = {k: config[k] for k in MODEL_FIELDS}
+    records = {}
+    for dataset in config["datasets"]:
+        train_data, test_data, image_size, n_classes = load_images(dataset, config)
+        for optimizer in config["optimizers"]:
+            for seed in config["seeds"]:
+                run_config = {
+                    "experiment": "vision",
+                    "dataset": dataset,
+                    "model": model_config,
+                    "optimizer": dict(optimizer),
+                    "seed": seed,
+                    "train_size": len(train_data),
+                    "test_size": len(test_data),
+                    **{k: config[k] for k in ("steps", "batch_size", "eval_every")},
+                }
+
+                def train_fn(
+                    checkpoints, run_config=run_config, data=(train_data, test_data),
+                    size=image_size, n=n_classes,
+                ):  # fmt: skip
+                    seed_everything(run_config["seed"])
+                    model = ViT(image_size=size, num_classes=n, **model_config)
+                    label = optimizer_label(run_config["optimizer"])
+                    history = train(
+                        model, *data, run_config["optimizer"],
+                        steps=config["steps"], batch_size=config["batch_size"],
+                        seed=run_config["seed"], eval_every=config["eval_every"],
+                        checkpoint_dir=checkpoints, extra_metrics=layer_norms(model),
+                        desc=f"vision {run_config['dataset']} {label} seed={run_config['seed']}",
+                    )  # fmt: skip
+                    info = {"seconds": history.seconds, "diverged": history.diverged}
+                    return history_table(history), {}, info
+
+                key = (dataset, optimizer_label(optimizer), seed)
+                records[key] = run_once(store, run_config, out, train_fn)
+
+    labels = [optimizer_label(o) for o in config["optimizers"]]
+    rows, figures = compare_optimizers(
+        records, config["datasets"], labels, config["seeds"], config["steps"], out,
+        "vision", "small ViT",
+    )  # fmt: skip
+    claims = vision_claims(rows, config["datasets"])
+    table = [
+        {
+            "dataset": r["dataset"],
+            "optimizer": r["optimizer"],
+            "train loss (last 10%)": fmt(*r["final_train_loss"], digits=3),
+            "test acc. (%)": fmt(*r["final_test_accuracy"], digits=1),
+            "s/step": f"{r['seconds_per_step']:.3f}",
+            "max norm growth": f"{max(r['norm_growth'].values()):.3f}",
+        }
+        for r in rows
+    ]
+    return {
+        "claims": claims, "tables": {"vision": table}, "rows": rows, "figures": figures,
+        **run_totals(records),
+    }  # fmt: skip
+
+
+def vision_claims(rows, datasets) -> list[Claim]:
+    """The NGD paper's ViT findings, as measured by the train loss after the same steps."""
+    claims = []
+    for dataset in datasets:
+        loss = {r["optimizer"]: r["final_train_loss"][0] for r in rows if r["dataset"] == dataset}
+        if not {"SGD", "SNGD", "Adam"} <= set(loss):
+            continue
+        evidence = {k: round(v, 4) for k, v in loss.items()}
+        claims += [
+            Claim(
+                f"SNGD trains slower than SGD on the ViT: higher train loss ({dataset})",
+                bool(loss["SNGD"] > loss["SGD"]),
+                evidence,
+            ),
+            Claim(
+                f"Adam gains little over SGD: train loss not below half of SGD's ({dataset})",
+                bool(loss["Adam"] >= 0.5 * loss["SGD"]),
+                evidence,
+            ),
+        ]
+    return claims

@@ -1,0 +1,74 @@
+"""A probe set for token selection: short sentences whose sentiment rests on one word.
+
+Each probe fills the slot of a neutral carrier sentence with one sentiment adjective, so the
+label is the word's polarity and every other token is uninformative. The adjectives are common
+in the Rotten Tomatoes training split (each appears ≥ 17 times there), so a model trained on it
+has seen them. A model that selects the sentiment-bearing token puts much of its final [CLS]
+attention on that word; uniform attention would put (word tokens / sentence tokens) there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+POSITIVE = (
+    "great", "excellent", "wonderful", "brilliant", "delightful",
+    "beautiful", "charming", "enjoyable", "terrific", "funny",
+)  # fmt: skip
+NEGATIVE = (
+    "boring", "dull", "bad", "tedious", "stupid",
+    "bland", "awful", "mediocre", "lame", "silly",
+)  # fmt: skip
+TEMPLATES = (
+    "the film is {} .",
+    "it is a {} movie about a family .",
+    "the story and the cast are {} .",
+    "a {} picture from the director of last year 's hit .",
+    "this was a {} two hours at the theater .",
+    "overall , the sequel is {} .",
+)
+
+
+@dataclass
+class Probe:
+    texts: list[str]
+    words: list[str]
+    labels: torch.Tensor  # 1 positive, 0 negative
+    input_ids: torch.Tensor  # (n, T), [CLS] … [SEP] then padding
+    attention_mask: torch.Tensor  # (n, T)
+    word_mask: torch.Tensor  # (n, T) bool: the sentiment word's sub-word tokens
+
+    @property
+    def inputs(self) -> dict[str, torch.Tensor]:
+        return {"input_ids": self.input_ids, "attention_mask": self.attention_mask}
+
+
+def build_probe(tokenizer, positive_label: int = 1, negative_label: int = 0) -> Probe:
+    """Every template × every word, tokenised piecewise so the word's positions are exact."""
+
+    def pieces(text):
+        return tokenizer(text, add_special_tokens=False)["input_ids"] if text.strip() else []
+
+    rows, texts, words, labels = [], [], [], []
+    for template in TEMPLATES:
+        before, after = template.split("{}")
+        for word, label in [(w, positive_label) for w in POSITIVE] + [
+            (w, negative_label) for w in NEGATIVE
+        ]:
+            head, middle = [tokenizer.cls_token_id, *pieces(before)], pieces(word)
+            ids = head + middle + [*pieces(after), tokenizer.sep_token_id]
+            rows.append((ids, range(len(head), len(head) + len(middle))))
+            texts.append(template.format(word))
+            words.append(word)
+            labels.append(label)
+    T = max(len(ids) for ids, _ in rows)
+    input_ids = torch.full((len(rows), T), tokenizer.pad_token_id, dtype=torch.long)
+    attention_mask = torch.zeros(len(rows), T, dtype=torch.long)
+    word_mask = torch.zeros(len(rows), T, dtype=torch.bool)
+    for i, (ids, span) in enumerate(rows):
+        input_ids[i, : len(ids)] = torch.tensor(ids)
+        attention_mask[i, : len(ids)] = 1
+        word_mask[i, list(span)] = True
+    return Probe(texts, words, torch.tensor(labels), input_ids, attention_mask, word_mask)
