@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 import attnbias
+import attnbias.cli
 from attnbias.cli import main
 from attnbias.data import gaussian_unit
 from attnbias.experiments import base
@@ -71,23 +72,43 @@ def test_bad_config_file_is_refused_naming_the_field(tmp_path, capsys):
     assert "unknown experiment 'no-such-thing'" in capsys.readouterr().err
 
 
-def test_reproduce_dispatches_through_the_registry(tmp_path, monkeypatch, capsys):
-    """Any registered experiment (the real-data ones too) runs by name the same way."""
+def _fake_experiments(tmp_path, monkeypatch, names):
+    """Register experiments that only echo their config, with a results table."""
     module = tmp_path / "fake_experiment.py"
     module.write_text(
         "from attnbias.experiments.base import Claim\n"
         "DESCRIPTION = 'fake'\n"
         "def run(config, out):\n"
-        "    return {'claims': [Claim('it ran', True, {'seeds': config['seeds']})]}\n"
+        "    return {'claims': [Claim('it ran', True, {'seeds': config['seeds']})],\n"
+        "            'tables': {'scores': [{'seeds': config['seeds'], 'acc': 0.123456}]}}\n"
     )
     (tmp_path / "configs").mkdir()
-    (tmp_path / "configs" / "fake.toml").write_text("seeds = 5\n[quick]\nseeds = 1\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setitem(base.EXPERIMENTS, "fake", "fake_experiment")
     monkeypatch.setattr(base, "CONFIG_DIR", tmp_path / "configs")
+    for name in names:
+        (tmp_path / "configs" / f"{name}.toml").write_text("seeds = 5\n[quick]\nseeds = 1\n")
+        monkeypatch.setitem(base.EXPERIMENTS, name, "fake_experiment")
+
+
+def test_reproduce_dispatches_through_the_registry(tmp_path, monkeypatch, capsys):
+    """Any registered experiment (the real-data ones too) runs by name the same way."""
+    _fake_experiments(tmp_path, monkeypatch, ["fake"])
     assert main(["reproduce", "fake", "--quick", "--out", str(tmp_path / "res")]) == 0
     assert "[supported] it ran" in capsys.readouterr().out
     assert '"seeds": 1' in (tmp_path / "res" / "fake" / "summary.json").read_text()
+
+
+def test_reproduce_several_names_into_one_report(tmp_path, monkeypatch, capsys):
+    _fake_experiments(tmp_path, monkeypatch, ["fake-a", "fake-b"])
+    monkeypatch.setattr(attnbias.cli, "SYNTHETIC", ("fake-a",))
+    report = tmp_path / "docs" / "RESULTS.md"
+    args = ["reproduce", "all", "fake-b", "fake-a", "--out", str(tmp_path / "res")]
+    assert main([*args, "--report", str(report)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("== fake-a") == 1 and out.count("== fake-b") == 1
+    text = report.read_text()
+    assert "attnbias reproduce all fake-b fake-a --full" in text  # names given → full scale
+    assert "| seeds | acc |" in text and "| 5 | 0.1235 |" in text
 
 
 def test_killed_sweep_resumes_keeping_every_finished_run(tmp_path):

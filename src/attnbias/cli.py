@@ -35,11 +35,17 @@ def parser() -> argparse.ArgumentParser:
     c = sub.add_parser(
         "reproduce",
         help="run experiments by name and check their claims",
-        description="Without NAME (or with 'all') every synthetic experiment runs at quick "
-        "scale; a single NAME runs at full scale. --quick / --full choose explicitly. Finished "
-        "runs found in the output directory are reused.",
+        description="Without NAME (or with 'all', the synthetic ones) every synthetic experiment "
+        "runs at quick scale; named experiments run at full scale. --quick / --full choose "
+        "explicitly. Finished runs found in the output directory are reused.",
     )
-    c.add_argument("name", nargs="?", default="all", help="an experiment (see `list`) or 'all'")
+    c.add_argument(
+        "names",
+        nargs="*",
+        default=["all"],
+        metavar="NAME",
+        help="experiments (see `list`); 'all' stands for every synthetic one",
+    )
     scale = c.add_mutually_exclusive_group()
     scale.add_argument("--quick", action="store_true", help="small scale (seconds)")
     scale.add_argument("--full", action="store_true", help="the papers' scale")
@@ -83,12 +89,14 @@ def list_experiments(args) -> int:
 
 
 def reproduce(args) -> int:
-    if args.name != "all" and args.name not in EXPERIMENTS:
-        raise ValueError(
-            f"unknown experiment {args.name!r}; choose from all, {', '.join(EXPERIMENTS)}"
-        )
-    names = list(SYNTHETIC) if args.name == "all" else [args.name]
-    quick = args.quick or (args.name == "all" and not args.full)
+    names = []
+    for name in args.names:
+        if name != "all" and name not in EXPERIMENTS:
+            raise ValueError(
+                f"unknown experiment {name!r}; choose from all, {', '.join(EXPERIMENTS)}"
+            )
+        names += [n for n in (SYNTHETIC if name == "all" else [name]) if n not in names]
+    quick = args.quick or (args.names == ["all"] and not args.full)
     start = time.perf_counter()
     summaries, configs = {}, {}
     for name in names:
@@ -101,7 +109,8 @@ def reproduce(args) -> int:
         seeds = f" --seeds {args.seeds}" if args.seeds else ""
         scale = "--quick" if quick else "--full"
         command = (
-            f"attnbias reproduce {args.name} {scale}{seeds} --out {args.out} --report {args.report}"
+            f"attnbias reproduce {' '.join(args.names)} {scale}{seeds} --out {args.out} "
+            f"--report {args.report}"
         )
         print(f"report: {write_report(summaries, configs, Path(args.report), command)}")
     return 0
