@@ -194,3 +194,17 @@ def test_param_groups_with_their_own_p():
     MirrorDescent([{"params": [a], "p": 3.0}, {"params": [b]}], lr=0.5).step()
     torch.testing.assert_close(a.detach(), torch.tensor([math.sqrt(0.9), -math.sqrt(0.05)]))
     torch.testing.assert_close(b.detach(), torch.tensor([0.9, -0.3]))
+
+
+def test_md_notices_parameters_changed_outside_the_optimizer():
+    """The dual iterate is cached; an in-place change of w (e.g. loading weights) must reset it."""
+    w = _param([1.0, -0.5])
+    opt = MirrorDescent([w], lr=0.5, p=3.0)
+    w.grad = torch.tensor([0.2, -0.4])
+    opt.step()
+    with torch.no_grad():
+        w.copy_(torch.tensor([2.0, 0.25]))
+    w.grad = torch.tensor([0.1, 0.1])
+    opt.step()
+    theta = [4.0 - 0.05, 0.0625 - 0.05]
+    torch.testing.assert_close(w.detach(), torch.tensor([math.sqrt(t) for t in theta]))

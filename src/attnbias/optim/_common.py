@@ -73,3 +73,19 @@ def inverse_norm_scales(grads: list[torch.Tensor], mode: str, q: float = 2.0) ->
         total = sum(n**q for n in norms) ** (1.0 / q)
         norms = [total] * len(grads)
     return [1.0 / n if n > 0 else 0.0 for n in norms]
+
+
+def add_scaled_(
+    targets: list[torch.Tensor],
+    grads: list[torch.Tensor],
+    lr: float,
+    scales: list[float] | None = None,
+) -> None:
+    """In place: t ← t − lr·s·g for each tensor (s = 1 without scales), in one pass per tensor
+    (a per-tensor loop beats scaling a copy of every gradient first)."""
+    if scales is None:
+        torch._foreach_add_(targets, grads, alpha=-lr)
+        return
+    for t, g, s in zip(targets, grads, scales):
+        if s != 0.0:
+            t.add_(g, alpha=-lr * s)

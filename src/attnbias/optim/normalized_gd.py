@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch.optim import Optimizer
 
-from ._common import check_lr, evaluate, groups_with_grad, inverse_norm_scales
+from ._common import add_scaled_, check_lr, evaluate, groups_with_grad, inverse_norm_scales
 
 
 class NormalizedGD(Optimizer):
@@ -33,13 +33,14 @@ class NormalizedGD(Optimizer):
     def step(self, closure=None):
         loss = evaluate(closure)
         for group, params, grads in groups_with_grad(self):
-            direction = torch._foreach_mul(grads, inverse_norm_scales(grads, group["norm"]))
-            if group["momentum"] > 0:
-                bufs = [
-                    self.state[p].setdefault("momentum_buffer", torch.zeros_like(p)) for p in params
-                ]
-                torch._foreach_mul_(bufs, group["momentum"])
-                torch._foreach_add_(bufs, direction)
-                direction = bufs
-            torch._foreach_add_(params, direction, alpha=-group["lr"])
+            scales = inverse_norm_scales(grads, group["norm"])
+            if group["momentum"] == 0:
+                add_scaled_(params, grads, group["lr"], scales)
+                continue
+            bufs = [
+                self.state[p].setdefault("momentum_buffer", torch.zeros_like(p)) for p in params
+            ]
+            torch._foreach_mul_(bufs, group["momentum"])
+            add_scaled_(bufs, grads, -1.0, scales)  # m ← βm + g/‖g‖
+            torch._foreach_add_(params, bufs, alpha=-group["lr"])
         return loss
