@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from attnbias.experiments import SYNTHETIC, load_config, run_experiment
+from attnbias.experiments import EXPERIMENTS, SYNTHETIC, load_config, run_experiment
 from attnbias.experiments.runs import curves, loglog_slope
 from attnbias.store import ResultsStore
 
@@ -22,7 +22,7 @@ TINY = {
 }
 
 
-@pytest.mark.parametrize("name", SYNTHETIC)
+@pytest.mark.parametrize("name", EXPERIMENTS)
 @pytest.mark.parametrize("quick", [True, False])
 def test_shipped_configs_are_valid(name, quick):
     config = load_config(name, quick=quick)

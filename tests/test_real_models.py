@@ -192,9 +192,9 @@ def test_quick_experiment_runs_and_resumes(tmp_path, name):
 def test_experiment_config_errors_name_the_field(tmp_path):
     from attnbias.experiments import load_config, run_experiment
 
-    with pytest.raises(ValueError, match="'lrs'"):
+    with pytest.raises(ValueError, match=r"text-md: lrs must have one entry per entry of ps"):
         run_experiment(load_config("text-md", quick=True, overrides={"lrs": [0.1]}), tmp_path)
-    with pytest.raises(ValueError, match="'datasets'"):
+    with pytest.raises(ValueError, match=r"vision: datasets must be a non-empty list from"):
         run_experiment(
             load_config("vision", quick=True, overrides={"datasets": ["cifar"]}), tmp_path
         )

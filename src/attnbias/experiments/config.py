@@ -12,8 +12,9 @@ from ..engine import Algorithm
 
 @dataclass(frozen=True)
 class Field:
-    """type: int, float, str, bool or list (of `item`); check/rule: a further condition and
-    how to state it; parse: a deeper check that raises ValueError naming what is wrong."""
+    """type: int, float, str, bool, list (of `item`) or object (any value: `check` decides);
+    check/rule: a further condition and how to state it; parse: a deeper check that raises
+    ValueError naming what is wrong."""
 
     type: type
     help: str = ""
@@ -27,8 +28,16 @@ def positive_int(help: str) -> Field:
     return Field(int, help, check=lambda x: x >= 1, rule=">= 1")
 
 
+def non_negative_int(help: str) -> Field:
+    return Field(int, help, check=lambda x: x >= 0, rule=">= 0")
+
+
 def positive(help: str) -> Field:
     return Field(float, help, check=lambda x: x > 0, rule="> 0")
+
+
+def fraction(help: str) -> Field:
+    return Field(float, help, check=lambda x: 0 <= x < 1, rule="in [0, 1)")
 
 
 def numbers(help: str, item: type, minimum: float, strict: bool = False) -> Field:
@@ -40,6 +49,42 @@ def numbers(help: str, item: type, minimum: float, strict: bool = False) -> Fiel
 
 def choice(help: str, *options) -> Field:
     return Field(str, help, check=lambda x: x in options, rule=f"one of {options}")
+
+
+def choices(help: str, *options) -> Field:
+    """A non-empty list of options."""
+    rule = f"a non-empty list from {options}"
+    return Field(
+        list, help, item=str, check=lambda x: bool(x) and set(x) <= set(options), rule=rule
+    )
+
+
+def named_tables(help: str, names) -> Field:
+    """A non-empty list of tables, each with a "name" among names."""
+    return Field(
+        list,
+        help,
+        item=dict,
+        check=lambda x: bool(x) and all(t.get("name") in names for t in x),
+        rule=f"a non-empty list of tables whose name is one of {sorted(names)}",
+    )
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _is_seed_ids(x) -> bool:
+    if isinstance(x, list):
+        return bool(x) and all(map(_is_int, x))
+    return _is_int(x) and x >= 1
+
+
+def seed_ids(help: str) -> Field:
+    """A count n (seeds 0 … n−1) or a non-empty list of seeds."""
+    return Field(
+        object, help, check=_is_seed_ids, rule="a positive int or a non-empty list of ints"
+    )
 
 
 def parse_algorithms(tables: list, name: str = "algorithms") -> list[Algorithm]:
@@ -74,10 +119,19 @@ def check_named(config: dict, fields: tuple[str, ...]) -> None:
             )
 
 
+def check_paired(config: dict, field: str, other: str) -> None:
+    """config[field] must have one entry per entry of config[other]."""
+    if len(config[field]) != len(config[other]):
+        raise ValueError(
+            f"{config['experiment']}: {field} must have one entry per entry of {other} "
+            f"({len(config[other])}), got {config[field]!r}"
+        )
+
+
 COMMON = {
     "seeds": positive_int("number of seeds: runs use seeds 1..seeds"),
     "grid_points": positive_int("log-spaced steps at which metrics are recorded"),
-    "batch_size": Field(int, "runs per batched program (0: all at once)", check=lambda x: x >= 0),
+    "batch_size": non_negative_int("runs per batched program (0: all at once)"),
     "device": choice("where the engine runs ('auto': CUDA when present)", "auto", "cpu", "cuda"),
 }
 

@@ -25,11 +25,18 @@ from .config import (
     algorithms,
     check_named,
     choice,
-    parse_algorithms,
     positive,
     positive_int,
 )
-from .runs import Curves, curves, loglog_slope, random_init, seeds, sweep, sweep_summary
+from .runs import (
+    Curves,
+    curves,
+    loglog_slope,
+    optimal_token_specs,
+    random_init,
+    sweep,
+    sweep_summary,
+)
 
 DESCRIPTION = (
     "GD vs NGD vs NGD-momentum vs Polyak on example1: global convergence, fast (NGD paper Fig. 2)"
@@ -55,29 +62,15 @@ SCHEMA = {
 
 
 def specs(config: dict) -> list[RunSpec]:
-    make = GENERATORS[config["data"]]
     shape = {k: config[k] for k in ("n", "T", "d", "opt_score")}
-    problems = {s: make(**shape, seed=s) for s in seeds(config)}
-    d = config["d"]
-    return [
-        RunSpec(
-            {
-                "experiment": config["experiment"],
-                "data": {"generator": config["data"], **shape, "seed": seed},
-                "init": {"scale": config["init_scale"], "seed": seed},
-            },
-            problems[seed],
-            algorithm,
-            config["steps"],
-            {"W": random_init((d, d), config["init_scale"], seed)},
-            loss=config["loss"],
-            norms=(2.0,),
-            alpha="optimal",
-            grid_points=config["grid_points"],
-        )
-        for algorithm in parse_algorithms(config["algorithms"])
-        for seed in seeds(config)
-    ]
+    d, scale = config["d"], config["init_scale"]
+    return optimal_token_specs(
+        config,
+        config["data"],
+        GENERATORS[config["data"]],
+        shape,
+        lambda seed: {"W": random_init((d, d), scale, seed)},
+    )
 
 
 def run(config: dict, out: Path) -> dict:

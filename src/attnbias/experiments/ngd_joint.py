@@ -20,12 +20,11 @@ from .config import (
     Field,
     algorithms,
     check_named,
-    parse_algorithms,
     positive,
     positive_int,
 )
 from .ngd_fixed import figure
-from .runs import curves, random_init, seeds, sweep, sweep_summary
+from .runs import curves, optimal_token_specs, random_init, sweep, sweep_summary
 
 DESCRIPTION = "joint training of W and v: GD vs NGD vs Polyak vs joint-NGD on dm (NGD paper Fig. 3)"
 
@@ -54,27 +53,12 @@ PANELS = [
 
 def specs(config: dict) -> list[RunSpec]:
     shape = {k: config[k] for k in ("n", "d", "opt_norm", "noise")}
-    problems = {s: dm(**shape, seed=s) for s in seeds(config)}
     d, scale = config["d"], config["init_scale"]
-    return [
-        RunSpec(
-            {
-                "experiment": "ngd-joint",
-                "data": {"generator": "dm", **shape, "seed": seed},
-                "init": {"scale": scale, "seed": seed},
-            },
-            problems[seed],
-            algorithm,
-            config["steps"],
-            {"W": random_init((d, d), scale, seed, 0), "v": random_init(d, scale, seed, 1)},
-            loss=config["loss"],
-            norms=(2.0,),
-            alpha="optimal",
-            grid_points=config["grid_points"],
-        )
-        for algorithm in parse_algorithms(config["algorithms"])
-        for seed in seeds(config)
-    ]
+
+    def init(seed: int) -> dict:
+        return {"W": random_init((d, d), scale, seed, 0), "v": random_init(d, scale, seed, 1)}
+
+    return optimal_token_specs(config, "dm", dm, shape, init)
 
 
 def run(config: dict, out: Path) -> dict:

@@ -1,5 +1,5 @@
-"""What the synthetic experiments share: seeding, running a sweep into the experiment's store,
-and reading the stored runs back as curves."""
+"""What the synthetic experiments share: seeding, the runs of an optimal-token sweep, running
+a sweep into the experiment's store, and reading the stored runs back as curves."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import torch
 from ..engine.spec import RunSpec
 from ..engine.sweep import SweepReport, run_sweep
 from ..store import ResultsStore, RunRecord
+from .config import parse_algorithms
 
 
 def seeds(config: dict) -> range:
@@ -26,6 +27,33 @@ def random_init(shape, scale: float, seed: int, stream: int = 0) -> np.ndarray:
     """scale · N(0, 1) entries drawn from the run's seed (streams keep W, K, Q, v independent
     of each other and of the data, which uses the bare seed)."""
     return scale * np.random.default_rng([seed, 1000 + stream]).standard_normal(shape)
+
+
+def optimal_token_specs(
+    config: dict, generator: str, make: Callable, shape: dict, init: Callable[[int], dict]
+) -> list[RunSpec]:
+    """One run per algorithm × seed on the seed's problem make(**shape, seed=seed), from the
+    initial weights init(seed), with metrics about the optimal tokens (ℓ2 norm)."""
+    problems = {s: make(**shape, seed=s) for s in seeds(config)}
+    return [
+        RunSpec(
+            {
+                "experiment": config["experiment"],
+                "data": {"generator": generator, **shape, "seed": seed},
+                "init": {"scale": config["init_scale"], "seed": seed},
+            },
+            problems[seed],
+            algorithm,
+            config["steps"],
+            init(seed),
+            loss=config["loss"],
+            norms=(2.0,),
+            alpha="optimal",
+            grid_points=config["grid_points"],
+        )
+        for algorithm in parse_algorithms(config["algorithms"])
+        for seed in seeds(config)
+    ]
 
 
 def sweep(config: dict, out: Path, specs: list[RunSpec]) -> SweepReport:

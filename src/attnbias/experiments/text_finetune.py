@@ -9,16 +9,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-import torch
-
 from ..data.text import TEXT_DATASETS
-from ..real.compare import compare_optimizers, layer_norms, loss_claims
-from ..real.minilm import MiniLMClassifier, encode, load_tokenizer
-from ..real.runner import fmt, history_table, require, run_once, run_totals, seed_list
-from ..real.train import OPTIMIZERS, optimizer_label, seed_everything, train
-from ..store import ResultsStore
+from ..real.compare import compare_optimizers, loss_claims, train_compared
+from ..real.minilm import MiniLMClassifier, load_tokenizer
+from ..real.runner import (
+    OPTIMIZER_TABLES,
+    REAL_COMMON,
+    fmt,
+    load_text,
+    run_once,
+    run_totals,
+    start_run,
+)
+from ..real.train import optimizer_label
 from .base import Claim
+from .config import choices, fraction, positive_int
 
 DESCRIPTION = (
     "pretrained MiniLM fine-tuned on binary and 3-class sentiment with SGD, SNGD, SPS, Adam, "
@@ -26,43 +31,18 @@ DESCRIPTION = (
 )
 
 
-def check_config(config: dict) -> dict:
-    for name in ("steps", "batch_size", "eval_every", "max_len"):
-        require(config, name, int, lambda v: v > 0, "must be positive")
-    for name in ("train_size", "test_size", "threads"):
-        require(config, name, int, lambda v: v >= 0, "must be ≥ 0")
-    require(config, "dropout", float, lambda v: 0 <= v < 1, "must be in [0, 1)")
-    require(
-        config, "datasets", list, lambda v: v and set(v) <= set(TEXT_DATASETS),
-        f"must be a non-empty list from {list(TEXT_DATASETS)}",
-    )  # fmt: skip
-    config["seeds"] = seed_list(config)
-    require(
-        config, "optimizers", list,
-        lambda v: v and all(isinstance(o, dict) and o.get("name") in OPTIMIZERS for o in v),
-        f"must be a list of tables whose name is one of {sorted(OPTIMIZERS)}",
-    )  # fmt: skip
-    return config
-
-
-def load_text(name: str, tokenizer, config: dict):
-    train_split, test_split = TEXT_DATASETS[name]()
-    data = []
-    for split, size in ((train_split, config["train_size"]), (test_split, config["test_size"])):
-        order = np.random.default_rng(0).permutation(len(split))
-        order = order[:size] if size else order
-        texts = [split.texts[i] for i in order]
-        data.append(encode(tokenizer, texts, split.labels[order], config["max_len"]))
-    return data[0], data[1], train_split.classes
+SCHEMA = {
+    **REAL_COMMON,
+    "datasets": choices("sentiment datasets", *TEXT_DATASETS),
+    "optimizers": OPTIMIZER_TABLES,
+    "max_len": positive_int("tokens per text, incl. [CLS]/[SEP]"),
+    "dropout": fraction("dropout of the pretrained model and the head"),
+}
 
 
 def run(config: dict, out: Path) -> dict:
-    config = check_config(dict(config))
-    out = Path(out)
-    if config["threads"]:
-        torch.set_num_threads(config["threads"])
+    config, out, store = start_run(config, out)
     tokenizer = load_tokenizer()
-    store = ResultsStore(out)
     records = {}
     for dataset in config["datasets"]:
         train_data, test_data, classes = load_text(dataset, tokenizer, config)
@@ -85,19 +65,13 @@ def run(config: dict, out: Path) -> dict:
                     checkpoints, run_config=run_config, data=(train_data, test_data),
                     n_classes=n_classes,
                 ):  # fmt: skip
-                    seed_everything(run_config["seed"])  # the head's initialisation
-                    model = MiniLMClassifier(n_classes, dropout=config["dropout"])
                     label = optimizer_label(run_config["optimizer"])
-                    history = train(
-                        model, *data, run_config["optimizer"],
-                        steps=config["steps"], batch_size=config["batch_size"],
-                        seed=run_config["seed"], eval_every=config["eval_every"],
-                        checkpoint_dir=checkpoints, extra_metrics=layer_norms(model),
+                    return train_compared(
+                        lambda: MiniLMClassifier(n_classes, dropout=config["dropout"]),
+                        data, run_config, checkpoints, f"finetune {run_config['dataset']} {label}",
                         checkpoint_every=config["eval_every"],  # runs are shorter than an epoch
-                        eval_batch_size=64, desc=f"finetune {run_config['dataset']} {label}",
+                        eval_batch_size=64,
                     )  # fmt: skip
-                    info = {"seconds": history.seconds, "diverged": history.diverged}
-                    return history_table(history), {}, info
 
                 key = (dataset, optimizer_label(optimizer), seed)
                 records[key] = run_once(store, run_config, out, train_fn)

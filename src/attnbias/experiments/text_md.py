@@ -15,23 +15,24 @@ import torch
 
 from ..data.text import TEXT_DATASETS
 from ..real.attention import attention_maps, token_mass, uniform_mass
-from ..real.minilm import encode, load_tokenizer
+from ..real.minilm import load_tokenizer
 from ..real.probe import build_probe
 from ..real.runner import (
+    REAL_COMMON,
     fmt,
     history_table,
+    load_text,
     mean_std,
-    require,
     run_once,
     run_totals,
     save_figure,
-    seed_list,
     series,
+    start_run,
 )
 from ..real.train import seed_everything, train
 from ..real.transformer import TextTransformer
-from ..store import ResultsStore
 from .base import Claim
+from .config import Field, check_paired, choice, numbers, positive_int
 
 DESCRIPTION = (
     "ℓp-MD (p = 1.1, 2, 3) on a small transformer from scratch on Rotten Tomatoes sentiment: "
@@ -41,22 +42,18 @@ DESCRIPTION = (
 PAPER_ACCURACY = {1.1: (83.47, 0.09), 2.0: (81.66, 0.09), 3.0: (82.57, 0.10)}
 PAPER_KEYWORD_ATTENTION = {1.1: 0.44, 2.0: 0.31}
 
-
-def check_config(config: dict) -> dict:
-    positive_int = (lambda v: v > 0, "must be positive")
-    for name in ("steps", "batch_size", "eval_every", "max_len", "dim", "heads", "layers"):
-        require(config, name, int, *positive_int)
-    for name in ("train_size", "test_size", "threads"):
-        require(config, name, int, lambda v: v >= 0, "must be ≥ 0")
-    require(
-        config, "dataset", str, lambda v: v in TEXT_DATASETS, f"must be in {list(TEXT_DATASETS)}"
-    )
-    require(config, "data_path", str)
-    require(config, "normalize", str, lambda v: v in ("per_tensor", "global", "none"))
-    ps = require(config, "ps", list, lambda v: v and all(float(p) > 1 for p in v), "needs p > 1")
-    require(config, "lrs", list, lambda v: len(v) == len(ps), "needs one lr per p")
-    config["seeds"] = seed_list(config)
-    return config
+SCHEMA = {
+    **REAL_COMMON,
+    "dataset": choice("sentiment dataset", *TEXT_DATASETS),
+    "data_path": Field(str, "local copy of the dataset file ('': cache / fetch)"),
+    "ps": numbers("the p of each ℓp mirror descent compared", float, 1, strict=True),
+    "lrs": numbers("one learning rate per p", float, 0, strict=True),
+    "normalize": choice("how mirror-descent steps are normalized", "per_tensor", "global", "none"),
+    "max_len": positive_int("tokens per text, incl. [CLS]/[SEP]"),
+    "dim": positive_int("model width"),
+    "heads": positive_int("attention heads per layer"),
+    "layers": positive_int("transformer blocks"),
+}
 
 
 def compact_vocabulary(train_ids: torch.Tensor, vocab_size: int, unk_id: int) -> torch.Tensor:
@@ -91,18 +88,6 @@ def kqv_weights(model: TextTransformer) -> dict[str, np.ndarray]:
     }
 
 
-def load_data(config: dict, tokenizer):
-    path = config["data_path"] or None
-    train_split, test_split = TEXT_DATASETS[config["dataset"]](path)
-    data = []
-    for split, size in ((train_split, config["train_size"]), (test_split, config["test_size"])):
-        order = np.random.default_rng(0).permutation(len(split))  # fixed subset, mixed movies
-        order = order[:size] if size else order
-        texts = [split.texts[i] for i in order]
-        data.append(encode(tokenizer, texts, split.labels[order], config["max_len"]))
-    return data[0], data[1], train_split.classes
-
-
 def polarity_labels(classes: tuple[str, ...]) -> tuple[int, int]:
     """(positive, negative) class indices for the probe: fresh/rotten or positive/negative."""
     positive = "fresh" if "fresh" in classes else "positive"
@@ -118,12 +103,12 @@ def probe_accuracy(model, probe) -> float:
 
 
 def run(config: dict, out: Path) -> dict:
-    config = check_config(dict(config))
-    out = Path(out)
-    if config["threads"]:
-        torch.set_num_threads(config["threads"])
+    check_paired(config, "lrs", "ps")
+    config, out, store = start_run(config, out)
     tokenizer = load_tokenizer()
-    train_data, test_data, classes = load_data(config, tokenizer)
+    train_data, test_data, classes = load_text(
+        config["dataset"], tokenizer, config, config["data_path"] or None
+    )
     probe = build_probe(tokenizer, *polarity_labels(classes))
     table = compact_vocabulary(
         train_data.inputs["input_ids"], tokenizer.vocab_size, tokenizer.unk_token_id
@@ -132,7 +117,6 @@ def run(config: dict, out: Path) -> dict:
         ids_owner["input_ids"] = table[ids_owner["input_ids"]]
     probe.input_ids = table[probe.input_ids]
     vocab_size = int(table.max()) + 1
-    store = ResultsStore(out)
     model_config = {k: config[k] for k in ("dim", "heads", "layers", "max_len")}
     normalize = False if config["normalize"] == "none" else config["normalize"]
 

@@ -5,16 +5,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from ..data.vision import IMAGE_DATASETS
-from ..real.compare import compare_optimizers, layer_norms
-from ..real.runner import fmt, history_table, require, run_once, run_totals, seed_list
-from ..real.train import OPTIMIZERS, TensorData, optimizer_label, seed_everything, train
+from ..real.compare import compare_optimizers, train_compared
+from ..real.runner import (
+    OPTIMIZER_TABLES,
+    REAL_COMMON,
+    fmt,
+    run_once,
+    run_totals,
+    start_run,
+    subset,
+)
+from ..real.train import TensorData, optimizer_label
 from ..real.vit import ViT
-from ..store import ResultsStore
 from .base import Claim
+from .config import choices, positive_int
 
 DESCRIPTION = (
     "small ViT on MNIST and Fashion-MNIST with SGD, SNGD, SPS, Adam, ℓ1.1-MD: train loss, "
@@ -23,41 +30,30 @@ DESCRIPTION = (
 MODEL_FIELDS = ("patch_size", "dim", "heads", "layers", "mlp_ratio")
 
 
-def check_config(config: dict) -> dict:
-    for name in ("steps", "batch_size", "eval_every", *MODEL_FIELDS):
-        require(config, name, int, lambda v: v > 0, "must be positive")
-    for name in ("train_size", "test_size", "threads"):
-        require(config, name, int, lambda v: v >= 0, "must be ≥ 0")
-    require(
-        config, "datasets", list, lambda v: v and set(v) <= set(IMAGE_DATASETS),
-        f"must be a non-empty list from {list(IMAGE_DATASETS)}",
-    )  # fmt: skip
-    config["seeds"] = seed_list(config)
-    require(
-        config, "optimizers", list,
-        lambda v: v and all(isinstance(o, dict) and o.get("name") in OPTIMIZERS for o in v),
-        f"must be a list of tables whose name is one of {sorted(OPTIMIZERS)}",
-    )  # fmt: skip
-    return config
+SCHEMA = {
+    **REAL_COMMON,
+    "datasets": choices("image datasets", *IMAGE_DATASETS),
+    "optimizers": OPTIMIZER_TABLES,
+    "patch_size": positive_int("patch side in pixels"),
+    "dim": positive_int("model width"),
+    "heads": positive_int("attention heads per layer"),
+    "layers": positive_int("transformer blocks"),
+    "mlp_ratio": positive_int("MLP width / model width"),
+}
 
 
 def load_images(name: str, config: dict):
     splits = IMAGE_DATASETS[name]()
     data = []
     for split, size in zip(splits, (config["train_size"], config["test_size"])):
-        order = np.random.default_rng(0).permutation(len(split))
-        order = order[:size] if size else order
+        order = subset(len(split), size)
         pixels = torch.from_numpy(split.images[order]).to(torch.get_default_dtype())
         data.append(TensorData({"pixels": pixels}, torch.from_numpy(split.labels[order])))
     return data[0], data[1], splits[0].images.shape[1], len(splits[0].classes)
 
 
 def run(config: dict, out: Path) -> dict:
-    config = check_config(dict(config))
-    out = Path(out)
-    if config["threads"]:
-        torch.set_num_threads(config["threads"])
-    store = ResultsStore(out)
+    config, out, store = start_run(config, out)
     model_config = {k: config[k] for k in MODEL_FIELDS}
     records = {}
     for dataset in config["datasets"]:
@@ -79,18 +75,12 @@ def run(config: dict, out: Path) -> dict:
                     checkpoints, run_config=run_config, data=(train_data, test_data),
                     size=image_size, n=n_classes,
                 ):  # fmt: skip
-                    seed_everything(run_config["seed"])
-                    model = ViT(image_size=size, num_classes=n, **model_config)
                     label = optimizer_label(run_config["optimizer"])
-                    history = train(
-                        model, *data, run_config["optimizer"],
-                        steps=config["steps"], batch_size=config["batch_size"],
-                        seed=run_config["seed"], eval_every=config["eval_every"],
-                        checkpoint_dir=checkpoints, extra_metrics=layer_norms(model),
-                        desc=f"vision {run_config['dataset']} {label} seed={run_config['seed']}",
+                    return train_compared(
+                        lambda: ViT(image_size=size, num_classes=n, **model_config),
+                        data, run_config, checkpoints,
+                        f"vision {run_config['dataset']} {label} seed={run_config['seed']}",
                     )  # fmt: skip
-                    info = {"seconds": history.seconds, "diverged": history.diverged}
-                    return history_table(history), {}, info
 
                 key = (dataset, optimizer_label(optimizer), seed)
                 records[key] = run_once(store, run_config, out, train_fn)

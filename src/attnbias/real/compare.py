@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .runner import mean_std, save_figure, series, smooth
+from .runner import history_table, mean_std, save_figure, series, smooth
+from .train import seed_everything, train
 
 
 def flat_layers(model) -> dict[str, torch.Tensor]:
@@ -32,6 +33,22 @@ def layer_norms(model):
         return row
 
     return metrics
+
+
+def train_compared(make_model, data, run_config: dict, checkpoints: Path, desc: str, **options):
+    """Train make_model() (built after seeding with the run's seed) on data = (train, test)
+    with the run's optimizer, tracking layer norms: the (metrics, arrays, info) a stored run
+    holds. options go to train()."""
+    seed_everything(run_config["seed"])
+    model = make_model()
+    history = train(
+        model, *data, run_config["optimizer"],
+        steps=run_config["steps"], batch_size=run_config["batch_size"],
+        seed=run_config["seed"], eval_every=run_config["eval_every"],
+        checkpoint_dir=checkpoints, extra_metrics=layer_norms(model), desc=desc, **options,
+    )  # fmt: skip
+    info = {"seconds": history.seconds, "diverged": history.diverged}
+    return history_table(history), {}, info
 
 
 def norm_growth(record) -> dict[str, float]:

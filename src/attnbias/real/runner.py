@@ -1,46 +1,63 @@
-"""What the three real-data experiments share: config checks, one stored run per training,
-tidy metric tables, mean ± std over seeds and figure files."""
+"""What the three real-data experiments share: config fields, starting a run, fixed data
+subsets, one stored run per training, tidy metric tables, mean ± std over seeds and figure
+files."""
 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import torch
 
+from ..data.text import TEXT_DATASETS
+from ..experiments.config import named_tables, non_negative_int, positive_int, seed_ids
 from ..store import ResultsStore, RunRecord, config_key, tidy
-from .train import History
+from .minilm import encode
+from .train import OPTIMIZERS, History
+
+# Config fields every real-data experiment takes (add them to its SCHEMA).
+REAL_COMMON = {
+    "seeds": seed_ids("seeds of the runs: a list, or a count n meaning seeds 0 … n−1"),
+    "steps": positive_int("training steps of every run"),
+    "batch_size": positive_int("minibatch size"),
+    "eval_every": positive_int("steps between test evaluations"),
+    "train_size": non_negative_int("training examples: a fixed random subset (0: all)"),
+    "test_size": non_negative_int("test examples: a fixed random subset (0: all)"),
+    "threads": non_negative_int("torch threads (0: torch's default)"),
+}
+OPTIMIZER_TABLES = named_tables("the optimisers compared ([[optimizers]] tables)", OPTIMIZERS)
 
 
-def require(config: Mapping, name: str, kind, check=None, why: str = ""):
-    """config[name], which must exist, be a `kind` and pass `check`; else a ValueError naming it."""
-    if name not in config:
-        raise ValueError(f"config field {name!r} is missing")
-    value = config[name]
-    if kind is float and isinstance(value, int) and not isinstance(value, bool):
-        value = float(value)
-    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
-        raise ValueError(
-            f"config field {name!r} must be {getattr(kind, '__name__', kind)}, got {value!r}"
-        )
-    if check is not None and not check(value):
-        raise ValueError(f"config field {name!r} {why or 'is invalid'}, got {value!r}")
-    return value
+def start_run(config: dict, out: str | Path) -> tuple[dict, Path, ResultsStore]:
+    """(config with its seeds as a list, out as a Path, the store in out) for a validated
+    config; sets torch's thread count if the config asks for one."""
+    seeds = config["seeds"]
+    config = {**config, "seeds": list(range(seeds)) if isinstance(seeds, int) else seeds}
+    if config["threads"]:
+        torch.set_num_threads(config["threads"])
+    return config, Path(out), ResultsStore(out)
 
 
-def seed_list(config: dict) -> list[int]:
-    """config["seeds"] as a list: a list of ints, or an int n meaning seeds 0 … n−1 (what
-    `attnbias reproduce --seeds N` passes)."""
-    seeds = config.get("seeds")
-    if isinstance(seeds, int) and not isinstance(seeds, bool) and seeds > 0:
-        return list(range(seeds))
-    if isinstance(seeds, list) and seeds and all(isinstance(s, int) for s in seeds):
-        return seeds
-    raise ValueError(
-        f"config field 'seeds' must be a positive int or a list of ints, got {seeds!r}"
-    )
+def subset(n: int, size: int) -> np.ndarray:
+    """Indices of a fixed random subset of `size` of n examples (all n, shuffled, if size is 0)."""
+    order = np.random.default_rng(0).permutation(n)
+    return order[:size] if size else order
+
+
+def load_text(name: str, tokenizer, config: dict, path: str | None = None):
+    """(train, test, classes) of a text dataset: train_size / test_size fixed random examples
+    of each split, encoded to max_len tokens."""
+    splits = TEXT_DATASETS[name](path)
+    sizes = (config["train_size"], config["test_size"])
+    data = []
+    for split, size in zip(splits, sizes):
+        order = subset(len(split), size)
+        texts = [split.texts[i] for i in order]
+        data.append(encode(tokenizer, texts, split.labels[order], config["max_len"]))
+    return data[0], data[1], splits[0].classes
 
 
 def run_once(
