@@ -9,7 +9,6 @@ from attnbias.engine import Algorithm, RunBatch, RunSpec, log_grid, simulate, un
 from attnbias.engine.kernel import Stack
 from attnbias.engine.single_run import run_reference
 from attnbias.engine.sweep import run_sweep
-from attnbias.engine.update import dual_norm, power
 from attnbias.model import risk_and_gradients
 from attnbias.store import ResultsStore
 
@@ -141,20 +140,6 @@ def test_kernel_equals_model_closed_form():
             torch.testing.assert_close(gW2, gW, rtol=1e-12, atol=1e-14)
             if head is not None:
                 torch.testing.assert_close(gv2, gv, rtol=1e-12, atol=1e-14)
-
-
-def test_dual_norm_and_power():
-    g = torch.randn(5, 3, 4, dtype=torch.float64)
-    for q in (1.5, 2.0, 7.0 / 3.0):
-        torch.testing.assert_close(dual_norm(g, q), torch.linalg.vector_norm(g, q, dim=(1, 2)))
-    q = torch.tensor([1.5, 2.0, 3.0, 2.5, 1.2], dtype=torch.float64)
-    expected = torch.stack([torch.linalg.vector_norm(g[r], float(q[r])) for r in range(5)])
-    torch.testing.assert_close(dual_norm(g, q), expected)
-    # tiny gradients do not underflow to a zero norm
-    assert float(dual_norm(g * 1e-200, 3.0)[0]) > 0
-    x = torch.rand(100, dtype=torch.float64)
-    for e in (0.5, 1.0, 2.0, 0.75, 4.0 / 3.0):
-        torch.testing.assert_close(power(x, e), x**e)
 
 
 def test_underflowed_gradient_stops_the_run_without_nan():

@@ -85,24 +85,51 @@ def check_tokens(alpha, n: int, T: int, name: str = "alpha") -> torch.Tensor:
     return a
 
 
-def check_p(p: float, name: str = "p", minimum: float = 1.0, strict: bool = False) -> float:
-    """An ℓp exponent: p >= minimum (or > minimum when strict)."""
-    try:
-        p = float(p)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"{name} must be a number, got {p!r}") from err
-    if not np.isfinite(p) or p < minimum or (strict and p == minimum):
-        rel = ">" if strict else ">="
-        raise ValueError(f"{name} must be finite and {rel} {minimum}, got {p}")
-    return p
-
-
-def check_positive(x: float, name: str, allow_zero: bool = False) -> float:
-    try:
-        x = float(x)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"{name} must be a number, got {x!r}") from err
-    if not np.isfinite(x) or x < 0 or (x == 0 and not allow_zero):
-        rel = ">= 0" if allow_zero else "> 0"
-        raise ValueError(f"{name} must be finite and {rel}, got {x}")
+def check_scalar(
+    x,
+    name: str,
+    kind: type = float,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    include_low: bool = True,
+    include_high: bool = True,
+    allow_inf: bool = False,
+    allow_tensor: bool = False,
+):
+    """A number checked as scikit-learn's check_scalar does: TypeError for a wrong type (bool is
+    not a number; a string is not either), ValueError for NaN, ±inf (unless allowed) or a value
+    outside [low, high] (open ends where include_* is False). Returns a float or int (or, if
+    allowed, a 0-d tensor as it is)."""
+    if allow_tensor and isinstance(x, torch.Tensor):
+        if x.numel() != 1 or x.is_complex() or x.dtype == torch.bool:
+            raise TypeError(f"{name} must be a real number or a one-element tensor, got {x!r}")
+        value = float(x.detach().reshape(()).item())
+    else:
+        if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
+            raise TypeError(f"{name} must be {_kind_name(kind)}, got {type(x).__name__} {x!r}")
+        if kind is int and not float(x).is_integer():
+            raise TypeError(f"{name} must be an integer, got {x!r}")
+        value = float(x)
+        x = int(x) if kind is int else value
+    if np.isnan(value) or (np.isinf(value) and not allow_inf):
+        raise ValueError(f"{name} must be finite, got {value}")
+    if low is not None and (value < low or (value == low and not include_low)):
+        raise ValueError(f"{name} must be {'>=' if include_low else '>'} {low:g}, got {value:g}")
+    if high is not None and (value > high or (value == high and not include_high)):
+        raise ValueError(f"{name} must be {'<=' if include_high else '<'} {high:g}, got {value:g}")
     return x
+
+
+def _kind_name(kind: type) -> str:
+    return "an integer" if kind is int else "a real number"
+
+
+def check_p(p, name: str = "p", minimum: float = 1.0, strict: bool = False) -> float:
+    """An ℓp exponent: a finite number >= minimum (> minimum when strict)."""
+    return check_scalar(p, name, low=minimum, include_low=not strict)
+
+
+def check_positive(x, name: str, allow_zero: bool = False) -> float:
+    """A finite number > 0 (>= 0 with allow_zero)."""
+    return check_scalar(x, name, low=0.0, include_low=allow_zero)

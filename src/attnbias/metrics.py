@@ -9,7 +9,8 @@ from __future__ import annotations
 import torch
 
 from .model import attention_logits, attention_scores
-from .optim.mirror_descent import mirror_map
+from .norms import lp_norm as _lp_norm
+from .norms import mirror_map
 
 MATRIX = (-2, -1)
 
@@ -19,8 +20,8 @@ def _t(x) -> torch.Tensor:
 
 
 def lp_norm(W, p: float = 2.0, dim=MATRIX) -> torch.Tensor:
-    """Entrywise ‖W‖_p = (Σ |W_jk|^p)^{1/p}."""
-    return torch.linalg.vector_norm(_t(W), ord=p, dim=dim)
+    """Entrywise ‖W‖_p = (Σ |W_jk|^p)^{1/p}, scale-safe (`attnbias.norms.lp_norm`)."""
+    return _lp_norm(_t(W), p, dim)
 
 
 def nuclear_norm(W) -> torch.Tensor:
@@ -28,8 +29,13 @@ def nuclear_norm(W) -> torch.Tensor:
 
 
 def _unit(W, p: float, dim) -> torch.Tensor:
-    norm = torch.linalg.vector_norm(W, ord=p, dim=dim, keepdim=True)
+    norm = _lp_norm(W, p, dim)
+    norm = norm.reshape(*norm.shape, *([1] * len(_dims(dim))))
     return W / torch.where(norm > 0, norm, torch.ones_like(norm))
+
+
+def _dims(dim) -> tuple:
+    return (dim,) if isinstance(dim, int) else tuple(dim)
 
 
 def alignment(W, W_ref, dim=MATRIX) -> torch.Tensor:

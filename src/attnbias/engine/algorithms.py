@@ -7,9 +7,9 @@ batched engine repeats for many runs at once.
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, fields
 
+from .._validate import check_scalar
 from ..optim import MirrorDescent, NormalizedGD, PolyakStep
 
 OPTIMIZERS = ("gd", "md", "ngd", "polyak")
@@ -60,12 +60,12 @@ class Algorithm:
         for key, users in ONLY_FOR.items():
             if opt not in users and getattr(self, key) != _DEFAULTS[key]:
                 raise _FieldError(f"{key} applies only to optimizer {' or '.join(users)}")
-        _number(self, "lr", lambda x: x > 0, "> 0")
-        _number(self, "p", lambda x: x > 1, "> 1")
-        _number(self, "momentum", lambda x: 0 <= x < 1, "in [0, 1)")
-        _number(self, "c", lambda x: x > 0, "> 0")
+        _number(self, "lr", low=0.0, include_low=False)
+        _number(self, "p", low=1.0, include_low=False)
+        _number(self, "momentum", low=0.0, high=1.0, include_high=False)
+        _number(self, "c", low=0.0, include_low=False)
         if self.f_star != "optimal":
-            _number(self, "f_star", math.isfinite, "finite or 'optimal'")
+            _number(self, "f_star")
         # As in MirrorDescent: False is plain, True is per-tensor normalisation.
         normalize = {"default": NORMALIZE[opt][0], False: None}.get(self.normalize, self.normalize)
         normalize = "per_tensor" if normalize is True and opt == "md" else normalize
@@ -106,6 +106,11 @@ class Algorithm:
         }
 
     @property
+    def rule(self) -> str:
+        """The step rule of the update core (`attnbias.optim.functional.RULES`)."""
+        return "polyak" if self.optimizer == "polyak" else self.normalize or "none"
+
+    @property
     def mirror_p(self) -> float:
         """Exponent of the mirror potential: 2 (Euclidean) unless this is ℓp mirror descent."""
         return self.p if self.optimizer == "md" else 2.0
@@ -130,10 +135,12 @@ class _FieldError(ValueError):
 _DEFAULTS = {"p": 2.0, "momentum": 0.0, "c": 1.0, "f_star": 0.0}
 
 
-def _number(algorithm: Algorithm, name: str, ok, rule: str) -> None:
-    value = getattr(algorithm, name)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise _FieldError(f"{name} must be a number, got {value!r}")
-    if not ok(float(value)):
-        raise _FieldError(f"{name} must be {rule}, got {value!r}")
+def _number(algorithm: Algorithm, name: str, **bounds) -> None:
+    """Check a numeric field with the package's one scalar check; a config error either way."""
+    try:
+        value = check_scalar(getattr(algorithm, name), name, **bounds)
+    except TypeError as err:
+        raise _FieldError(str(err)) from None
+    except ValueError as err:
+        raise _FieldError(str(err)) from None
     object.__setattr__(algorithm, name, float(value))

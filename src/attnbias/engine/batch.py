@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
+from ..norms import mirror_map
 from .kernel import Stack
 from .spec import RunSpec
 from .update import Hyper
@@ -17,6 +18,7 @@ class RunBatch:
     data: Stack  # X, z, y and the fixed head
     names: tuple[str, ...]  # parameter names: ("W",) or ("K", "Q"), plus "v" if trained
     params: list[torch.Tensor]
+    duals: list[torch.Tensor] | None  # θ = ∇ψ(w) of mirror descent (None when every p = 2)
     buffers: list[torch.Tensor]  # momentum
     hyper: Hyper
     steps: np.ndarray  # (R,) steps each run takes
@@ -35,6 +37,10 @@ class RunBatch:
         names += ("v",) if specs[0].train_head else ()
         params = [stack([s.init[k] for s in specs]) for k in names]
         fixed_head = None if specs[0].train_head else stack([s.problem.v for s in specs])
+        hyper = Hyper.from_algorithms(
+            [s.algorithm for s in specs], [s.f_star() for s in specs], dtype=dtype, device=device
+        )
+        p = hyper.mirror_p
         return cls(
             data=Stack(
                 stack([s.problem.X for s in specs]),
@@ -45,13 +51,9 @@ class RunBatch:
             ),
             names=names,
             params=params,
+            duals=None if p is None else [mirror_map(w, p) for w in params],
             buffers=[torch.zeros_like(w) for w in params],
-            hyper=Hyper.from_algorithms(
-                [s.algorithm for s in specs],
-                [s.f_star() for s in specs],
-                dtype=dtype,
-                device=device,
-            ),
+            hyper=hyper,
             steps=np.array([s.steps for s in specs]),
             index=np.arange(len(specs)) if index is None else np.asarray(index),
         )
@@ -66,6 +68,7 @@ class RunBatch:
             self,
             data=self.data.take(rows),
             params=[w[rows] for w in self.params],
+            duals=None if self.duals is None else [t[rows] for t in self.duals],
             buffers=[m[rows] for m in self.buffers],
             hyper=self.hyper.take(rows),
             steps=self.steps[keep],

@@ -67,9 +67,7 @@ def simulate(
                 return
             batch, rows = batch.take(~done), rows[~mask]
         loss, grads = batch.gradients()
-        batch.params, batch.buffers = update.step(
-            batch.params, grads, batch.buffers, loss, batch.hyper
-        )
+        update.step(batch.params, batch.duals, grads, batch.buffers, loss, batch.hyper)
         t += 1
         if progress is not None and t - reported == tick:
             progress(tick)

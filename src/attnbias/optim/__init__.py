@@ -1,14 +1,9 @@
-"""Optimisers as `torch.optim.Optimizer` subclasses: drop into any training loop."""
+"""Optimisers as `torch.optim.Optimizer` subclasses (drop into any training loop), beside the
+functional update rules they and the batched engine share (`attnbias.optim.functional`)."""
 
-from .mirror_descent import MirrorDescent, inverse_mirror_map, mirror_descent_, mirror_map
+from . import functional
+from .mirror_descent import MirrorDescent
 from .normalized_gd import NormalizedGD
 from .polyak import PolyakStep
 
-__all__ = [
-    "MirrorDescent",
-    "NormalizedGD",
-    "PolyakStep",
-    "inverse_mirror_map",
-    "mirror_descent_",
-    "mirror_map",
-]
+__all__ = ["MirrorDescent", "NormalizedGD", "PolyakStep", "functional"]

@@ -1,9 +1,10 @@
-"""Polyak step size, capped (NGD paper eq. 3; SPS_max of Loizou et al. 2021):
+"""Polyak step size, capped (theory page, §Algorithms; Vasudeva et al., arXiv 2402.05738,
+eq. 3; SPS_max of Loizou et al., arXiv 2002.10542):
 
     η_t = min{ (L(W_t) − L*) / (c ‖∇L(W_t)‖²),  γ_b },     W ← W − η_t ∇L(W_t).
 
-‖∇L‖ is taken over every parameter of the optimiser (the loss is one number); each group's
-`lr` is its cap γ_b, so learning-rate schedulers scale the cap.
+‖∇L‖ is taken over every parameter of the optimiser (the loss is one number), scale-safely;
+each group's `lr` is its cap γ_b, so learning-rate schedulers scale the cap.
 """
 
 from __future__ import annotations
@@ -11,24 +12,29 @@ from __future__ import annotations
 import torch
 from torch.optim import Optimizer
 
-from ._common import check_lr, params_with_grad
+from .._validate import check_scalar
+from . import functional as F
+from ._common import as_runs, check_finite, check_lr, params_with_grad
 
 
 class PolyakStep(Optimizer):
     """Args:
     params: parameters or parameter groups.
     lr_max: the cap γ_b > 0 on the step size (stored as the group's `lr`).
-    f_star: the optimal loss L* (0 on separable / real data; the all-optimal-token loss for a
-        fixed head).
+    f_star: the optimal loss L*, finite (0 on separable / real data; the all-optimal-token
+        loss for a fixed head).
     c: the constant c > 0.
+
     step(closure) needs the closure: it returns the loss (it may just return a loss already
-    computed, with gradients already in .grad).
+    computed, with gradients already in .grad). A NaN or infinite loss or gradient raises
+    FloatingPointError. The step size taken is left in each group's "step_size".
     """
 
-    def __init__(self, params, lr_max: float, f_star: float = 0.0, c: float = 1.0):
+    def __init__(self, params, lr_max, f_star: float = 0.0, c: float = 1.0):
         lr_max = check_lr(lr_max, "lr_max")
-        check_lr(c, "c")
-        super().__init__(params, dict(lr=lr_max, f_star=float(f_star), c=float(c)))
+        f_star = check_scalar(f_star, "f_star")
+        c = check_scalar(c, "c", low=0.0, include_low=False)
+        super().__init__(params, dict(lr=lr_max, f_star=f_star, c=c))
 
     @torch.no_grad()
     def step(self, closure=None):
@@ -40,14 +46,17 @@ class PolyakStep(Optimizer):
         with torch.enable_grad():
             loss = closure()
         gathered = [params_with_grad(group) for group in self.param_groups]
-        all_grads = [g for _, grads in gathered for g in grads]
-        if not all_grads:
+        grads = [g for _, gs in gathered for g in gs]
+        if not grads:
             return loss
-        sq_norm = sum(float(n) ** 2 for n in torch._foreach_norm(all_grads, 2.0))
+        value = torch.as_tensor(loss).detach().reshape(1).to(grads[0])
+        sq_root = F.global_norm(F.gradient_norms(as_runs(grads), 2.0), 2.0)
+        params = [w for ws, _ in gathered for w in ws]
+        check_finite("PolyakStep", [value], "the loss")
+        check_finite("PolyakStep", [sq_root], ("(all groups)", params, grads))
         for group, (params, grads) in zip(self.param_groups, gathered):
-            gap = max(float(loss) - group["f_star"], 0.0)
-            eta = group["lr"] if sq_norm == 0 else min(gap / (group["c"] * sq_norm), group["lr"])
-            group["step_size"] = eta
-            if params and eta > 0:
-                torch._foreach_add_(params, grads, alpha=-eta)
+            d = F.polyak_divisor(sq_root, value, group["f_star"], group["c"], group["lr"])
+            group["step_size"] = 1.0 / d.item()
+            if params:
+                F.step_(as_runs(params), as_runs(grads), [d] * len(params), 1.0)
         return loss

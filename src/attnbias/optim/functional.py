@@ -1,0 +1,153 @@
+"""The update rules of every attnbias optimiser, written once (theory page, §Algorithms).
+
+The `torch.optim` classes of this package and the batched engine both call these functions.
+Every tensor carries a leading run axis: the engine advances R runs at once, the classes pass
+each parameter as a view with R = 1. Hyper-parameters are floats (shared by all runs) or (R,)
+tensors (one per run). One step is three transformations, applied to each parameter tensor:
+
+    u = g / D          the divisor D of the step rule: 1 (plain), ‖g‖_q of the tensor
+                       ("per_tensor"), ‖(g_1, …, g_k)‖_q of all of them ("global"), the loss L
+                       ("loss": η/L steps), or 1/η_t with Polyak's η_t ("polyak")
+    m ← β m + u        momentum (β = 0: m = u)
+    θ ← θ − η m        θ = ∇ψ(w) = sign(w)|w|^{p−1}, the dual iterate of ℓp mirror descent
+    w = (∇ψ)⁻¹(θ)      (p = 2: θ = w, and this is gradient descent)
+
+Norms are scale-safe (`attnbias.norms`), so a gradient anywhere in the float range gives its
+true direction: a normalised method keeps moving as long as its gradient is not exactly zero.
+D = 0 (a zero gradient, or L = 0) means no step; a NaN or infinite gradient propagates into
+the parameters (the classes check for it first and raise, naming the parameter).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ..norms import dual_exponent, inverse_mirror_map, lp_norm, per_run
+
+RULES = ("none", "per_tensor", "global", "loss", "polyak")
+Number = float | torch.Tensor
+
+
+def run_dims(t: torch.Tensor) -> tuple[int, ...]:
+    """Every dimension but the run axis."""
+    return tuple(range(1, t.dim()))
+
+
+def gradient_norms(grads: list[torch.Tensor], q: Number, scratch=None) -> list[torch.Tensor]:
+    """‖g‖_q of each tensor, per run: a list of (R,) tensors. `scratch`: one buffer per
+    gradient, or None."""
+    scratch = scratch or [None] * len(grads)
+    return [lp_norm(g, q, run_dims(g), scratch=s) for g, s in zip(grads, scratch)]
+
+
+def global_norm(norms: list[torch.Tensor], q: Number) -> torch.Tensor:
+    """‖(g_1, …, g_k)‖_q per run from the tensors' norms (equal to the norm of all entries)."""
+    return norms[0] if len(norms) == 1 else lp_norm(torch.stack(norms, 1), q, dim=(1,))
+
+
+def polyak_divisor(
+    sq_root: torch.Tensor, loss: torch.Tensor, f_star: Number, c: Number, cap: Number
+) -> torch.Tensor:
+    """1/η_t for η_t = min{(L − L*) / (c‖g‖²), γ_b}, given ‖g‖ (SPS_max, Loizou et al. 2021).
+
+    Written as max{c‖g‖·(‖g‖/(L − L*)), 1/γ_b} so that no intermediate overflows before it
+    matters: ‖g‖² underflowing to 0 gives the cap (as the true η_t would), L ≤ L* gives ∞
+    (no step)."""
+    gap = (loss - f_star).clamp(min=0.0)
+    return torch.maximum(c * sq_root * (sq_root / gap), torch.as_tensor(1.0 / cap))
+
+
+def divisors(
+    grads: list[torch.Tensor],
+    rule: str | torch.Tensor,
+    *,
+    p: Number = 2.0,
+    loss: torch.Tensor | None = None,
+    f_star: Number = 0.0,
+    c: Number = 1.0,
+    cap: Number = math.inf,
+    scratch=None,
+) -> list[torch.Tensor] | None:
+    """The divisor D of each tensor, (R,) each; None for plain steps (D = 1). D = 0 (a zero
+    gradient or loss) is passed on as it is: `step_` takes no step there.
+
+    rule: one of RULES, or an (R,) tensor of indices into RULES, one per run (the engine mixes
+    algorithms in one batch). p: mirror exponent, whose dual exponent q = p/(p−1) is the norm
+    of "per_tensor" and "global" (q = 2 for gradient descent). loss: (R,) losses, needed by
+    "loss" and "polyak"; f_star, c, cap: Polyak's L*, c and γ_b."""
+    if isinstance(rule, str):
+        if rule not in RULES:
+            raise ValueError(f"rule must be one of {RULES}, got {rule!r}")
+        if rule == "none":
+            return None
+        present = {RULES.index(rule)}
+    else:
+        present = set(rule.tolist())
+    out = [grads[0].new_ones(grads[0].shape[0]) for _ in grads]
+
+    def choose(code: int, values: list[torch.Tensor]) -> None:
+        for k, v in enumerate(values):
+            out[k] = v if isinstance(rule, str) else torch.where(rule == code, v, out[k])
+
+    if present & {1, 2}:
+        norms = gradient_norms(grads, dual_exponent(p), scratch)
+        if 1 in present:
+            choose(1, norms)
+        if 2 in present:
+            choose(2, [global_norm(norms, dual_exponent(p))] * len(grads))
+    if 3 in present:
+        choose(3, [loss] * len(grads))
+    if 4 in present:
+        sq_root = global_norm(gradient_norms(grads, 2.0, scratch), 2.0)
+        choose(4, [polyak_divisor(sq_root, loss, f_star, c, cap)] * len(grads))
+    return out
+
+
+def step_(
+    params: list[torch.Tensor],
+    grads: list[torch.Tensor],
+    divisors: list[torch.Tensor] | None,
+    lr: Number,
+    *,
+    p: Number = 2.0,
+    duals: list[torch.Tensor] | None = None,
+    momentum: Number = 0.0,
+    buffers: list[torch.Tensor] | None = None,
+) -> None:
+    """In place: one step θ ← θ − η·m, w = (∇ψ)⁻¹(θ) of each tensor (see the module text).
+
+    duals: the dual iterates θ = ∇ψ(w), kept across steps by the caller (needed unless
+    p = 2). buffers: momentum buffers m (needed when momentum is not 0)."""
+    mirror = isinstance(p, torch.Tensor) or p != 2.0
+    if mirror and duals is None:
+        raise ValueError("mirror descent with p != 2 needs the dual iterates `duals`")
+    uses_momentum = isinstance(momentum, torch.Tensor) or momentum != 0.0
+    if uses_momentum and buffers is None:
+        raise ValueError("momentum needs the momentum `buffers`")
+    for k, (w, g) in enumerate(zip(params, grads)):
+        target = duals[k] if mirror else w
+        d = None if divisors is None else per_run(_no_step_at_zero(divisors[k]), g)
+        if uses_momentum:
+            m = buffers[k].mul_(per_run(momentum, g))
+            m.add_(g) if d is None else m.addcdiv_(g, d)
+            _subtract_scaled_(target, m, lr)
+        elif d is None:
+            _subtract_scaled_(target, g, lr)
+        else:  # θ − g/(D/η): one fused pass, and no η/D that could overflow
+            target.addcdiv_(g, d / per_run(lr, g), value=-1.0)
+        if mirror:
+            inverse_mirror_map(target, p, out=w)
+
+
+def _no_step_at_zero(d: torch.Tensor) -> torch.Tensor:
+    """D = 0 only for a zero gradient or a zero loss: no step (g/∞ = 0); NaN stays NaN."""
+    return torch.where(d == 0, math.inf, d)
+
+
+def _subtract_scaled_(target: torch.Tensor, u: torch.Tensor, lr: Number) -> None:
+    if isinstance(lr, torch.Tensor):
+        target.sub_(u * per_run(lr, u))
+    else:
+        target.add_(u, alpha=-lr)
