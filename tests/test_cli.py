@@ -1,6 +1,7 @@
 """The `attnbias` command line, including a sweep killed mid-way and resumed."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -265,3 +266,22 @@ def test_module_missing_at_run_time_and_interrupt_are_one_line(tmp_path, monkeyp
     monkeypatch.setattr(attnbias.cli, "run_experiment", interrupted)
     assert main(args) == 130
     assert "interrupted" in one_error_line(capsys)
+
+
+def test_report_written_elsewhere_links_only_files_that_exist(tmp_path, monkeypatch):
+    from attnbias.experiments import report as report_module
+
+    _fake_experiments(tmp_path, monkeypatch, ["fake"])
+    report = tmp_path / "elsewhere" / "R.md"
+    args = ["reproduce", "fake", "--quick", "--out", str(tmp_path / "res"), "--report"]
+    assert main([*args, str(report)]) == 0
+    text = report.read_text()
+    targets = re.findall(r"\]\(([^)]+)\)", text)
+    assert any(t.endswith("REAL_DATA.md") for t in targets), text
+    for target in targets:
+        assert (report.parent / target).exists(), target
+
+    monkeypatch.setattr(report_module, "DOCS", tmp_path / "no-docs")  # an installed wheel
+    assert main([*args, str(report)]) == 0
+    text = report.read_text()
+    assert "REAL_DATA.md in the attnbias repository" in text and "](" not in text
