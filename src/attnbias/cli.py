@@ -44,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return fail("interrupted; finished runs are kept and a rerun resumes", code=130)
     except ModuleNotFoundError as err:
+        if (err.name or "").startswith("attnbias"):
+            raise  # our own module: a bug, not a missing extra
         return fail(f"the Python module {err.name!r} is missing: {INSTALL_REAL}")
     except (Unavailable, DataMissingError, ImportError, ValueError, TypeError) as err:
         return fail(str(err))  # bad input or missing data: say what, not where in the code
