@@ -227,16 +227,16 @@ def test_config_naming_an_unknown_experiment(tmp_path, capsys):
 
 
 def test_missing_extra_is_named_before_training_and_marked_in_list(monkeypatch, capsys):
-    monkeypatch.setitem(attnbias.cli.EXTRA_MODULES, "text-md", ("attnbias_no_such_module",))
+    monkeypatch.setitem(attnbias.cli.EXTRA_MODULES, "text-md", ("no_such_module_xyz",))
     assert main(["reproduce", "md-joint", "text-md", "--quick", "--out", "unused"]) == 2
     err = one_error_line(capsys)
-    assert "text-md needs attnbias_no_such_module" in err and "pip install 'attnbias[real]'" in err
+    assert "text-md needs no_such_module_xyz" in err and "pip install 'attnbias[real]'" in err
     assert not Path("unused").exists()  # nothing trained, not even md-joint
     assert main(["list"]) == 0
     lines = capsys.readouterr().out.splitlines()
     marked = [line.split()[1] for line in lines if line.startswith("!")]
     assert marked == ["text-md"]
-    assert "MISSING: text-md needs attnbias_no_such_module" in "\n".join(lines)
+    assert "MISSING: text-md needs no_such_module_xyz" in "\n".join(lines)
 
 
 def test_missing_dataset_stops_vision_before_training(tmp_path, monkeypatch, capsys):
@@ -253,12 +253,12 @@ def test_missing_dataset_stops_vision_before_training(tmp_path, monkeypatch, cap
 def test_module_missing_at_run_time_and_interrupt_are_one_line(tmp_path, monkeypatch, capsys):
     _fake_experiments(tmp_path, monkeypatch, ["fake"])
     (tmp_path / "fake_needing_a_module.py").write_text(
-        "DESCRIPTION = 'fake'\ndef run(config, out):\n    import attnbias_no_such_module\n"
+        "DESCRIPTION = 'fake'\ndef run(config, out):\n    import no_such_module_xyz\n"
     )
     monkeypatch.setitem(base.EXPERIMENTS, "fake", "fake_needing_a_module")
     args = ["reproduce", "fake", "--out", str(tmp_path / "res")]
     assert main(args) == 2
-    assert "'attnbias_no_such_module' is missing: pip install" in one_error_line(capsys)
+    assert "'no_such_module_xyz' is missing: pip install" in one_error_line(capsys)
 
     def interrupted(config, out):
         raise KeyboardInterrupt
