@@ -2,7 +2,29 @@ import numpy as np
 import pytest
 import torch
 
+from attnbias.data.fetch import DataMissingError
+from attnbias.data.vision import check_image_dataset
+
 torch.set_default_dtype(torch.float64)
+
+FASHION_MNIST_SKIP = (
+    "needs Debian's Fashion-MNIST: sudo apt-get install dataset-fashion-mnist "
+    "(or set ATTNBIAS_FASHION_MNIST to a directory holding its IDX files)"
+)
+
+
+def fashion_mnist_missing() -> str | None:
+    """Why tests marked `fashion_mnist` skip here, or None when the data set is installed."""
+    try:
+        check_image_dataset("fashion_mnist")
+    except DataMissingError:
+        return FASHION_MNIST_SKIP
+    return None
+
+
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("fashion_mnist") and (reason := fashion_mnist_missing()):
+        pytest.skip(reason)
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,7 @@
 """The `attnbias` command line, including a sweep killed mid-way and resumed."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -8,6 +9,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import attnbias
 import attnbias.cli
@@ -111,6 +113,7 @@ def test_reproduce_several_names_into_one_report(tmp_path, monkeypatch, capsys):
     assert "| seeds | acc |" in text and "| 5 | 0.1235 |" in text
 
 
+@pytest.mark.slow
 def test_killed_sweep_resumes_keeping_every_finished_run(tmp_path):
     """md-local with short ℓ2 runs and long ℓ3 runs in one batch: the ℓ2 runs are stored the
     moment they finish; killing the process then loses nothing, and the rerun trains only
@@ -147,3 +150,138 @@ def test_reproduce_writes_a_report(tmp_path, capsys):
     assert "attnbias reproduce md-joint --quick" in text and "](figures/md-joint.png)" in text
     assert (tmp_path / "docs" / "figures" / "md-joint.png").exists()
     assert text.count("| yes |") + text.count("| **no** |") == 3
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.strip() == f"attnbias {attnbias.__version__}"
+
+
+def one_error_line(capsys) -> str:
+    """The stderr of a failed command: exactly one line, no traceback."""
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("attnbias: error: "), err
+    return err
+
+
+def test_svm_invalid_norm_lists_the_valid_values(tmp_path, capsys):
+    P = gaussian_unit(3, 4, 5, seed=1)
+    np.savez(tmp_path / "p.npz", X=P.X, z=P.z, alpha=np.zeros(3, dtype=int))
+    for norm in ("abc", "0.5", "nan"):
+        assert main(["svm", str(tmp_path / "p.npz"), "--norm", norm]) == 2
+        assert "--norm must be 2 (= fro), nuc, or a number p ≥ 1" in one_error_line(capsys)
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"X,z\n1,2\n", "is not an .npz archive"),
+        (np.zeros(3).tobytes(), "is not an .npz archive"),
+        ("truncated", "is not a readable .npz file"),
+    ],
+    ids=["csv", "raw-bytes", "truncated-npz"],
+)
+def test_svm_refuses_files_that_are_not_npz(tmp_path, capsys, content, message):
+    path = tmp_path / "p.npz"
+    if content == "truncated":
+        P = gaussian_unit(3, 4, 5, seed=1)
+        np.savez(path, X=P.X, z=P.z, alpha=np.zeros(3, dtype=int))
+        content = path.read_bytes()[:300]
+    path.write_bytes(content)
+    assert main(["svm", str(path)]) == 2
+    assert message in one_error_line(capsys)
+
+
+def test_svm_out_writes_exactly_the_path_it_prints(tmp_path, capsys):
+    P = gaussian_unit(3, 4, 5, seed=1)
+    np.savez(tmp_path / "p.npz", X=P.X, z=P.z, alpha=np.zeros(3, dtype=int))
+    out = tmp_path / "solx"
+    assert main(["svm", str(tmp_path / "p.npz"), "--out", str(out)]) == 0
+    assert f"saved      {out}\n" in capsys.readouterr().out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.npz", "solx"]
+    with np.load(out) as saved:
+        assert saved["W"].shape == (5, 5)
+
+
+def test_out_into_a_missing_or_unwritable_place_is_one_line(tmp_path, capsys):
+    P = gaussian_unit(3, 4, 5, seed=1)
+    np.savez(tmp_path / "p.npz", X=P.X, z=P.z, alpha=np.zeros(3, dtype=int))
+    missing = tmp_path / "no" / "such" / "s.npz"
+    assert main(["svm", str(tmp_path / "p.npz"), "--out", str(missing)]) == 2
+    assert "does not exist" in one_error_line(capsys)
+    assert main(["svm", str(tmp_path / "p.npz"), "--out", str(tmp_path)]) == 2  # a directory
+    assert f"--out {tmp_path}: cannot write" in one_error_line(capsys)
+    below_a_file = tmp_path / "p.npz" / "results"
+    assert main(["reproduce", "md-joint", "--quick", "--out", str(below_a_file)]) == 2
+    assert "cannot write there" in one_error_line(capsys)
+
+
+def test_config_naming_an_unknown_experiment(tmp_path, capsys):
+    path = tmp_path / "c.toml"
+    path.write_text('experiment = "md-lokal"\n')
+    assert main(["run", str(path)]) == 2
+    err = one_error_line(capsys)
+    assert "unknown experiment 'md-lokal'" in err and "md-local" in err and "configs" not in err
+
+
+def test_missing_extra_is_named_before_training_and_marked_in_list(monkeypatch, capsys):
+    monkeypatch.setitem(attnbias.cli.EXTRA_MODULES, "text-md", ("no_such_module_xyz",))
+    assert main(["reproduce", "md-joint", "text-md", "--quick", "--out", "unused"]) == 2
+    err = one_error_line(capsys)
+    assert "text-md needs no_such_module_xyz" in err and "pip install 'attnbias[real]'" in err
+    assert not Path("unused").exists()  # nothing trained, not even md-joint
+    assert main(["list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    marked = [line.split()[1] for line in lines if line.startswith("!")]
+    assert marked == ["text-md"]
+    assert "MISSING: text-md needs no_such_module_xyz" in "\n".join(lines)
+
+
+def test_missing_dataset_stops_vision_before_training(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("ATTNBIAS_FASHION_MNIST", str(tmp_path / "nowhere"))
+    out = tmp_path / "res"
+    assert main(["reproduce", "vision", "--quick", "--out", str(out)]) == 2
+    err = one_error_line(capsys)
+    assert "apt-get install dataset-fashion-mnist" in err and 'datasets = ["mnist"]' in err
+    assert not out.exists()
+    assert main(["list"]) == 0
+    assert "! vision" in capsys.readouterr().out
+
+
+def test_module_missing_at_run_time_and_interrupt_are_one_line(tmp_path, monkeypatch, capsys):
+    _fake_experiments(tmp_path, monkeypatch, ["fake"])
+    (tmp_path / "fake_needing_a_module.py").write_text(
+        "DESCRIPTION = 'fake'\ndef run(config, out):\n    import no_such_module_xyz\n"
+    )
+    monkeypatch.setitem(base.EXPERIMENTS, "fake", "fake_needing_a_module")
+    args = ["reproduce", "fake", "--out", str(tmp_path / "res")]
+    assert main(args) == 2
+    assert "'no_such_module_xyz' is missing: pip install" in one_error_line(capsys)
+
+    def interrupted(config, out):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(attnbias.cli, "run_experiment", interrupted)
+    assert main(args) == 130
+    assert "interrupted" in one_error_line(capsys)
+
+
+def test_report_written_elsewhere_links_only_files_that_exist(tmp_path, monkeypatch):
+    from attnbias.experiments import report as report_module
+
+    _fake_experiments(tmp_path, monkeypatch, ["fake"])
+    report = tmp_path / "elsewhere" / "R.md"
+    args = ["reproduce", "fake", "--quick", "--out", str(tmp_path / "res"), "--report"]
+    assert main([*args, str(report)]) == 0
+    text = report.read_text()
+    targets = re.findall(r"\]\(([^)]+)\)", text)
+    assert any(t.endswith("REAL_DATA.md") for t in targets), text
+    for target in targets:
+        assert (report.parent / target).exists(), target
+
+    monkeypatch.setattr(report_module, "DOCS", tmp_path / "no-docs")  # an installed wheel
+    assert main([*args, str(report)]) == 0
+    text = report.read_text()
+    assert "REAL_DATA.md in the attnbias repository" in text and "](" not in text

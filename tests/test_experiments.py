@@ -60,6 +60,7 @@ def test_bad_algorithm_table_is_refused():
         load_config("ngd-fixed", overrides={"algorithms": algorithms})
 
 
+@pytest.mark.slow
 def test_md_local_outputs_and_resume(tmp_path):
     config = load_config("md-local", quick=True, overrides=TINY["md-local"])
     summary = run_experiment(config, tmp_path)

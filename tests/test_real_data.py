@@ -7,6 +7,9 @@ import pytest
 
 from attnbias.data import fetch, text, vision
 from attnbias.data.fetch import ChecksumError, DataMissingError, WheelFile
+from conftest import fashion_mnist_missing
+
+pytestmark = pytest.mark.real
 
 
 def test_rotten_tomatoes_fixed_split():
@@ -92,11 +95,24 @@ def test_fashion_mnist_missing_says_how_to_install(tmp_path):
         vision.fashion_mnist(tmp_path)
 
 
+@pytest.mark.fashion_mnist
 def test_fashion_mnist_debian_package():
     """Needs `apt-get install dataset-fashion-mnist` (.ci/run does it)."""
     train, test = vision.fashion_mnist()
     assert train.images.shape == (60000, 28, 28) and test.images.shape == (10000, 28, 28)
     assert np.bincount(test.labels).tolist() == [1000] * 10
+
+
+def test_fashion_mnist_tests_skip_naming_the_install_command(tmp_path, monkeypatch):
+    """Without the Debian package the `fashion_mnist` tests skip, saying how to install it."""
+    monkeypatch.setenv("ATTNBIAS_FASHION_MNIST", str(tmp_path))
+    assert "apt-get install dataset-fashion-mnist" in fashion_mnist_missing()
+    with pytest.raises(DataMissingError, match="apt-get install dataset-fashion-mnist"):
+        vision.check_image_dataset("fashion_mnist")
+    for prefix, n in (("train", 2), ("t10k", 1)):
+        write_idx(tmp_path / f"{prefix}-images-idx3-ubyte", np.zeros((n, 28, 28)))
+        write_idx(tmp_path / f"{prefix}-labels-idx1-ubyte.gz", np.zeros(n))
+    assert fashion_mnist_missing() is None
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,8 @@ from attnbias.real.train import TensorData, make_optimizer, seed_everything, tra
 from attnbias.real.transformer import TextTransformer
 from attnbias.real.vit import ViT
 
+pytestmark = pytest.mark.real
+
 
 @pytest.fixture(autouse=True)
 def float32_one_thread():
@@ -149,6 +151,7 @@ def test_attention_tools_on_the_tiny_model():
         attention_maps(NoMaps(), {})
 
 
+@pytest.mark.slow
 def test_attention_tools_on_pretrained_minilm():
     from transformers import BertModel
 
@@ -173,7 +176,10 @@ def test_attention_tools_on_pretrained_minilm():
         assert sparsity.shape == (6, 12) and torch.all((sparsity >= 0) & (sparsity <= 1))
 
 
-@pytest.mark.parametrize("name", ["text-md", "text-finetune", "vision"])
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "name", ["text-md", "text-finetune", pytest.param("vision", marks=pytest.mark.fashion_mnist)]
+)
 def test_quick_experiment_runs_and_resumes(tmp_path, name):
     from attnbias.experiments import load_config, run_experiment
 

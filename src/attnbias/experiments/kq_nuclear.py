@@ -113,10 +113,14 @@ def figure(groups, out) -> list[str]:
         for ax, metric in zip(axes[0], ("alignment/2", "alignment/nuc")):
             plotting.band(ax, c, metric, label=name)
         plotting.band(axes[0, 2], c, "norm/2", label=name, log=(True, True))
-    for ax, label in zip(
-        axes[0], ("alignment with Frobenius W_mm", "alignment with nuclear W_mm", "‖W_t‖_F")
-    ):
-        ax.set_xlabel("step")
-        ax.set_ylabel(label)
+    titles = (
+        "alignment with the Frobenius Att-SVM",
+        "alignment with the nuclear-norm Att-SVM",
+        "‖W_t‖_F",
+    )
+    for ax, title in zip(axes[0], titles):
+        plotting.panel(ax, title)
     axes[0, 0].legend(fontsize=7)
+    runs = plotting.runs_per_curve(groups)
+    fig.suptitle(f"kq-nuclear: W = KQᵀ vs W ({plotting.band_note(runs)})", fontsize=10)
     return plotting.save(fig, out, "kq-nuclear")

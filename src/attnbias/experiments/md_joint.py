@@ -115,15 +115,17 @@ def figure(groups, names, out) -> list[str]:
     for ax, (metric_of, label, log) in zip(axes.flat, panels):
         for name, p in names.items():
             plotting.band(ax, groups[name], metric_of(p), label=name, log=log)
-        ax.set_ylabel(label)
+        plotting.panel(ax, label)
     for ax, (tensor, metric) in zip(axes[1, 1:], [("W", "alignment"), ("v", "alignment_v")]):
         for name, p in names.items():  # the iterate's direction against its own SVM's
             c = groups[name]
             cosine = np.clip(c.mean(f"{metric}/{p}"), -1.0, 1.0)
             ax.plot(c.steps[1:], np.degrees(np.arccos(cosine))[1:], label=name)
         ax.set_xscale("log")
-        ax.set_ylabel(f"angle between {tensor}_t and its ℓp SVM [deg]")
-    for ax in axes.flat:
-        ax.set_xlabel("step")
+        plotting.panel(ax, f"angle between {tensor}_t and its ℓp SVM [degrees]")
     axes[0, 0].legend(fontsize=7)
+    runs = plotting.runs_per_curve({name: groups[name] for name in names})
+    fig.suptitle(
+        f"md-joint: joint ℓp-MD of W and v from zero ({plotting.band_note(runs)})", fontsize=10
+    )
     return plotting.save(fig, out, "md-joint")

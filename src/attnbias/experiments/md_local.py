@@ -133,9 +133,7 @@ def figure(grid, zero, ps, names, out) -> list[str]:
         for j, name in enumerate(names):
             ax = axes[i, j]
             plotting.band(ax, grid[name], f"divergence/{norm_label(p)}", log=(True, True))
-            ax.set_title(f"ℓ{p:g}-SVM vs {name}", fontsize=9)
-            ax.set_xlabel("step")
-            ax.set_ylabel(f"D_ψ{p:g}(Ŵ_mm, Ŵ_t)")
+            plotting.panel(ax, f"D_ψ{p:g}(Ŵ_mm, Ŵ_t): ℓ{p:g}-SVM vs {name}")
     for j, record in enumerate(
         sorted(zero, key=lambda r: names.index(r.config["algorithm"]["name"]))
     ):
@@ -157,8 +155,12 @@ def figure(grid, zero, ps, names, out) -> list[str]:
             (line,) = ax.plot(steps[1:], W_t[1:, jk[0], jk[1]], label=f"Ŵ_t{jk}")
             ax.axhline(W_mm[jk], ls="--", color=line.get_color(), label=f"Ŵ_mm{jk}")
         ax.set_xscale("log")
-        ax.set_title(f"zero init, {record.config['algorithm']['name']}", fontsize=9)
-        ax.set_xlabel("step")
-        ax.set_ylabel("entry of W/‖W‖_p")
+        plotting.panel(ax, f"zero init, {record.config['algorithm']['name']}: entries of W/‖W‖_p")
         ax.legend(fontsize=6)
+    fig.suptitle(
+        "md-local: rows = the ℓp-SVM compared with, columns = the algorithm "
+        f"({plotting.band_note(plotting.runs_per_curve(grid))})\nbottom row: one run from W₀ = 0, "
+        "its two largest entries (solid) and the SVM's (dashed)",
+        fontsize=10,
+    )
     return plotting.save(fig, out, "md-local")

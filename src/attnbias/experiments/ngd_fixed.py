@@ -150,15 +150,21 @@ PANELS = [
 
 
 def figure(groups: dict[str, Curves], config: dict, out: Path, panels=PANELS) -> list[str]:
-    """One panel per (metric, label, log axes); "1-m" plots 1 − metric m."""
+    """One panel per (metric, label, log axes); "1-m" plots 1 − metric m. A log-scale loss
+    shows the last plotting.LOSS_DECADES decades (the fastest method's loss falls further)."""
     fig, axes = plotting.subplots(1, len(panels))
     for ax, (metric, label, log) in zip(axes[0], panels):
         for name, c in groups.items():
             if metric.startswith("1-"):
                 c = Curves(c.steps, {metric: 1.0 - c.values[metric[2:]]})
             plotting.band(ax, c, metric, label=name, log=log)
-        ax.set_xlabel("step")
-        ax.set_ylabel(label)
+        if metric == "loss" and log[1]:
+            plotting.limit_decades(ax)
+        plotting.panel(ax, label)
     axes[0, 0].legend(fontsize=7)
-    fig.suptitle(f"{config['experiment']}: {config['data']}, {config['seeds']} seeds")
+    fig.suptitle(
+        f"{config['experiment']} on {config['data']} data "
+        f"({plotting.band_note(plotting.runs_per_curve(groups))})",
+        fontsize=10,
+    )
     return plotting.save(fig, out, config["experiment"])

@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import torch
 
-from ..data.vision import IMAGE_DATASETS
+from ..data.fetch import DataMissingError
+from ..data.vision import IMAGE_DATASETS, check_image_dataset
 from ..real.compare import compare_optimizers, train_compared
 from ..real.runner import (
     OPTIMIZER_TABLES,
@@ -52,7 +54,22 @@ def load_images(name: str, config: dict):
     return data[0], data[1], splits[0].images.shape[1], len(splits[0].classes)
 
 
+def check_data(config: dict) -> None:
+    """Raise DataMissingError (saying what to install) unless every dataset the config names
+    is available; run() calls it before training anything, the CLI before any experiment."""
+    for dataset in config["datasets"]:
+        try:
+            check_image_dataset(dataset)
+        except DataMissingError as err:
+            others = [d for d in config["datasets"] if d != dataset]
+            raise DataMissingError(
+                f"{err}; or run vision without it: `attnbias run my.toml` with "
+                f'experiment = "vision" and datasets = {json.dumps(others or ["digits"])}'
+            ) from err
+
+
 def run(config: dict, out: Path) -> dict:
+    check_data(config)
     config, out, store = start_run(config, out)
     model_config = {k: config[k] for k in MODEL_FIELDS}
     records = {}
