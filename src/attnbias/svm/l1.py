@@ -7,7 +7,7 @@ import scipy.sparse as sp
 from scipy.optimize import linprog
 
 
-def _solve_l1(A, lifted=None):
+def solve_l1(A, lifted=None):
     """min ‖w‖_1 as an LP for HiGHS: variables (w, r ≥ |w|[, u = C w]), margins ≥ 1."""
     m, D = A.shape
     eye = sp.identity(D, format="csr")
