@@ -48,7 +48,10 @@ def _solve_cvxpy(problem, w, margins):
 
     with warnings.catch_warnings():  # accuracy is judged by our own KKT check instead
         warnings.filterwarnings("ignore", "Solution may be inaccurate", UserWarning)
-        problem.solve(solver=cp.CLARABEL, **CLARABEL_TOL)
+        try:
+            problem.solve(solver=cp.CLARABEL, **CLARABEL_TOL)
+        except cp.SolverError:
+            return None
     if w.value is None or margins.dual_value is None:
         return None
     return np.asarray(w.value, dtype=np.float64), np.asarray(margins.dual_value, dtype=np.float64)

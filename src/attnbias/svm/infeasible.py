@@ -13,7 +13,8 @@ from scipy.optimize import linprog
 
 from .norms import dual_norm_value
 
-NUMERICAL_LIMIT = 1e8  # unit-scale rows: a margin of 1 needing ‖w‖ beyond this is not verifiable
+NUMERICAL_LIMIT = 1e9  # unit-scale rows: a margin of 1 needing a longer w is not verifiable
+# (rounding of a_kᵀw is ~ NUMERICAL_LIMIT × eps ≈ 2e-7 of the margin, just under the KKT tolerance)
 ROUNDING_RTOL = 1e-12  # a certificate's ‖Σ λ_k a_k‖ (unit rows, 1ᵀλ = 1) this small is zero
 
 

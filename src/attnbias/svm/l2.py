@@ -58,7 +58,9 @@ def _nnls_l2(A: np.ndarray, norm_type, labels, scale):
     """min ½‖w‖² s.t. Aw ≥ 1 by least-distance programming (Lawson & Hanson, ch. 23).
 
     u = argmin_{u≥0} ‖E u − f‖ with E = [Aᵀ; 1ᵀ], f = (0, …, 0, 1); r = E u − f. Then
-    r = (Aᵀu, 1ᵀu − 1) and, if r ≠ 0, w = −r_{:D} / r_D with multipliers λ = u / (−r_D).
+    r = (Aᵀu, 1ᵀu − 1) and, if r ≠ 0, w = −r_{:D} / r_D with multipliers λ = u / (−r_D). As
+    r_D = −‖r‖² is lost to rounding once ‖w‖ ≳ 1e7, w is taken as the direction −r_{:D} scaled
+    to margin 1, and λ as u scaled so that Aᵀλ = w along w.
     If r = 0, u is a Farkas certificate (Aᵀu = 0, 1ᵀu = 1): the problem is infeasible, if the
     certificate stands up (diagnose_infeasible); else None (undecided).
     """
@@ -68,11 +70,14 @@ def _nnls_l2(A: np.ndarray, norm_type, labels, scale):
     f[-1] = 1.0
     u, _ = nnls(E, f, maxiter=50 * max(m, D))
     r = E @ u - f
+    direction = -r[:D]
+    margin = np.min(A @ direction)
     # ‖r‖ = 1/√(1+‖w‖²) on unit rows: small means no w, or none float64 can verify
-    if np.linalg.norm(r) * NUMERICAL_LIMIT <= 1 or -r[-1] <= 0:
-        diagnose_infeasible(A, norm_type, labels, scale, hint=u)
-        return None
-    return -r[:D] / r[-1], u / -r[-1]
+    if np.linalg.norm(r) * NUMERICAL_LIMIT > 1 and margin > 0:
+        w = direction / margin
+        return w, u * (w @ w) / (w @ (A.T @ u))
+    diagnose_infeasible(A, norm_type, labels, scale, hint=u)
+    return None
 
 
 def solve_l2(A: np.ndarray, norm_type, labels, scale: float):

@@ -34,12 +34,27 @@ class Solved(NamedTuple):
     solver: str
 
 
+def _l2_solution(As, scale, norm_type, labels, lifted):
+    """(w, λ of ½‖w‖², method), or None; raises InfeasibleSVMError. Clarabel steps in where the
+    in-house ℓ2 solvers cannot decide (badly conditioned rows)."""
+    found = solve_l2(As, norm_type, labels, scale)
+    if found is not None:
+        return found
+    found = _attempt(lambda: conic_solve(As, 2.0, lifted))
+    if isinstance(found, str):
+        return None
+    w, lam = found
+    return w, lam * np.linalg.norm(w), "clarabel"
+
+
 def _attempts(As, scale, norm_type, labels, lifted, conic):
     """The norm's solvers in order, as (name, solve) with solve() → (w, λ) or None."""
-    l2 = solve_l2(As, norm_type, labels, scale)  # raises InfeasibleSVMError; None if undecided
+    l2 = _l2_solution(As, scale, norm_type, labels, lifted)
     if norm_type == 2.0 and l2 is not None:
         w, lam, method = l2
         yield method, lambda: (w, lam / np.linalg.norm(w))
+        if method == "clarabel":
+            return
     elif norm_type == 1.0:
         yield "highs", lambda: solve_l1(As, lifted)
     elif norm_type not in (2.0, "nuc") and l2 is not None:
@@ -48,6 +63,15 @@ def _attempts(As, scale, norm_type, labels, lifted, conic):
         yield "clarabel", lambda: conic(As)
     else:
         yield "clarabel", lambda: conic_solve(As, norm_type, lifted)
+
+
+def _attempt(solve):
+    """solve() → (w, λ), or a string saying why there is none."""
+    try:
+        found = solve()
+    except (ArithmeticError, ValueError, RuntimeError, np.linalg.LinAlgError) as err:
+        return str(err)
+    return "no answer" if found is None else found
 
 
 def _verified(As, norm_type, w, lam):
@@ -75,13 +99,9 @@ def solve_max_margin(A, norm_type, labels, lifted=None, conic=None) -> Solved:
         lifted = (lifted[0] / scale, lifted[1])
     best, failures = None, []
     for solver, solve in _attempts(As, scale, norm_type, labels, lifted, conic):
-        try:
-            found = solve()
-        except (ArithmeticError, ValueError, RuntimeError, np.linalg.LinAlgError) as err:
-            failures.append(f"{solver}: {err}")
-            continue
-        if found is None:
-            failures.append(f"{solver}: no answer")
+        found = _attempt(solve)
+        if isinstance(found, str):
+            failures.append(f"{solver}: {found}")
             continue
         w, lam, kkt = _verified(As, norm_type, *found)
         if best is None or kkt < best[2] or np.isnan(best[2]):
