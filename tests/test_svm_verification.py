@@ -18,20 +18,14 @@ from attnbias.svm import (
     head_svm_batch,
 )
 from attnbias.svm.norms import kkt_residual
+from test_svm import gaussian_unit as svm_instance
+from test_svm import unit_rows
 
 TIGHT = dict(solver=cp.CLARABEL, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
 
 
-def unit_rows(a):
-    return a / np.linalg.norm(a, axis=-1, keepdims=True)
-
-
 def gaussian_unit(seed, n=6, T=8, d=10):
-    """Unit tokens and queries; α = the tokens a random W selects (a feasible Att-SVM)."""
-    rng = np.random.default_rng(seed)
-    X = unit_rows(rng.standard_normal((n, T, d)))
-    z = unit_rows(rng.standard_normal((n, d)))
-    alpha = np.einsum("ntj,jk,nk->nt", X, rng.standard_normal((d, d)), z).argmax(axis=1)
+    X, z, _, _, alpha = svm_instance(seed, n, T, d)
     return X, z, alpha
 
 

@@ -56,7 +56,8 @@ def _attempts(As, scale, norm_type, labels, lifted, conic):
         if method == "clarabel":
             return
     elif norm_type == 1.0:
-        yield "highs", lambda: solve_l1(As, lifted)
+        kappa = np.abs(l2[0]).sum() if l2 is not None else 1.0
+        yield "highs", lambda: solve_l1(As, lifted, kappa)
     elif norm_type not in (2.0, "nuc") and l2 is not None:
         yield "interior-point", lambda: solve_lp(As, norm_type, l2[0], l2[1])
     if conic is not None:
