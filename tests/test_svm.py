@@ -342,7 +342,7 @@ def test_lp_falls_back_to_clarabel(monkeypatch):
 
     X, z, _, _, alpha = gaussian_unit(8)
     expected = att_svm(X, z, alpha, 3.0)
-    monkeypatch.setattr(svm, "_solve_lp", lambda A, p, w, lam: (2 * w, lam))  # not a KKT point
+    monkeypatch.setattr(svm, "solve_lp", lambda A, p, w, lam: (2 * w, lam))  # not a KKT point
     result = att_svm(X, z, alpha, 3.0)
     assert result.solver == "clarabel" and result.kkt_residual <= 1e-6
     assert result.norm == pytest.approx(expected.norm, rel=1e-7)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..data import Problem
-from ..svm import InfeasibleSVMError, att_svm, att_svm_batch, head_svm
+from ..svm import att_svm_batch, head_svm_batch
 
 
 def norm_label(norm) -> str:
@@ -29,7 +29,9 @@ def is_lp(norm) -> bool:
 
 @dataclass
 class Solution:
-    """One SVM's solution (None when it could not be solved) and what to report about it."""
+    """One SVM's solution (None when there is none) and what to report about it: info["status"]
+    is the solver's ("optimal", "optimal_inaccurate", "infeasible", "failed"), with "error" the
+    reason when there is no solution."""
 
     value: np.ndarray | None
     info: dict = field(default_factory=dict)
@@ -42,13 +44,17 @@ def _digest(*arrays) -> str:
     return h.hexdigest()
 
 
-def _info(result) -> dict:
-    return {
+def _solution(result, value) -> Solution:
+    """An SVM's result as stored: an unsolved one's metrics become NaN, its reason is kept."""
+    if not result.solved:
+        return Solution(None, {"status": result.status, "error": str(result.error)})
+    info = {
         "norm": float(result.norm),
         "margin": float(result.margin),
-        "status": str(result.status),
+        "status": result.status,
         "kkt_residual": float(result.kkt_residual),
     }
+    return Solution(value, info)
 
 
 class References:
@@ -60,43 +66,24 @@ class References:
 
     def att(self, problems: list[Problem], alphas: list[np.ndarray], norm) -> list[Solution]:
         """W_mm of each (problem, α) for one norm."""
-        keys = [
-            ("att", _digest(p.X, p.z), a.tobytes(), norm_label(norm))
-            for p, a in zip(problems, alphas)
-        ]
-        todo = {k: (p, a) for k, p, a in zip(keys, problems, alphas) if k not in self._cache}
-        if todo:
-            items = list(todo.values())
-            try:
-                results = att_svm_batch(
-                    [p.X for p, _ in items], [p.z for p, _ in items], [a for _, a in items], norm
-                )
-                solutions = [Solution(r.W, _info(r)) for r in results]
-            except ValueError:  # e.g. one infeasible: solve one by one to find which
-                solutions = [
-                    self._one(lambda p=p, a=a: att_svm(p.X, p.z, a, norm), "W") for p, a in items
-                ]
-            self._cache.update(zip(todo, solutions))
-            self.solved += len(todo)
-        return [self._cache[k] for k in keys]
+        return self._lookup("att", problems, alphas, norm, ("X", "z"), att_svm_batch, "W")
 
     def head(self, problems: list[Problem], alphas: list[np.ndarray], p: float) -> list[Solution]:
         """v_mm of each (problem, α) for the ℓp head-SVM."""
+        return self._lookup("head", problems, alphas, p, ("X", "y"), head_svm_batch, "v")
+
+    def _lookup(self, kind, problems, alphas, norm, data, solve_batch, attr) -> list[Solution]:
+        """The solution of each (problem, α); those not seen before are solved in one batch,
+        which reports a status per instance (an infeasible one does not stop the others)."""
         keys = [
-            ("head", _digest(q.X, q.y), a.tobytes(), norm_label(p))
+            (kind, _digest(*(getattr(q, k) for k in data)), a.tobytes(), norm_label(norm))
             for q, a in zip(problems, alphas)
         ]
-        for k, q, a in zip(keys, problems, alphas):
-            if k not in self._cache:
-                self._cache[k] = self._one(lambda q=q, a=a: head_svm(q.X, q.y, a, p), "v")
-                self.solved += 1
+        todo = {k: (q, a) for k, q, a in zip(keys, problems, alphas) if k not in self._cache}
+        if todo:
+            items = list(todo.values())
+            arrays = [[getattr(q, k) for q, _ in items] for k in data]
+            results = solve_batch(*arrays, [a for _, a in items], norm)
+            self._cache.update((k, _solution(r, getattr(r, attr))) for k, r in zip(todo, results))
+            self.solved += len(todo)
         return [self._cache[k] for k in keys]
-
-    @staticmethod
-    def _one(solve, attr: str) -> Solution:
-        """One SVM; an infeasible one is recorded (its metrics become NaN), not raised."""
-        try:
-            result = solve()
-        except InfeasibleSVMError as err:
-            return Solution(None, {"status": "infeasible", "error": str(err)})
-        return Solution(getattr(result, attr), _info(result))

@@ -1,52 +1,49 @@
-"""The public solvers: max_margin for any A, att_svm and head_svm, one instance or a batch."""
+"""The public solvers: max_margin for any A, att_svm and head_svm, one instance or a batch.
+
+A single instance raises when there is no solution (InfeasibleSVMError, SVMSolveError); a batch
+returns a result for every instance, whose `status` says whether it was solved (see results).
+"""
 
 from __future__ import annotations
 
 from .._validate import as_tensor
-from .conic import _parametric_conic
-from .infeasible import _constraint_name
-from .norms import _parse_norm, _side
-from .problems import _AttProblem, _HeadProblem
-from .results import AttSVMResult, HeadSVMResult, MaxMarginResult, _fields
-from .solver import _max_margin
-from .tokens import _numpy
+from .conic import parametric_conic
+from .norms import parse_norm, square_side
+from .problems import AttProblem, HeadProblem, MatrixProblem
+from .results import AttSVMResult, HeadSVMResult, MaxMarginResult
+from .tokens import to_numpy
 
 
 def max_margin(A, norm=2.0) -> MaxMarginResult:
     """min ‖w‖ s.t. A w ≥ 1 for a constraint matrix A (m, D).
 
     norm: a number p ≥ 1 (entrywise ℓp), "fro" (= 2) or "nuc" (w = vec(W) row-major, D = d²).
-    Raises InfeasibleSVMError if no w satisfies the constraints.
+    Raises InfeasibleSVMError if no w satisfies the constraints (or none that float64 can
+    verify), SVMSolveError if no solver's answer passes the KKT verification.
     """
-    A = _numpy(as_tensor(A, "A"))
+    A = to_numpy(as_tensor(A, "A"))
     if A.ndim != 2 or A.shape[0] < 1 or A.shape[1] < 1:
         raise ValueError(f"A must have shape (m, D) with m, D >= 1, got {A.shape}")
-    norm_type = _parse_norm(norm)
+    norm_type = parse_norm(norm)
     if norm_type == "nuc":
-        _side(A.shape[1])
-    solution = _max_margin(A, norm_type, _constraint_name)
-    return MaxMarginResult(w=solution[0], **_fields(A, norm_type, *solution))
+        square_side(A.shape[1])
+    return MatrixProblem(A).solve(norm_type)
 
 
 def att_svm(X, z, alpha, norm=2.0) -> AttSVMResult:
     """W_mm = argmin ‖W‖ s.t. (x_{i,α_i} − x_{i,t})ᵀ W z_i ≥ 1 for all i and t ≠ α_i.
 
     X (n, T, d), z (n, d), alpha (n,) token indices (or one int for all samples); norm: p ≥ 1
-    (entrywise ℓp), "fro" or "nuc". Raises InfeasibleSVMError naming the reason if no W exists.
+    (entrywise ℓp), "fro" or "nuc". Raises InfeasibleSVMError naming the reason if no W exists
+    (or none that float64 can verify), SVMSolveError if no answer passes the KKT verification.
     """
-    norm_type = _parse_norm(norm)
-    problem = _AttProblem(X, z, alpha)
-    problem.check_zero_rows()
-    solution = _max_margin(problem.A, norm_type, problem.name, problem.lifted())
-    return problem.result(norm_type, solution)
+    return AttProblem(X, z, alpha).solve(parse_norm(norm))
 
 
 def head_svm(X, y, alpha, p=2.0) -> HeadSVMResult:
-    """v_mm = argmin ‖v‖_p s.t. y_i vᵀx_{i,α_i} ≥ 1 for all i (p ≥ 1 or "fro")."""
-    norm_type = _parse_norm(p, "p", allow_nuc=False)
-    problem = _HeadProblem(X, y, alpha)
-    problem.check_zero_rows()
-    return problem.result(norm_type, _max_margin(problem.A, norm_type, problem.name))
+    """v_mm = argmin ‖v‖_p s.t. y_i vᵀx_{i,α_i} ≥ 1 for all i (p ≥ 1 or "fro"); raises as
+    att_svm."""
+    return HeadProblem(X, y, alpha).solve(parse_norm(p, "p", allow_nuc=False))
 
 
 # ------------------------------------------------------------------------------------ batches
@@ -69,26 +66,27 @@ def _same_length(**lists):
 def att_svm_batch(Xs, zs, alphas, norm=2.0) -> list[AttSVMResult]:
     """att_svm for many same-shape instances (B, n, T, d), (B, n, d), (B, n).
 
-    ℓp and ℓ2 use the fast in-house solvers per instance; the nuclear-norm problem is compiled
-    once by cvxpy with A as a parameter and re-solved for each instance.
+    Never raises for one instance's lack of a solution: each result's `status` is "optimal" or
+    "optimal_inaccurate" (W set), "infeasible" (W None; `error` is the InfeasibleSVMError with
+    the constraints involved and the Farkas certificate, if any) or "failed" (W None; `error` is
+    the SVMSolveError). Bad input still raises. ℓp and ℓ2 use the fast in-house solvers per
+    instance; the nuclear-norm problem is compiled once by cvxpy with A as a parameter and
+    re-solved for each instance.
     """
-    norm_type = _parse_norm(norm)
+    norm_type = parse_norm(norm)
     Xs, zs, alphas = _batch_items(Xs, "Xs"), _batch_items(zs, "zs"), list(alphas)
     _same_length(Xs=Xs, zs=zs, alphas=alphas)
-    problems = [_AttProblem(X, z, a) for X, z, a in zip(Xs, zs, alphas)]
+    problems = [AttProblem(X, z, a) for X, z, a in zip(Xs, zs, alphas)]
     if len({p.A.shape for p in problems}) > 1:
         raise ValueError("att_svm_batch needs instances of the same shape (n, T, d)")
-    conic = _parametric_conic(problems[0].A.shape, norm_type) if problems else None
-    results = []
-    for problem in problems:
-        problem.check_zero_rows()
-        solution = _max_margin(problem.A, norm_type, problem.name, conic=conic)
-        results.append(problem.result(norm_type, solution))
-    return results
+    conic = parametric_conic(problems[0].A.shape, norm_type) if problems else None
+    return [problem.outcome(norm_type, conic) for problem in problems]
 
 
 def head_svm_batch(Xs, ys, alphas, p=2.0) -> list[HeadSVMResult]:
-    """head_svm for many instances."""
+    """head_svm for many instances, with a status per instance as in att_svm_batch (v None
+    when there is no solution)."""
+    norm_type = parse_norm(p, "p", allow_nuc=False)
     Xs, ys, alphas = _batch_items(Xs, "Xs"), _batch_items(ys, "ys"), list(alphas)
     _same_length(Xs=Xs, ys=ys, alphas=alphas)
-    return [head_svm(X, y, a, p) for X, y, a in zip(Xs, ys, alphas)]
+    return [HeadProblem(X, y, a).outcome(norm_type) for X, y, a in zip(Xs, ys, alphas)]

@@ -1,4 +1,8 @@
-"""The conic solver, cvxpy + Clarabel: the nuclear norm (an SDP), and the fallback for ℓp."""
+"""The conic solver, cvxpy + Clarabel: the nuclear norm (an SDP), and the fallback for every ℓp.
+
+ℓp goes through power cones (approx=False): cvxpy's default rational SOC approximation changes p
+(p = 1.0005 is solved as another p) and loses accuracy for p near 1 and large p.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +10,7 @@ import warnings
 
 import numpy as np
 
-from .infeasible import _constraint_name, _raise_infeasible
-from .norms import _side
+from .norms import square_side
 
 CLARABEL_TOL = dict(tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10, tol_ktratio=1e-8)
 
@@ -22,10 +25,12 @@ def _cvxpy_problem(A, norm_type, lifted=None):
     D = A.shape[1]
     w = cp.Variable(D)
     if norm_type == "nuc":
-        d = _side(D)
+        d = square_side(D)
         objective = cp.normNuc(cp.reshape(w, (d, d), order="C"))
+    elif norm_type in (1.0, 2.0):
+        objective = cp.norm(w, norm_type)
     else:
-        objective = cp.pnorm(w, norm_type)
+        objective = cp.pnorm(w, norm_type, approx=False)
     if lifted is None:
         margins = A @ w >= 1
         constraints = [margins]
@@ -37,24 +42,26 @@ def _cvxpy_problem(A, norm_type, lifted=None):
     return cp.Problem(cp.Minimize(objective), constraints), w, margins
 
 
-def _solve_cvxpy(problem, w, margins, A, name_of):
+def _solve_cvxpy(problem, w, margins):
+    """(w, λ), or None when Clarabel has no answer (infeasibility is decided by the ℓ2 solve)."""
     import cvxpy as cp
 
     with warnings.catch_warnings():  # accuracy is judged by our own KKT check instead
         warnings.filterwarnings("ignore", "Solution may be inaccurate", UserWarning)
-        problem.solve(solver=cp.CLARABEL, **CLARABEL_TOL)
-    if problem.status in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE):
-        _raise_infeasible(A, name_of)
-    if w.value is None:
-        raise RuntimeError(f"Clarabel failed on the max-margin problem: status {problem.status}")
+        try:
+            problem.solve(solver=cp.CLARABEL, **CLARABEL_TOL)
+        except cp.SolverError:
+            return None
+    if w.value is None or margins.dual_value is None:
+        return None
     return np.asarray(w.value, dtype=np.float64), np.asarray(margins.dual_value, dtype=np.float64)
 
 
-def _conic(A, norm_type, lifted, name_of):
-    return _solve_cvxpy(*_cvxpy_problem(A, norm_type, lifted), A, name_of)
+def conic_solve(A, norm_type, lifted=None):
+    return _solve_cvxpy(*_cvxpy_problem(A, norm_type, lifted))
 
 
-def _parametric_conic(shape, norm_type):
+def parametric_conic(shape, norm_type):
     """For "nuc": one compiled cvxpy problem with A as a parameter, re-solved per instance."""
     if norm_type != "nuc":
         return None
@@ -65,6 +72,6 @@ def _parametric_conic(shape, norm_type):
 
     def solve(As):
         A.value = As
-        return _solve_cvxpy(*compiled, As, _constraint_name)
+        return _solve_cvxpy(*compiled)
 
     return solve

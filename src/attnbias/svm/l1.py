@@ -7,8 +7,16 @@ import scipy.sparse as sp
 from scipy.optimize import linprog
 
 
-def _solve_l1(A, lifted=None):
-    """min ‖w‖_1 as an LP for HiGHS: variables (w, r ≥ |w|[, u = C w]), margins ≥ 1."""
+def solve_l1(A, lifted=None, kappa=1.0):
+    """min ‖w‖_1 as an LP for HiGHS: variables (w, r ≥ |w|[, u = C w]), margins ≥ 1.
+
+    Solved for w/κ on κA (κ ≈ ‖w‖_1, e.g. of the ℓ2 solution) so that the LP's variables are of
+    unit scale: HiGHS's absolute tolerances otherwise give wrong multipliers (and a w 10% off the
+    optimum) once ‖w‖ is large.
+    """
+    A = A * kappa
+    if lifted is not None:
+        lifted = (lifted[0] * kappa, lifted[1])
     m, D = A.shape
     eye = sp.identity(D, format="csr")
     extra = 0 if lifted is None else lifted[1].shape[0]
@@ -36,4 +44,4 @@ def _solve_l1(A, lifted=None):
     )
     if res.status != 0:
         raise RuntimeError(f"HiGHS failed on the ℓ1 SVM: {res.message}")
-    return res.x[:D], -res.ineqlin.marginals[2 * D :]
+    return res.x[:D] * kappa, -res.ineqlin.marginals[2 * D :] * kappa

@@ -7,19 +7,17 @@ import numpy as np
 import scipy.linalg as sla
 from scipy.optimize import nnls
 
-from .infeasible import _raise_infeasible
-
-INFEASIBLE_RTOL = 1e-9  # NNLS residual 1/√(1+‖w‖²) below this (unit rows): treated as infeasible
+from .infeasible import NUMERICAL_LIMIT, diagnose_infeasible
 
 
-def _gram(A: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+def gram(A: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
     """A diag(weights) Aᵀ, upper triangle only (BLAS syrk: half the work of A @ A.T)."""
     if weights is not None:
         A = A * np.sqrt(weights)
     return sla.blas.dsyrk(1.0, A)
 
 
-def _cholesky(K: np.ndarray):
+def cholesky(K: np.ndarray):
     return sla.cho_factor(K, lower=False, check_finite=False)  # reads the upper triangle
 
 
@@ -30,7 +28,7 @@ def _active_set_l2(A: np.ndarray, max_iter: int = 50):
     (w, λ) with w = Aᵀλ, or None (singular Gram block, cycling) so the caller can fall back.
     """
     m = A.shape[0]
-    gram = _gram(A)
+    K = gram(A)
     support = np.ones(m, dtype=bool)
     seen = set()
     for _ in range(max_iter):
@@ -38,7 +36,7 @@ def _active_set_l2(A: np.ndarray, max_iter: int = 50):
             return None
         lam = np.zeros(m)
         try:
-            factor = _cholesky(gram[np.ix_(support, support)])
+            factor = cholesky(K[np.ix_(support, support)])
         except np.linalg.LinAlgError:
             return None
         lam[support] = sla.cho_solve(factor, np.ones(support.sum()))
@@ -56,12 +54,15 @@ def _active_set_l2(A: np.ndarray, max_iter: int = 50):
     return None
 
 
-def _nnls_l2(A: np.ndarray, name_of):
+def _nnls_l2(A: np.ndarray, norm_type, labels, scale):
     """min ½‖w‖² s.t. Aw ≥ 1 by least-distance programming (Lawson & Hanson, ch. 23).
 
     u = argmin_{u≥0} ‖E u − f‖ with E = [Aᵀ; 1ᵀ], f = (0, …, 0, 1); r = E u − f. Then
-    r = (Aᵀu, 1ᵀu − 1) and, if r ≠ 0, w = −r_{:D} / r_D with multipliers λ = u / (−r_D).
-    If r = 0, u is a Farkas certificate (Aᵀu = 0, 1ᵀu = 1): the problem is infeasible.
+    r = (Aᵀu, 1ᵀu − 1) and, if r ≠ 0, w = −r_{:D} / r_D with multipliers λ = u / (−r_D). As
+    r_D = −‖r‖² is lost to rounding once ‖w‖ ≳ 1e7, w is taken as the direction −r_{:D} scaled
+    to margin 1, and λ as u scaled so that Aᵀλ = w along w.
+    If r = 0, u is a Farkas certificate (Aᵀu = 0, 1ᵀu = 1): the problem is infeasible, if the
+    certificate stands up (diagnose_infeasible); else None (undecided).
     """
     m, D = A.shape
     E = np.vstack([A.T, np.ones((1, m))])
@@ -69,15 +70,22 @@ def _nnls_l2(A: np.ndarray, name_of):
     f[-1] = 1.0
     u, _ = nnls(E, f, maxiter=50 * max(m, D))
     r = E @ u - f
-    if np.linalg.norm(r) <= INFEASIBLE_RTOL or -r[-1] <= 0:
-        _raise_infeasible(A, name_of, u / max(u.sum(), 1e-300))
-    return -r[:D] / r[-1], u / -r[-1]
+    direction = -r[:D]
+    margin = np.min(A @ direction)
+    # ‖r‖ = 1/√(1+‖w‖²) on unit rows: small means no w, or none float64 can verify
+    if np.linalg.norm(r) * NUMERICAL_LIMIT > 1 and margin > 0:
+        w = direction / margin
+        return w, u * (w @ w) / (w @ (A.T @ u))
+    diagnose_infeasible(A, norm_type, labels, scale, hint=u)
+    return None
 
 
-def _solve_l2(A: np.ndarray, name_of):
-    """(w, λ, method) with λ for ½‖w‖² (w = Aᵀλ); raises InfeasibleSVMError."""
+def solve_l2(A: np.ndarray, norm_type, labels, scale: float):
+    """(w, λ, method) with λ for ½‖w‖² (w = Aᵀλ), or None if undecided, for unit-scale rows A
+    (the data's divided by scale); raises InfeasibleSVMError (bounds in norm_type)."""
     if A.shape[0] <= A.shape[1]:  # else the Gram matrix is singular
         found = _active_set_l2(A)
         if found is not None:
             return *found, "active-set"
-    return *_nnls_l2(A, name_of), "nnls"
+    found = _nnls_l2(A, norm_type, labels, scale)
+    return None if found is None else (*found, "nnls")

@@ -1,5 +1,10 @@
 """The ℓp solver, 1 < p < ∞: a primal-dual interior point method on min ‖w‖_p^p / p s.t. Aw ≥ 1,
-then Newton's method on the KKT equations of the support (exact to rounding)."""
+then Newton's method on the KKT equations of the support (exact to rounding).
+
+The powers |w|^(p−1) and |u|^(q−1) over/underflow for p near 1 and large p unless w is near unit
+scale, so the problem is rescaled to ‖w_ℓ2‖_p = 1 first; where that is not enough the solver
+returns a non-finite or unverifiable answer and the caller falls back to Clarabel.
+"""
 
 from __future__ import annotations
 
@@ -8,14 +13,15 @@ from collections.abc import Callable
 import numpy as np
 import scipy.linalg as sla
 
-from .l2 import _cholesky, _gram
+from .l2 import cholesky, gram
+from .norms import dual_exponent, lp_norm
 
 
 class _Lp:
     """f(w) = ‖w‖_p^p / p, its conjugate's gradient and inverse Hessian (1 < p < ∞)."""
 
     def __init__(self, p: float):
-        self.p, self.q = p, p / (p - 1)
+        self.p, self.q = p, dual_exponent(p)
 
     def grad(self, w):
         return np.sign(w) * np.abs(w) ** (self.p - 1)
@@ -39,9 +45,9 @@ def _newton_system(A, c, lam, slack, r_dual, r_primal) -> Callable:
     """
     m, D = A.shape
     if m <= D:  # (A C Aᵀ + S/Λ) Δλ = r_comp/λ − r_primal + A C r_dual
-        K = _gram(A, c)
+        K = gram(A, c)
         K[np.diag_indices(m)] += slack / lam
-        factor = _cholesky(K)
+        factor = cholesky(K)
         shift = A @ (c * r_dual) - r_primal
 
         def direction(r_comp):
@@ -50,9 +56,9 @@ def _newton_system(A, c, lam, slack, r_dual, r_primal) -> Callable:
             return dw, A @ dw + r_primal, dlam
 
         return direction
-    M = _gram(A.T, lam / slack)  # (C⁻¹ + Aᵀ(Λ/S)A) Δw = −r_dual + Aᵀ((r_comp − λ r_primal)/s)
+    M = gram(A.T, lam / slack)  # (C⁻¹ + Aᵀ(Λ/S)A) Δw = −r_dual + Aᵀ((r_comp − λ r_primal)/s)
     M[np.diag_indices(D)] += 1 / c
-    factor = _cholesky(M)
+    factor = cholesky(M)
 
     def direction(r_comp):
         dw = sla.cho_solve(factor, A.T @ ((r_comp - lam * r_primal) / slack) - r_dual)
@@ -78,7 +84,8 @@ def _interior_point(A, p, w_l2, lam_l2, tol=1e-8, max_iter=100):
     from_dual = p < 2
     if from_dual:  # λ along the ℓ2 multipliers, scaled to maximise the dual on that ray
         lam = lam_l2 + 0.1 * lam_l2.mean()
-        lam *= (lam.sum() / np.sum(np.abs(A.T @ lam) ** f.q)) ** (1 / (f.q - 1))
+        # × (1ᵀλ / ‖Aᵀλ‖_q^q)^(1/(q−1)), with the power of the norm taken apart (scale-safe)
+        lam *= lam.sum() ** (1 / (f.q - 1)) * lp_norm(A.T @ lam, f.q) ** (-f.q / (f.q - 1))
         w = f.conj_grad(A.T @ lam)
         slack = np.maximum(A @ w - 1, 1.0)
     else:  # strictly feasible start from the ℓ2 solution
@@ -166,7 +173,7 @@ def _polish_lp(A, p, w, lam, slack):
             break
         c = f.inv_hess(w)
         try:
-            factor = _cholesky(_gram(AS, c))
+            factor = cholesky(gram(AS, c))
         except np.linalg.LinAlgError:
             return None
         dlam = sla.cho_solve(factor, AS @ (c * r_dual) - r_primal)
@@ -182,11 +189,18 @@ def _polish_lp(A, p, w, lam, slack):
     return w, lam
 
 
-def _solve_lp(A, p, w_l2, lam_l2):
-    """(w, λ) of min ‖w‖_p, λ in the norm convention."""
-    with np.errstate(over="ignore", invalid="ignore"):  # overshooting trial steps are rejected
-        w, lam, slack = _interior_point(A, p, w_l2, lam_l2)
-        polished = _polish_lp(A, p, w, lam, slack)
-    if polished is not None:
-        w, lam = polished
-    return w, lam / np.linalg.norm(w, p) ** (p - 1)  # multipliers of ‖w‖_p^p/p → of ‖w‖_p
+def solve_lp(A, p, w_l2, lam_l2):
+    """(w, λ) of min ‖w‖_p, λ in the norm convention; unverified (the caller checks the KKT).
+
+    Solved for w' = w/κ with κ = ‖w_ℓ2‖_p (so ‖w'‖_p ≤ 1 at the optimum) on A' = κA, whose
+    ½‖w‖² multipliers are λ_ℓ2/κ²; the multipliers of A' are κ times those of A.
+    """
+    kappa = lp_norm(w_l2, p)
+    As, w_l2, lam_l2 = A * kappa, w_l2 / kappa, lam_l2 / kappa**2
+    with np.errstate(all="ignore"):  # overshooting trial steps are rejected, failures verified
+        w, lam, slack = _interior_point(As, p, w_l2, lam_l2)
+        polished = _polish_lp(As, p, w, lam, slack)
+        if polished is not None:
+            w, lam = polished
+        # multipliers of ‖w‖_p^p/p → of ‖w‖_p: λ / ‖w‖_p^(p−1), and back to A: λ κ, w κ
+        return w * kappa, lam * (kappa * lp_norm(w, p) ** (1 - p))

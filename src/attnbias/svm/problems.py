@@ -1,4 +1,5 @@
-"""The constraint matrices A of the two SVMs, and how to name and diagnose their rows.
+"""The constraint matrices A of the two SVMs (and of max_margin's plain A), how to name and
+diagnose their rows, and how an instance is solved into its result.
 
 Att-SVM: row (i, t) is vec((x_{i,α_i} − x_{i,t}) z_iᵀ), t ≠ α_i, and w = vec(W) (row-major).
 Head SVM: row i is y_i x_{i,α_i}, and w = v.
@@ -10,9 +11,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._validate import check_sequences
-from .infeasible import InfeasibleSVMError, _zero_rows
-from .results import AttSVMResult, HeadSVMResult, _fields
-from .tokens import _numpy, _tokens
+from .infeasible import InfeasibleSVMError, SVMSolveError, relative_row_lengths
+from .results import AttSVMResult, HeadSVMResult, MaxMarginResult, result_fields, unsolved_fields
+from .solver import solve_max_margin
+from .tokens import to_numpy, token_indices
 
 
 def _differences(X: np.ndarray, alpha: np.ndarray):
@@ -33,8 +35,8 @@ def _att_rows(diffs: np.ndarray, z: np.ndarray) -> np.ndarray:
 
 def _att_arrays(X, z, alpha):
     X, z, _, _, _ = check_sequences(X, z=z)
-    X, z = _numpy(X), _numpy(z)
-    return X, z, _tokens(alpha, X.shape[0], X.shape[1])
+    X, z = to_numpy(X), to_numpy(z)
+    return X, z, token_indices(alpha, X.shape[0], X.shape[1])
 
 
 def constraint_matrix(X, z, alpha) -> np.ndarray:
@@ -60,8 +62,58 @@ def _att_lifting(diffs: np.ndarray, z: np.ndarray):
     return B, C
 
 
-class _AttProblem:
+class _Rows:
+    """What the problems share: A, a `title` for errors, how to name and describe row k, and the
+    solve into a result (subclasses build it in `_result`)."""
+
+    A: np.ndarray
+    title: str
+
+    def lifted(self):
+        return None
+
+    def solve(self, norm_type, conic=None):
+        """The verified result; raises InfeasibleSVMError or SVMSolveError."""
+        solved = solve_max_margin(self.A, norm_type, self, self.lifted(), conic)
+        return self._result(solved.w, result_fields(self.A, norm_type, solved))
+
+    def outcome(self, norm_type, conic=None):
+        """The result, or for an instance without a solution one with its status and error."""
+        try:
+            return self.solve(norm_type, conic)
+        except (InfeasibleSVMError, SVMSolveError) as err:
+            return self._result(None, unsolved_fields(norm_type, err))
+
+    def _result(self, w, fields):
+        raise NotImplementedError
+
+
+class MatrixProblem(_Rows):
+    """max_margin's plain A: constraint k is row k."""
+
+    title = "the max-margin problem is infeasible"
+
+    def __init__(self, A: np.ndarray):
+        self.A = A
+        self.lengths = relative_row_lengths(A)
+
+    @staticmethod
+    def name(k: int) -> str:
+        return f"constraint {k}"
+
+    def describe(self, k: int) -> str:
+        if self.lengths[k] == 0:
+            return f"the constraint vector of constraint {k} is zero"
+        return f"constraint {k}'s vector is {self.lengths[k]:.2g} of the longest one"
+
+    def _result(self, w, fields):
+        return MaxMarginResult(w=w, **fields)
+
+
+class AttProblem(_Rows):
     """One Att-SVM instance: validated arrays, constraint rows and how to name them."""
+
+    title = "Att-SVM is infeasible"
 
     def __init__(self, X, z, alpha):
         self.X, self.z, self.alpha = _att_arrays(X, z, alpha)
@@ -74,56 +126,54 @@ class _AttProblem:
         i, t = self.pairs[k]
         return f"(sample {i}, token {t})"
 
-    def check_zero_rows(self):
-        """A zero constraint row has a reason that can be named: z_i = 0 or a duplicate token."""
-        zero = _zero_rows(self.A)
-        if not zero.size:
-            return
-        reasons = {}  # dict: ordered and one "z_i is zero" per sample
-        for i, t in self.pairs[zero]:
-            if not self.z[i].any():
-                reasons[i, -1] = f"sample {i}: z_{i} is zero"
-            else:
-                reasons[i, t] = f"sample {i}: token {t} equals the selected token {self.alpha[i]}"
-        raise InfeasibleSVMError(
-            f"Att-SVM is infeasible: {'; '.join(list(reasons.values())[:5])}, "
-            "so the margin is 0 for every W",
-            zero,
+    def describe(self, k: int) -> str:
+        """Why row k is short: x_{i,t} = x_{i,α_i} or z_i = 0 exactly, else how close they are."""
+        i, t = self.pairs[k]
+        a = self.alpha[i]
+        gap = np.linalg.norm(self.diffs.reshape(len(self.A), -1)[k])
+        query = np.linalg.norm(self.z[i])
+        if gap == 0:
+            return f"sample {i}: token {t} equals the selected token {a}"
+        if query == 0:
+            return f"sample {i}: z_{i} is zero"
+        tokens = np.linalg.norm(self.X, axis=2).max()
+        queries = np.linalg.norm(self.z, axis=1).max()
+        return (
+            f"sample {i}: token {t} is {gap / tokens:.2g} from the selected token {a} and "
+            f"‖z_{i}‖ is {query / queries:.2g} (relative to the longest token and query)"
         )
 
     def lifted(self):
         """Sparse factors for the conic solvers (ℓ1, nuclear, fallback), worth it for large A."""
         return _att_lifting(self.diffs, self.z) if self.A.size > 20_000 else None
 
-    def result(self, norm_type, solution) -> AttSVMResult:
-        d = self.X.shape[2]
-        W = solution[0].reshape(d, d)
-        return AttSVMResult(W=W, constraints=self.pairs, **_fields(self.A, norm_type, *solution))
+    def _result(self, w, fields):
+        W = None if w is None else w.reshape(self.X.shape[2], -1)
+        return AttSVMResult(W=W, constraints=self.pairs, **fields)
 
 
-class _HeadProblem:
+class HeadProblem(_Rows):
     """One head-SVM instance: constraint k is sample k."""
+
+    title = "head SVM is infeasible"
 
     def __init__(self, X, y, alpha):
         X, _, y, _, _ = check_sequences(X, y=y)
-        self.X, self.y = _numpy(X), _numpy(y)
+        self.X, self.y = to_numpy(X), to_numpy(y)
         n, T, _ = self.X.shape
-        self.alpha = _tokens(alpha, n, T)
+        self.alpha = token_indices(alpha, n, T)
         self.A = self.y[:, None] * self.X[np.arange(n), self.alpha]
 
     @staticmethod
     def name(k: int) -> str:
         return f"sample {k}"
 
-    def check_zero_rows(self):
-        zero = _zero_rows(self.A)
-        if zero.size:
-            samples = ", ".join(str(i) for i in zero[:5])
-            raise InfeasibleSVMError(
-                f"head SVM is infeasible: the selected token of sample(s) {samples} is zero, "
-                "so the margin y_i vᵀx_(i,α_i) is 0 for every v",
-                zero,
-            )
+    def describe(self, k: int) -> str:
+        length = np.linalg.norm(self.A[k])
+        if length == 0:
+            return f"the selected token of sample {k} is zero"
+        longest = np.linalg.norm(self.X, axis=2).max()
+        return f"the selected token of sample {k} is {length / longest:.2g} of the longest token"
 
-    def result(self, norm_type, solution) -> HeadSVMResult:
-        return HeadSVMResult(v=solution[0], **_fields(self.A, norm_type, *solution))
+    def _result(self, w, fields):
+        return HeadSVMResult(v=w, **fields)

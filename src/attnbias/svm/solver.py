@@ -1,49 +1,121 @@
 """The core solver: min ‖w‖ s.t. A w ≥ 1 for any supported norm, on unit-scale rows, verified.
 
 The ℓ2 solve comes first for every norm: it decides feasibility (naming a Farkas certificate if
-there is none) and starts the ℓp interior point. Every solution's KKT residual is checked.
+there is none) and starts the ℓp interior point. Then the norm's solvers are tried in order, the
+in-house one first and cvxpy/Clarabel last; each answer is verified by the same KKT check
+(norms.kkt_residual), whichever solver produced it, and the first that passes is returned.
 """
 
 from __future__ import annotations
 
 import time
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 
-from .conic import _conic
-from .infeasible import _check_zero_rows
-from .l1 import _solve_l1
-from .l2 import _solve_l2
-from .lp import _solve_lp
-from .norms import _kkt_residual
+from .conic import conic_solve
+from .infeasible import SVMSolveError, check_short_rows
+from .l1 import solve_l1
+from .l2 import solve_l2
+from .lp import solve_lp
+from .norms import kkt_residual
 
-KKT_TOL = 1e-6  # a solution with a larger KKT residual is reported "optimal_inaccurate"
+KKT_TOL = 1e-6  # a verified solution: "optimal"
+INACCURATE_TOL = 1e-3  # up to this: "optimal_inaccurate" (warned); beyond: no solution
 
 
-def _max_margin(A, norm_type, name_of, lifted=None, conic=None):
-    """Solve min ‖w‖ s.t. A w ≥ 1; returns (w, λ, status, kkt, seconds, solver)."""
+class Solved(NamedTuple):
+    w: np.ndarray
+    dual: np.ndarray  # multipliers in the norm convention
+    status: str
+    kkt_residual: float
+    seconds: float
+    solver: str
+
+
+def _l2_solution(As, scale, norm_type, labels, lifted):
+    """(w, λ of ½‖w‖², method), or None; raises InfeasibleSVMError. Clarabel steps in where the
+    in-house ℓ2 solvers cannot decide (badly conditioned rows)."""
+    found = solve_l2(As, norm_type, labels, scale)
+    if found is not None:
+        return found
+    found = _attempt(lambda: conic_solve(As, 2.0, lifted))
+    if isinstance(found, str):
+        return None
+    w, lam = found
+    return w, lam * np.linalg.norm(w), "clarabel"
+
+
+def _attempts(As, scale, norm_type, labels, lifted, conic):
+    """The norm's solvers in order, as (name, solve) with solve() → (w, λ) or None."""
+    l2 = _l2_solution(As, scale, norm_type, labels, lifted)
+    if norm_type == 2.0 and l2 is not None:
+        w, lam, method = l2
+        yield method, lambda: (w, lam / np.linalg.norm(w))
+        if method == "clarabel":
+            return
+    elif norm_type == 1.0:
+        kappa = np.abs(l2[0]).sum() if l2 is not None else 1.0
+        yield "highs", lambda: solve_l1(As, lifted, kappa)
+    elif norm_type not in (2.0, "nuc") and l2 is not None:
+        yield "interior-point", lambda: solve_lp(As, norm_type, l2[0], l2[1])
+    if conic is not None:
+        yield "clarabel", lambda: conic(As)
+    else:
+        yield "clarabel", lambda: conic_solve(As, norm_type, lifted)
+
+
+def _attempt(solve):
+    """solve() → (w, λ), or a string saying why there is none."""
+    try:
+        found = solve()
+    except (ArithmeticError, ValueError, RuntimeError, np.linalg.LinAlgError) as err:
+        return str(err)
+    return "no answer" if found is None else found
+
+
+def _verified(As, norm_type, w, lam):
+    """(w scaled to margin exactly 1, λ, KKT residual); the residual is NaN for a NaN anywhere."""
+    w, lam = np.asarray(w, dtype=np.float64), np.asarray(lam, dtype=np.float64)
+    margin = np.min(As @ w)
+    if margin > 0:  # exact feasibility; never increases the norm of a feasible point
+        w = w / margin
+    return w, lam, kkt_residual(As, w, lam, norm_type)
+
+
+def solve_max_margin(A, norm_type, labels, lifted=None, conic=None) -> Solved:
+    """Solve min ‖w‖ s.t. A w ≥ 1, verified.
+
+    labels names the constraints in errors (title, name(k), describe(k)); lifted: sparse factors
+    for the conic solvers; conic: a compiled conic solver for the batch. Raises
+    InfeasibleSVMError, or SVMSolveError if no answer passes the KKT verification.
+    """
     start = time.perf_counter()
-    _check_zero_rows(A, name_of)
-    scale = np.linalg.norm(A, axis=1).max()  # solve with unit-scale rows: w → w·scale, λ → λ·scale
-    As = A / scale
+    check_short_rows(A, norm_type, labels)
+    top = np.max(np.abs(A))
+    scale = top * np.linalg.norm(A / top, axis=1).max()
+    As = A / scale  # unit-scale rows: w → w·scale, λ → λ·scale; the residual is scale-free
     if lifted is not None:
         lifted = (lifted[0] / scale, lifted[1])
-    w2, lam2, solver = _solve_l2(As, name_of)  # also the feasibility check for every norm
-    if norm_type == 2.0:
-        w, lam = w2, lam2 / np.linalg.norm(w2)
-    elif norm_type == 1.0:
-        (w, lam), solver = _solve_l1(As, lifted), "highs"
-    elif norm_type == "nuc":
-        solve = conic or (lambda As: _conic(As, "nuc", lifted, name_of))
-        (w, lam), solver = solve(As), "clarabel"
-    else:
-        (w, lam), solver = _solve_lp(As, norm_type, w2, lam2), "interior-point"
-        if not _kkt_residual(As, w, lam, norm_type) <= KKT_TOL:  # also catches NaN
-            (w, lam), solver = _conic(As, norm_type, lifted, name_of), "clarabel"
-    w = w / (As @ w).min()  # exact feasibility, never increases the norm of a feasible point
-    w, lam = w / scale, lam / scale
-    kkt = _kkt_residual(A, w, lam, norm_type)
+    best, failures = None, []
+    for solver, solve in _attempts(As, scale, norm_type, labels, lifted, conic):
+        found = _attempt(solve)
+        if isinstance(found, str):
+            failures.append(f"{solver}: {found}")
+            continue
+        w, lam, kkt = _verified(As, norm_type, *found)
+        if best is None or kkt < best[2] or np.isnan(best[2]):
+            best = (w, lam, kkt, solver)
+        if kkt <= KKT_TOL:
+            break
+        failures.append(f"{solver}: KKT residual {kkt:.1e}")
+    if best is None or not best[2] <= INACCURATE_TOL:  # also NaN
+        raise SVMSolveError(
+            f"no solver's answer to the max-margin problem (norm {norm_type}) passes the KKT "
+            f"verification: {'; '.join(failures)}"
+        )
+    w, lam, kkt, solver = best
     status = "optimal" if kkt <= KKT_TOL else "optimal_inaccurate"
     if status != "optimal":
         warnings.warn(
@@ -52,4 +124,4 @@ def _max_margin(A, norm_type, name_of, lifted=None, conic=None):
             RuntimeWarning,
             stacklevel=3,
         )
-    return w, lam, status, kkt, time.perf_counter() - start, solver
+    return Solved(w / scale, lam / scale, status, kkt, time.perf_counter() - start, solver)

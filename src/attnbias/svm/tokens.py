@@ -9,14 +9,15 @@ from .._validate import check_sequences, check_tokens
 TIE_RTOL = 1e-9  # scores this close (relative) to the best one count as tied
 
 
-def _numpy(t) -> np.ndarray:
+def to_numpy(t) -> np.ndarray:
+    """A validated tensor as a float64 array."""
     return t.detach().cpu().numpy().astype(np.float64)
 
 
 def token_scores(X, y, v) -> np.ndarray:
     """γ_{i,t} = y_i vᵀx_{i,t}, shape (n, T)."""
     X, _, y, v, _ = check_sequences(X, y=y, v=v)
-    return _numpy(y)[:, None] * (_numpy(X) @ _numpy(v))
+    return to_numpy(y)[:, None] * (to_numpy(X) @ to_numpy(v))
 
 
 def optimal_tokens(X, y, v) -> np.ndarray:
@@ -41,11 +42,11 @@ def selected_tokens(W, X, z) -> np.ndarray:
     X, z, _, _, W = check_sequences(X, z=z, W=W)
     if W.dim() != 2:
         raise ValueError(f"W must have shape (d, d), got {tuple(W.shape)}")
-    logits = np.einsum("ntj,jk,nk->nt", _numpy(X), _numpy(W), _numpy(z))
+    logits = np.einsum("ntj,jk,nk->nt", to_numpy(X), to_numpy(W), to_numpy(z))
     return logits.argmax(axis=1).astype(np.int64)
 
 
-def _tokens(alpha, n: int, T: int) -> np.ndarray:
+def token_indices(alpha, n: int, T: int) -> np.ndarray:
     """α as int64 (n,); a single integer means the same token for every sample."""
     if np.ndim(alpha) == 0 and not isinstance(alpha, (str, bytes)):
         alpha = np.full(n, alpha)
