@@ -2,9 +2,10 @@
 
 The maths is `model.risk_and_gradients` (tests hold the two equal to 1e-12); only the order of
 work differs, because a sweep's cost is the per-step overhead of small batched products:
-- logits come from two R-batched products, X (W Zᵀ) → (nT × n) per run, of which the (i, i)
-  blocks are kept, instead of products batched over R·n samples;
-- ∂L/∂W = (Xᵀ diag(r)) Z with Z_{(i,t)} = z_iᵀ is one R-batched product;
+- logits a_{i,t} = x_{i,t}ᵀ (W z_i): one R-batched product for the W z_i, one batched over
+  R·n samples for their products with the tokens;
+- ∂L/∂W = Σ_i (Σ_t r_{i,t} x_{i,t}) z_iᵀ: the inner sums batched over R·n, the outer one
+  R-batched;
 - the softmax over T ≈ 8 tokens is written out (torch's kernel is slow for short rows);
 - with a fixed head, the token values h = X v are computed once.
 The saturated-attention cancellation is avoided as in the model (`_centered_scores`).
@@ -27,8 +28,6 @@ class Stack:
         self.loss = get_loss(loss)
         self.y_n = y / self.n  # ℓ'(u) y / n is each sample's weight in the gradient
         self.Xf = X.reshape(self.R, self.n * self.T, self.d)
-        self.zT = z.mT.contiguous()
-        self.Z = z.unsqueeze(2).expand_as(X).reshape(self.Xf.shape)  # z_i for each token (i, t)
         self.XfT = self.Xf.mT.contiguous()
         self.h = None if v is None else self.values(v)
 
@@ -45,15 +44,16 @@ class Stack:
         is fixed)."""
         R, n, T = self.R, self.n, self.T
         h = self.h if v is None else self.values(v)
-        blocks = torch.bmm(self.Xf, torch.bmm(W, self.zT)).view(R, n, T, n)
-        a = torch.diagonal(blocks, dim1=1, dim2=3).mT.contiguous()  # a_{i,t} = x_{i,t}ᵀ W z_i
+        Wz = torch.bmm(self.z, W.mT)  # row i: (W z_i)ᵀ
+        a = torch.matmul(self.X, Wz.unsqueeze(-1)).squeeze(-1)  # a_{i,t} = x_{i,t}ᵀ W z_i
         e = torch.exp(a - a.amax(-1, keepdim=True))
         s = e / e.sum(-1, keepdim=True)
         f = (s * h).sum(-1)
         u = self.y * f
         c = self.loss.derivative(u) * self.y_n
         r = c.unsqueeze(-1) * _centered_scores(s, h, f)
-        grad_W = torch.bmm(self.XfT * r.view(R, 1, n * T), self.Z)
+        xr = torch.matmul(r.unsqueeze(-2), self.X).squeeze(-2)  # Σ_t r_{i,t} x_{i,t}
+        grad_W = torch.bmm(xr.mT, self.z)
         grad_v = None
         if v is not None:
             grad_v = torch.bmm(self.XfT, (c.unsqueeze(-1) * s).view(R, n * T, 1)).squeeze(-1)

@@ -85,7 +85,7 @@ def divisors(
         present = {RULES.index(rule)}
     else:
         present = set(rule.tolist())
-    out = [grads[0].new_ones(grads[0].shape[0]) for _ in grads]
+    out: list = [1.0] * len(grads)  # "none" runs of a mixed batch: D = 1
 
     def choose(code: int, values: list[torch.Tensor]) -> None:
         for k, v in enumerate(values):
