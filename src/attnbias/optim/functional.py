@@ -135,8 +135,8 @@ def step_(
             _subtract_scaled_(target, m, lr)
         elif d is None:
             _subtract_scaled_(target, g, lr)
-        else:  # θ − g/(D/η): one fused pass, and no η/D that could overflow
-            target.addcdiv_(g, d / per_run(lr, g), value=-1.0)
+        else:  # u = g/D first: |u| ≤ 1, so no η/D or D/η can overflow or underflow
+            _subtract_scaled_(target, g / d, lr)
         if mirror:
             inverse_mirror_map(target, p, out=w)
 
