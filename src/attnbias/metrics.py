@@ -1,4 +1,4 @@
-"""Quantities measured along a run (SPEC §4).
+"""Quantities measured along a run (docs/theory.md#metrics).
 
 Each takes torch tensors or numpy arrays and reduces over the entry dimensions `dim`
 (the last two by default, for W; pass dim=-1 for a head v); leading dimensions are a batch.

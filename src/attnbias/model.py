@@ -1,4 +1,4 @@
-"""One softmax-attention layer with a linear head (SPEC §1).
+"""One softmax-attention layer with a linear head (docs/theory.md#model).
 
     a_{i,t} = x_{i,t}ᵀ W z_i,   s_i = softmax(a_i),   f_i = vᵀ X_iᵀ s_i.
 

@@ -1,5 +1,5 @@
 """Entrywise ℓp norms and the ℓp mirror map, computed so that no scale of input underflows or
-overflows (theory page, §Algorithms and §Metrics).
+overflows (docs/theory.md#algorithms and #numerics).
 
 Every function reduces over `dim` (a tuple of trailing dimensions, all of them when None) and
 keeps the leading ones as a batch; an exponent p may be a float or a tensor that broadcasts

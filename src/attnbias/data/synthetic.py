@@ -1,4 +1,4 @@
-"""Synthetic data sets of the seed papers (SPEC §5), reproducible from their seed.
+"""Synthetic data sets of the seed papers (docs/theory.md#synthetic-data), reproducible from their seed.
 
 Where a paper's constants were lost, the choice is documented in the docstring.
 """

@@ -1,4 +1,4 @@
-"""Metrics of finished runs (SPEC §4), from their recorded iterates, all runs and steps at once.
+"""Metrics of finished runs (docs/theory.md#metrics), from their recorded iterates, all runs and steps at once.
 
 Per run and recorded step: loss; ‖W‖ in each norm; softmax score of the selected (and optimal)
 tokens; normalised margin; alignment with, and directional Bregman divergence to, the Att-SVM

@@ -1,4 +1,4 @@
-"""The update rules of every attnbias optimiser, written once (theory page, §Algorithms).
+"""The update rules of every attnbias optimiser, written once (docs/theory.md#algorithms).
 
 The `torch.optim` classes of this package and the batched engine both call these functions.
 Every tensor carries a leading run axis: the engine advances R runs at once, the classes pass

@@ -1,4 +1,4 @@
-"""ℓp mirror descent (theory page, §Algorithms): p-GD of Sun et al. (2022), ℓp-AttGD of
+"""ℓp mirror descent (docs/theory.md#algorithms): p-GD of Sun et al. (2022), ℓp-AttGD of
 Julistiono et al. (arXiv 2410.14581).
 
 Potential ψ(w) = (1/p)‖w‖_p^p, mirror map ∇ψ(w) = sign(w)|w|^{p−1}, entrywise:

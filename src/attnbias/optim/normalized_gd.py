@@ -1,4 +1,4 @@
-"""Normalized gradient descent (theory page, §Algorithms; Vasudeva et al., arXiv 2402.05738,
+"""Normalized gradient descent (docs/theory.md#algorithms; Vasudeva et al., arXiv 2402.05738,
 eq. 2), with optional momentum ("NGD-mom"):
 
     m ← β m + g/‖g‖,    W ← W − η m     (β = 0: W ← W − η g/‖g‖).

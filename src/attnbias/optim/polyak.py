@@ -1,4 +1,4 @@
-"""Polyak step size, capped (theory page, §Algorithms; Vasudeva et al., arXiv 2402.05738,
+"""Polyak step size, capped (docs/theory.md#algorithms; Vasudeva et al., arXiv 2402.05738,
 eq. 3; SPS_max of Loizou et al., arXiv 2002.10542):
 
     η_t = min{ (L(W_t) − L*) / (c ‖∇L(W_t)‖²),  γ_b },     W ← W − η_t ∇L(W_t).

@@ -1,4 +1,4 @@
-"""Max-margin problems: the Att-SVM and the head SVM (SPEC §2).
+"""Max-margin problems: the Att-SVM and the head SVM (docs/theory.md#max-margin).
 
 Both are instances of one problem, solved by `max_margin`:
 
