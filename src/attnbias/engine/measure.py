@@ -24,7 +24,7 @@ from ..metrics import (
     token_score,
 )
 from ..model import attention_logits, predict, token_values
-from ..store import tidy
+from ..store import DIVERGED, FINISHED, tidy
 from .grid import log_grid
 from .simulate import Finished
 from .spec import RunSpec
@@ -105,8 +105,23 @@ def measure(specs: list[RunSpec], done: Finished, refs: References) -> list[Meas
                 {f"trajectory_{k}": s[r, at].numpy() for k, s in done.snapshots.items()}
             )
         table = tidy(steps, {k: col[r, at] for k, col in values.items()})
+        info[r].update(run_status(done, r, values["loss"][r]))
         out.append(Measured(table, arrays[r], info[r]))
     return out
+
+
+def run_status(done: Finished, r: int, loss: np.ndarray) -> dict:
+    """{"status": "finished"} or, if run r's iterate or its loss at a recorded step became
+    non-finite, {"status": "diverged", "diverged_at": first recorded step where it was,
+    "last_finite_step": the recorded step before (-1: none)}."""
+    bracket = done.diverged_between(r)
+    bad_loss = np.flatnonzero(~np.isfinite(loss))
+    if bad_loss.size and (bracket is None or done.grid[bad_loss[0]] < bracket[1]):
+        g = int(bad_loss[0])
+        bracket = (int(done.grid[g - 1]) if g > 0 else -1, int(done.grid[g]))
+    if bracket is None:
+        return {"status": FINISHED}
+    return {"status": DIVERGED, "diverged_at": bracket[1], "last_finite_step": bracket[0]}
 
 
 def _optimal(problems, X, y, v) -> torch.Tensor:
