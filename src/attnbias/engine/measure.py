@@ -105,19 +105,20 @@ def measure(specs: list[RunSpec], done: Finished, refs: References) -> list[Meas
                 {f"trajectory_{k}": s[r, at].numpy() for k, s in done.snapshots.items()}
             )
         table = tidy(steps, {k: col[r, at] for k, col in values.items()})
-        info[r].update(run_status(done, r, values["loss"][r]))
+        info[r].update(run_status(done, r, values["loss"][r], values["norm/2"][r]))
         out.append(Measured(table, arrays[r], info[r]))
     return out
 
 
-def run_status(done: Finished, r: int, loss: np.ndarray) -> dict:
-    """{"status": "finished"} or, if run r's iterate or its loss at a recorded step became
-    non-finite, {"status": "diverged", "diverged_at": first recorded step where it was,
+def run_status(done: Finished, r: int, *recorded: np.ndarray) -> dict:
+    """{"status": "finished"} or, if run r's iterate or, at a recorded step, one of the
+    `recorded` values (its loss, ‖W‖: an iterate too large to normalise) became non-finite,
+    {"status": "diverged", "diverged_at": first recorded step where it was,
     "last_finite_step": the recorded step before (-1: none)}."""
     bracket = done.diverged_between(r)
-    bad_loss = np.flatnonzero(~np.isfinite(loss))
-    if bad_loss.size and (bracket is None or done.grid[bad_loss[0]] < bracket[1]):
-        g = int(bad_loss[0])
+    bad = np.flatnonzero(~np.isfinite(np.stack(recorded)).all(0))
+    if bad.size and (bracket is None or done.grid[bad[0]] < bracket[1]):
+        g = int(bad[0])
         bracket = (int(done.grid[g - 1]) if g > 0 else -1, int(done.grid[g]))
     if bracket is None:
         return {"status": FINISHED}

@@ -100,10 +100,15 @@ class Curves:
     diverged: int = 0
 
     def mean(self, metric: str) -> np.ndarray:
-        return self.values[metric].mean(0)
+        """Mean over the runs at each step; NaN if there are none."""
+        return self._over_runs(np.mean, metric)
 
     def std(self, metric: str) -> np.ndarray:
-        return self.values[metric].std(0)
+        return self._over_runs(np.std, metric)
+
+    def _over_runs(self, reduce, metric: str) -> np.ndarray:
+        values = self.values[metric]
+        return reduce(values, axis=0) if len(values) else np.full(values.shape[1:], np.nan)
 
     def final(self, metric: str) -> np.ndarray:
         """Each run's last value."""
