@@ -173,7 +173,7 @@ def test_two_processes_on_one_directory(tmp_path):
     nothing is missing from the combined table."""
     args = ["reproduce", "md-joint", "--quick", "--seeds", "3", "--quiet", "--out", str(tmp_path)]
     procs = [attnbias_process(*args) for _ in range(2)]
-    results = [p.communicate(timeout=300) + (p.returncode,) for p in procs]
+    results = [(*p.communicate(timeout=300), p.returncode) for p in procs]
     assert 0 in [code for *_, code in results]
     for _, err, code in results:
         assert "Traceback" not in err
