@@ -220,3 +220,14 @@ def test_diverged_runs_are_left_out_of_the_curves_and_counted():
     assert groups["GD"].diverged == 1 and len(groups["GD"].values["alignment/2"]) == 0
     assert np.isnan(groups["GD"].lowest_final("alignment/2"))
     assert np.isnan(groups["GD"].mean("alignment/2")).all()
+
+
+def test_the_report_counts_not_applicable_claims_apart():
+    from attnbias.experiments.report import verdict_counts
+
+    claims = [{"supported": True}, {"supported": False}, {"supported": None}]
+    summary = {"claims": claims, "diverged": [{}], "scale": "quick: a smoke run, not evidence"}
+    assert verdict_counts(summary) == (
+        "1/2 claims supported, 1 not applicable; 1 diverged run(s) left out "
+        "(quick: a smoke run, not evidence)"
+    )
