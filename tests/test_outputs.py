@@ -113,9 +113,10 @@ def snapshot(root: Path) -> dict:
 
 @pytest.fixture
 def read_only(monkeypatch):
-    """Make a directory read-only. As root, the permission bits do not stop writes, so the
-    store's lock (its first write) is made to fail as it would for anyone else; the unchanged
-    tree then shows that nothing else was written either."""
+    """Make a directory read-only. As root the permission bits do not stop writes, so opening
+    a file under it for writing is then made to fail with EACCES, as it would for anyone else
+    (the store's first write is its lock file); the unchanged tree shows that nothing else was
+    written either."""
     made = []
 
     def make(root: Path):
@@ -124,14 +125,15 @@ def read_only(monkeypatch):
                 p.chmod(p.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
         made.append(root)
         if os.access(root, os.W_OK):  # root
+            original = os.open
 
-            def refuse(self):
-                if self.root.resolve().is_relative_to(root.resolve()):
-                    raise PermissionError(13, "Permission denied")
-                return original(self)
+            def refuse(path, flags, *args, **kw):
+                writes = flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT)
+                if writes and Path(path).resolve().is_relative_to(root.resolve()):
+                    raise PermissionError(13, "Permission denied", str(path))
+                return original(path, flags, *args, **kw)
 
-            original = ResultsStore.lock
-            monkeypatch.setattr(ResultsStore, "lock", refuse)
+            monkeypatch.setattr(os, "open", refuse)
 
     yield make
     for root in made:

@@ -48,6 +48,10 @@ class StoreBusy(ValueError):
     a usage error, exit code 2, not a crash)."""
 
 
+class StoreReadOnly(ValueError):
+    """The directory cannot be written (permissions, a read-only file system)."""
+
+
 class DamagedRun(ValueError):
     """A stored run whose files cannot be read back."""
 
@@ -359,10 +363,15 @@ class ResultsStore:
     @contextmanager
     def lock(self) -> Iterator[None]:
         """Hold the directory's write lock: StoreBusy if a live process holds it (the kernel
-        releases a dead holder's flock, so there are no stale locks); PermissionError if the
+        releases a dead holder's flock, so there are no stale locks); StoreReadOnly if the
         directory cannot be written."""
-        self.root.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.root / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.root / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as err:
+            if not isinstance(err, PermissionError) and err.errno != errno.EROFS:
+                raise
+            raise StoreReadOnly(f"{self.root} cannot be written ({err.strerror})") from err
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

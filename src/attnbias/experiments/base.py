@@ -16,7 +16,14 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
 from .. import __version__
-from ..store import MANIFEST, ResultsStore, config_key, json_text, manifest_problem
+from ..store import (
+    MANIFEST,
+    ResultsStore,
+    StoreReadOnly,
+    config_key,
+    json_text,
+    manifest_problem,
+)
 from .config import validate
 
 CONFIG_DIR = Path(__file__).parent / "configs"
@@ -153,10 +160,10 @@ def run_experiment(config: dict, out: str | Path, reuse_from: str | Path | None 
             if reuse_from is not None:
                 store.copy_runs_from(ResultsStore(reuse_from))
             return publish_run(store, config, identity)
-    except PermissionError as err:
-        raise ValueError(
-            f"{out} cannot be written ({err.strerror}) and holds no up-to-date outputs of this "
-            f"config; write elsewhere: --out NEW_DIR --from {out} reuses its runs"
+    except StoreReadOnly as err:
+        raise StoreReadOnly(
+            f"{err}, and it holds no up-to-date outputs of this config; write elsewhere: "
+            f"--out NEW_DIR --from {out} reuses its runs"
         ) from err
 
 
