@@ -215,7 +215,7 @@ def test_out_into_a_missing_or_unwritable_place_is_one_line(tmp_path, capsys):
     assert f"--out {tmp_path}: cannot write" in one_error_line(capsys)
     below_a_file = tmp_path / "p.npz" / "results"
     assert main(["reproduce", "md-joint", "--quick", "--out", str(below_a_file)]) == 2
-    assert "cannot write there" in one_error_line(capsys)
+    assert str(below_a_file) in one_error_line(capsys)
 
 
 def test_config_naming_an_unknown_experiment(tmp_path, capsys):

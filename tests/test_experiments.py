@@ -8,7 +8,7 @@ import pytest
 
 from attnbias.experiments import EXPERIMENTS, SYNTHETIC, load_config, run_experiment
 from attnbias.experiments.runs import curves, loglog_slope
-from attnbias.store import ResultsStore
+from attnbias.store import ResultsStore, config_key
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -69,6 +69,9 @@ def test_md_local_outputs_and_resume(tmp_path):
     assert 0 < summary["svms_solved"] <= 3 * runs
     for claim in summary["claims"]:
         assert isinstance(claim["supported"], bool) and claim["evidence"]
+        assert claim["evidence"]["diverged_runs_excluded"] == 0
+    assert summary["scale"] == "quick: a smoke run, not evidence"
+    assert summary["config_hash"] == config_key(config) and summary["code_version"]
     for path in summary["figures"]:
         assert (tmp_path / path.split("/")[-1]).stat().st_size > 1000
     assert json.loads((tmp_path / "summary.json").read_text())["claims"] == summary["claims"]
@@ -91,6 +94,9 @@ def test_md_local_outputs_and_resume(tmp_path):
     assert d[-1] < d[0]
 
     stamps = {p: p.stat().st_mtime_ns for p in (tmp_path / "runs").rglob("*") if p.is_file()}
+    again = run_experiment(config, tmp_path)  # every run stored, same config: nothing redone
+    assert again["reused_outputs"] and again["claims"] == summary["claims"]
+    (tmp_path / "latest").unlink()  # no publication: the runs are reloaded and summarised
     again = run_experiment(config, tmp_path)
     assert again["trained"] == 0 and again["reused"] == runs
     assert again["claims"] == summary["claims"]

@@ -90,6 +90,13 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--out", default="results", help="output root (default: ./results)")
     c.add_argument("--quiet", action="store_true", help="no progress bars")
     c.add_argument("--report", help="also write a Markdown report (figures + claim tables) here")
+    c.add_argument(
+        "--from",
+        dest="reuse_from",
+        metavar="DIR",
+        help="reuse the finished runs of this results root (it may be read-only)",
+    )
+    add_strict(c)
     c.set_defaults(command=reproduce)
 
     c = sub.add_parser("run", help="run one experiment from a TOML config file")
@@ -97,6 +104,7 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--quick", action="store_true", help="start from the quick-scale defaults")
     c.add_argument("--out", help="output directory (default: results/NAME)")
     c.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_strict(c)
     c.set_defaults(command=run_config)
 
     c = sub.add_parser("svm", help="solve the Att-SVM for arrays in a .npz file")
@@ -171,9 +179,9 @@ def reproduce(args) -> int:
     for name in names:
         configs[name] = load_config(name, quick=quick, overrides={"seeds": args.seeds})
         check_ready(name, configs[name])  # every experiment, before training any
-    out = writable_dir(args.out)
     for name in names:
-        summaries[name] = _run(configs[name], out / name)
+        source = Path(args.reuse_from) / name if args.reuse_from else None
+        summaries[name] = _run(configs[name], Path(args.out) / name, source)
     print(f"\n{len(names)} experiment(s) in {time.perf_counter() - start:.1f} s")
     if args.report:
         from .experiments.report import write_report
@@ -185,7 +193,7 @@ def reproduce(args) -> int:
             f"--report {args.report}"
         )
         print(f"report: {write_report(summaries, configs, Path(args.report), command)}")
-    return 0
+    return strict_exit(summaries, args.strict)
 
 
 def run_config(args) -> int:
@@ -201,19 +209,64 @@ def run_config(args) -> int:
         )
     config = load_config(name, quick=args.quick, overrides=fields)
     check_ready(name, config)
-    _run(config, writable_dir(args.out or Path("results") / name))
-    return 0
+    summary = _run(config, Path(args.out or Path("results") / name))
+    return strict_exit({name: summary}, args.strict)
 
 
-def _run(config: dict, out: Path) -> dict:
+def _run(config: dict, out: Path, reuse_from: Path | None = None) -> dict:
     name = config["experiment"]
     print(f"== {name} → {out}", flush=True)
     start = time.perf_counter()
-    summary = run_experiment(config, out)
-    for claim in summary.get("claims", []):
-        print(f"  [{'supported' if claim['supported'] else 'NOT supported'}] {claim['claim']}")
+    summary = run_experiment(config, out, reuse_from)
+    print_verdicts(summary)
     print(f"  {time.perf_counter() - start:.1f} s; summary: {out / 'summary.json'}", flush=True)
     return summary
+
+
+def print_verdicts(summary: dict) -> None:
+    """Each claim's status, the diverged runs the claims leave out, the quick-scale note."""
+    if "scale" in summary:
+        print(f"  ({summary['scale']})")
+    for claim in summary.get("claims", []):
+        status = claim.get("status", "supported" if claim["supported"] else "not supported")
+        print(f"  [{status if status != 'not supported' else 'NOT supported'}] {claim['claim']}")
+    diverged = summary.get("diverged") or []
+    if diverged:
+        where = ", ".join(
+            f"{d['algorithm']} seed {d['seed']} at step {d['diverged_at']}" for d in diverged[:5]
+        )
+        more = f" and {len(diverged) - 5} more" if len(diverged) > 5 else ""
+        print(f"  {len(diverged)} run(s) diverged and are left out of the claims: {where}{more}")
+
+
+def add_strict(c) -> None:
+    c.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit with code 1 if any claim is not supported (or not applicable) or any run "
+        "diverged",
+    )
+
+
+def strict_exit(summaries: dict[str, dict], strict: bool) -> int:
+    """0, or with --strict 1 when some claim is not supported or some run diverged (printed)."""
+    failures = [
+        f"{name}: [{claim.get('status', 'not supported')}] {claim['claim']}"
+        for name, summary in summaries.items()
+        for claim in summary.get("claims", [])
+        if claim["supported"] is not True
+    ]
+    failures += [
+        f"{name}: {len(summary['diverged'])} run(s) diverged"
+        for name, summary in summaries.items()
+        if summary.get("diverged")
+    ]
+    if not strict or not failures:
+        return 0
+    print("--strict: failing because of", file=sys.stderr)
+    for line in failures:
+        print(f"  {line}", file=sys.stderr)
+    return 1
 
 
 def solve_svm(args) -> int:

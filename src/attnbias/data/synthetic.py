@@ -1,4 +1,5 @@
-"""Synthetic data sets of the seed papers (docs/theory.md#synthetic-data), reproducible from their seed.
+"""Synthetic data sets of the seed papers, reproducible from their seed
+(docs/theory.md#synthetic-data).
 
 Where a paper's constants were lost, the choice is documented in the docstring.
 """

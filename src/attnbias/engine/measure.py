@@ -1,4 +1,5 @@
-"""Metrics of finished runs (docs/theory.md#metrics), from their recorded iterates, all runs and steps at once.
+"""Metrics of finished runs (docs/theory.md#metrics), from their recorded iterates, all runs
+and steps at once.
 
 Per run and recorded step: loss; ‖W‖ in each norm; softmax score of the selected (and optimal)
 tokens; normalised margin; alignment with, and directional Bregman divergence to, the Att-SVM
@@ -24,7 +25,7 @@ from ..metrics import (
     token_score,
 )
 from ..model import attention_logits, predict, token_values
-from ..store import tidy
+from ..store import DIVERGED, FINISHED, tidy
 from .grid import log_grid
 from .simulate import Finished
 from .spec import RunSpec
@@ -105,8 +106,24 @@ def measure(specs: list[RunSpec], done: Finished, refs: References) -> list[Meas
                 {f"trajectory_{k}": s[r, at].numpy() for k, s in done.snapshots.items()}
             )
         table = tidy(steps, {k: col[r, at] for k, col in values.items()})
+        info[r].update(run_status(done, r, values["loss"][r], values["norm/2"][r]))
         out.append(Measured(table, arrays[r], info[r]))
     return out
+
+
+def run_status(done: Finished, r: int, *recorded: np.ndarray) -> dict:
+    """{"status": "finished"} or, if run r's iterate or, at a recorded step, one of the
+    `recorded` values (its loss, ‖W‖: an iterate too large to normalise) became non-finite,
+    {"status": "diverged", "diverged_at": first recorded step where it was,
+    "last_finite_step": the recorded step before (-1: none)}."""
+    bracket = done.diverged_between(r)
+    bad = np.flatnonzero(~np.isfinite(np.stack(recorded)).all(0))
+    if bad.size and (bracket is None or done.grid[bad[0]] < bracket[1]):
+        g = int(bad[0])
+        bracket = (int(done.grid[g - 1]) if g > 0 else -1, int(done.grid[g]))
+    if bracket is None:
+        return {"status": FINISHED}
+    return {"status": DIVERGED, "diverged_at": bracket[1], "last_finite_step": bracket[0]}
 
 
 def _optimal(problems, X, y, v) -> torch.Tensor:

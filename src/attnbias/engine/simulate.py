@@ -27,6 +27,16 @@ class Finished:
     grid: np.ndarray  # the steps recorded (a superset of each run's own grid)
     snapshots: dict[str, torch.Tensor]  # name → (k, len(grid), ...) on the CPU
     final: dict[str, np.ndarray]  # final parameters, name → (k, ...)
+    # per run, the index in `grid` of the first recorded non-finite iterate; -1: none
+    first_nonfinite: np.ndarray | None = None
+
+    def diverged_between(self, r: int) -> tuple[int, int] | None:
+        """(last recorded step with a finite iterate, first recorded step without) of run r,
+        or None if every recorded iterate is finite."""
+        if self.first_nonfinite is None or self.first_nonfinite[r] < 0:
+            return None
+        g = int(self.first_nonfinite[r])
+        return int(self.grid[g - 1]) if g > 0 else -1, int(self.grid[g])
 
 
 def simulate(
@@ -36,18 +46,27 @@ def simulate(
     progress: Callable[[int], None] | None = None,
 ) -> None:
     """Run every run of `batch` for its own number of steps, recording at the steps of `grid`
-    (sorted, from 0, with each run's last step); `progress(k)` is told of every k steps done."""
+    (sorted, from 0, with each run's last step); `progress(k)` is told of every k steps done.
+
+    Divergence is detected on the recorded iterates only (their copy to the host is a sync the
+    loop makes anyway), so the check costs nothing per step; a non-finite iterate stays
+    non-finite, so the first recorded one brackets the step where it happened."""
     rows = torch.arange(len(batch))  # each active run's row in the snapshot tensors
     snapshots = {
         name: torch.full((len(batch), len(grid), *w.shape[1:]), float("nan"), dtype=w.dtype)
         for name, w in batch.observed().items()
     }
+    first_nonfinite = np.full(len(batch), -1)  # by snapshot row
     g, t, reported = 0, 0, 0
     tick = max(int(batch.steps.max()) // 200, 1)
     while True:
         if grid[g] == t:
             for name, w in batch.observed().items():
-                snapshots[name][rows, g] = w.cpu()
+                w = w.cpu()
+                snapshots[name][rows, g] = w
+                bad = ~torch.isfinite(w).flatten(1).all(1).numpy()
+                fresh = rows.numpy()[bad]
+                first_nonfinite[fresh[first_nonfinite[fresh] < 0]] = g
             g += 1
         done = batch.steps == t
         if done.any():
@@ -59,6 +78,7 @@ def simulate(
                     grid=grid[:g],
                     snapshots={k: s[rows[mask], :g] for k, s in snapshots.items()},
                     final={k: w[mask.to(w.device)].cpu().numpy() for k, w in batch.named().items()},
+                    first_nonfinite=first_nonfinite[rows[mask].numpy()],
                 )
             )
             if done.all():

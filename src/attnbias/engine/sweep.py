@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import torch
 from tqdm.auto import tqdm
 
-from ..store import ResultsStore, RunRecord
+from ..store import DIVERGED, ResultsStore, RunRecord
 from .batch import RunBatch
 from .grid import union_grid
 from .measure import measure
@@ -27,6 +27,10 @@ class SweepReport:
     skipped: int  # runs found finished in the store
     svms: int  # distinct SVMs solved now
     seconds: float
+
+    @property
+    def diverged(self) -> list[RunRecord]:
+        return [r for r in self.records if r.status == DIVERGED]
 
 
 def default_device() -> str:
@@ -52,16 +56,18 @@ def run_sweep(
     progress: bool = True,
     desc: str = "runs",
 ) -> SweepReport:
-    """Train and store every spec missing from `store`; return all their records.
+    """Train and store every spec missing from `store` (or stored damaged: reported and
+    trained again); return all their records.
 
     batch_size caps the runs per batched program (None: all runs of one shape together)."""
     start = time.perf_counter()
     keys = [s.key for s in specs]
     if len(set(keys)) != len(keys):
         raise ValueError("two runs of the sweep have identical configs; make their configs differ")
+    todo = set(store.heal(keys))
     groups = defaultdict(list)
     for i, (spec, key) in enumerate(zip(specs, keys)):
-        if not store.has(key):
+        if key in todo:
             groups[spec.structure].append(i)
     chunks = [
         idx[at : at + (batch_size or len(idx))]

@@ -105,7 +105,7 @@ def claims(groups: dict[str, Curves], config: dict) -> list[Claim]:
     ngd = groups[config["reference"]]
     target = config["target_alignment"]
     final_alignment = {name: float(c.final("alignment/2").mean()) for name, c in groups.items()}
-    worst_ngd = float(ngd.final("alignment/2").min())
+    worst_ngd = ngd.lowest_final("alignment/2")
     early = ngd.steps <= config["early_fraction"] * ngd.steps[-1]
     early_gap = {
         name: float(misalignment(c)[:, early & (c.steps > 0)].mean()) for name, c in groups.items()

@@ -83,6 +83,21 @@ def _markdown_table(rows: list[dict]) -> list[str]:
     return lines
 
 
+def verdict_counts(summary: dict) -> str:
+    """ "k/n claims supported", with the not-applicable claims, diverged runs and the
+    quick-scale note when there are any."""
+    claims = summary["claims"]
+    applicable = [c for c in claims if c["supported"] is not None]
+    text = f"{sum(c['supported'] is True for c in applicable)}/{len(applicable)} claims supported"
+    if len(applicable) < len(claims):
+        text += f", {len(claims) - len(applicable)} not applicable"
+    if summary.get("diverged"):
+        text += f"; {len(summary['diverged'])} diverged run(s) left out"
+    if "scale" in summary:
+        text += f" ({summary['scale']})"
+    return text
+
+
 def write_report(
     summaries: dict[str, dict], configs: dict[str, dict], path: Path, command: str
 ) -> Path:
@@ -103,13 +118,12 @@ def write_report(
         "",
     ]
     for name, summary in summaries.items():
-        supported = sum(c["supported"] for c in summary["claims"])
         svms = f", {summary['svms_solved']} SVMs solved" if "svms_solved" in summary else ""
         lines += [
             f"## {name}",
             "",
             f"{summary.get('runs', '?')} runs{svms}, {summary.get('seconds', '?')} s; "
-            f"{supported}/{len(summary['claims'])} claims supported.",
+            f"{verdict_counts(summary)}.",
             "",
         ]
         pngs = [Path(f) for f in summary.get("figures", []) if f.endswith(".png")]
@@ -124,7 +138,7 @@ def write_report(
         lines += ["| claim | supported | evidence |", "| --- | --- | --- |"]
         for claim in summary["claims"]:
             evidence = json.dumps(_short(claim["evidence"]), ensure_ascii=False).replace("|", "\\|")
-            mark = "yes" if claim["supported"] else "**no**"
+            mark = {True: "yes", False: "**no**", None: "not applicable"}[claim["supported"]]
             lines.append(f"| {claim['claim']} | {mark} | `{evidence}` |")
         if "slopes" in summary:
             lines += ["", f"Fitted log-log slopes: `{json.dumps(_short(summary['slopes']))}`"]

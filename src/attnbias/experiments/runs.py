@@ -15,7 +15,7 @@ import torch
 
 from ..engine.spec import RunSpec
 from ..engine.sweep import SweepReport, run_sweep
-from ..store import ResultsStore, RunRecord
+from ..store import DIVERGED, ResultsStore, RunRecord, diverged_runs
 from .config import parse_algorithms
 
 
@@ -77,8 +77,12 @@ def sweep(config: dict, out: Path, specs: list[RunSpec]) -> SweepReport:
 
 
 def sweep_summary(report: SweepReport) -> dict:
+    """The sweep's counts; "run_keys" (the stored runs the outputs were made from) goes to the
+    publication's manifest, "diverged" (runs left out of the claims) is shown with them."""
     return {
         "runs": len(report.records),
+        "diverged": diverged_runs(report.records),
+        "run_keys": [r.key for r in report.records],
         "trained": report.ran,
         "reused": report.skipped,
         "svms_solved": report.svms,
@@ -88,20 +92,33 @@ def sweep_summary(report: SweepReport) -> dict:
 
 @dataclass
 class Curves:
-    """Runs of one group on a common step grid: metric → (runs, steps) values."""
+    """Finished runs of one group on a common step grid: metric → (runs, steps) values; the
+    group's diverged runs are left out and only counted."""
 
     steps: np.ndarray
     values: dict[str, np.ndarray]
+    diverged: int = 0
 
     def mean(self, metric: str) -> np.ndarray:
-        return self.values[metric].mean(0)
+        """Mean over the runs at each step; NaN if there are none."""
+        return self._over_runs(np.mean, metric)
 
     def std(self, metric: str) -> np.ndarray:
-        return self.values[metric].std(0)
+        return self._over_runs(np.std, metric)
+
+    def _over_runs(self, reduce, metric: str) -> np.ndarray:
+        values = self.values[metric]
+        return reduce(values, axis=0) if len(values) else np.full(values.shape[1:], np.nan)
 
     def final(self, metric: str) -> np.ndarray:
         """Each run's last value."""
         return self.values[metric][:, -1]
+
+    def lowest_final(self, metric: str) -> float:
+        """The smallest last value over the runs; NaN when the group has none (all diverged),
+        which fails every comparison."""
+        final = self.final(metric)
+        return float(final.min()) if final.size else float("nan")
 
 
 def _columns(record: RunRecord) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -119,16 +136,25 @@ def algorithm_name(record: RunRecord) -> str:
 
 
 def curves(records: list[RunRecord], group: Callable = algorithm_name) -> dict[str, Curves]:
-    """Stored runs grouped (by algorithm name by default), in order of first appearance."""
+    """Stored runs grouped (by algorithm name by default), in order of first appearance;
+    diverged runs are counted, not included (a group of only diverged runs has no rows)."""
     grouped = defaultdict(list)
     for record in records:
-        grouped[group(record)].append(_columns(record))
+        grouped[group(record)].append(record)
     out = {}
-    for name, runs in grouped.items():
+    for name, members in grouped.items():
+        runs = [_columns(r) for r in members]
         steps = runs[0][0]
         if any(not np.array_equal(s, steps) for s, _ in runs):
             raise ValueError(f"runs of group {name!r} were recorded on different step grids")
-        out[name] = Curves(steps, {m: np.stack([c[m] for _, c in runs]) for m in runs[0][1]})
+        kept = [c for r, (_, c) in zip(members, runs) if r.status != DIVERGED]
+        out[name] = Curves(
+            steps,
+            {m: np.stack([c[m] for c in kept]) for m in runs[0][1]}
+            if kept
+            else {m: np.empty((0, len(steps))) for m in runs[0][1]},
+            diverged=len(members) - len(kept),
+        )
     return out
 
 

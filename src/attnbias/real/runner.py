@@ -14,7 +14,7 @@ import torch
 
 from ..data.text import TEXT_DATASETS
 from ..experiments.config import named_tables, non_negative_int, positive_int, seed_ids
-from ..store import ResultsStore, RunRecord, config_key, tidy
+from ..store import ResultsStore, RunRecord, config_key, diverged_runs, tidy
 from .minilm import encode
 from .train import OPTIMIZERS, History
 
@@ -64,9 +64,9 @@ def run_once(
     store: ResultsStore, run_config: dict, out: Path, train_fn: Callable[[Path], tuple]
 ) -> RunRecord:
     """The stored run for run_config, training it first (train_fn(checkpoint_dir) → (metrics,
-    arrays, info)) unless a finished run with that config is already in the store."""
+    arrays, info)) unless an intact finished run with that config is already in the store."""
     key = config_key(run_config)
-    if not store.has(key):
+    if store.heal([key]):  # missing, or damaged (reported, then redone)
         checkpoints = Path(out) / "checkpoints" / key
         metrics, arrays, info = train_fn(checkpoints)
         store.save(run_config, metrics, arrays, info, key=key)
@@ -118,9 +118,15 @@ def save_figure(fig, out: Path, name: str) -> list[str]:
 
 
 def run_totals(records: dict) -> dict:
-    """Number of runs and their total training time, for the summary."""
+    """Number of runs, their total training time and the diverged ones, for the summary, and
+    the keys of the stored runs (for the publication's manifest)."""
     seconds = sum(r.info.get("seconds", 0.0) for r in records.values())
-    return {"runs": len(records), "seconds": round(seconds, 1)}
+    return {
+        "runs": len(records),
+        "seconds": round(seconds, 1),
+        "diverged": diverged_runs(records.values()),
+        "run_keys": [r.key for r in records.values()],
+    }
 
 
 def fmt(mean: float, std: float, digits: int = 2) -> str:

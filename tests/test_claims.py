@@ -1,0 +1,233 @@
+"""Every claim function's verdict on fabricated curves and table rows (no training): each claim
+is supported where the numbers bear it out, not supported where they do not, and "not
+applicable" where there is nothing to compare. Inverting any comparison in a claim fails the
+"holds" case (every conjunct is true there) or the "fails" case."""
+
+import numpy as np
+import pytest
+
+from attnbias.experiments import (
+    kq_nuclear,
+    md_joint,
+    md_local,
+    ngd_fixed,
+    ngd_joint,
+    text_finetune,
+    text_md,
+    vision,
+)
+from attnbias.experiments.runs import Curves, curves
+from attnbias.store import RunRecord, tidy
+
+STEPS = np.array([0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000])
+
+
+def group(seeds=2, **metrics) -> Curves:
+    """Curves of `seeds` identical runs; metrics given as functions of the step."""
+    t = STEPS.astype(float)
+    return Curves(STEPS, {m: np.tile(f(t), (seeds, 1)) for m, f in metrics.items()})
+
+
+def constant(c):
+    return lambda t: np.full_like(t, c)
+
+
+def falling(start, end):
+    return lambda t: start + (end - start) * t / t[-1]
+
+
+def md_local_claims(holds: bool, ps=(2.0, 3.0)):
+    names = [f"ℓ{p:g}-MD" for p in ps]
+    labels = [f"{p:g}" for p in ps]
+    own, other = (0.01, 0.5) if holds else (0.1, 0.001)
+    random = {
+        name: group(
+            **{f"divergence/{m}": falling(1.0, own if m == label else other) for m in labels}
+        )
+        for name, label in zip(names, labels)
+    }
+    zero = {
+        name: group(seeds=1, **{f"divergence/{m}": constant(own) for m in labels}) for name in names
+    }
+    return md_local.claims(random, zero, list(ps), names, 0.05)
+
+
+def md_joint_claims(holds: bool):
+    div, score = (0.001, 0.999) if holds else (0.5, 0.5)
+    names = {"ℓ2-MD": "2", "ℓ3-MD": "3"}
+    groups = {
+        name: group(
+            **{
+                f"divergence/{p}": constant(div),
+                f"divergence_v/{p}": constant(div),
+                "score/opt": constant(score),
+                "prob": constant(score),
+            }
+        )
+        for name, p in names.items()
+    }
+    return md_joint.claims(groups, names, 0.01)
+
+
+NGD_CONFIG = {
+    "reference": "NGD",
+    "baseline": "GD",
+    "fast": "Polyak",
+    "target_alignment": 0.99,
+    "early_fraction": 0.1,
+}
+
+
+def ngd_fixed_claims(holds: bool):
+    fast = {"alignment/2": lambda t: 1 - 0.5 / (1 + t), "norm/2": lambda t: t}
+    slow = {"alignment/2": lambda t: 1 - 0.5 / (1 + t) ** 0.1, "norm/2": lambda t: t**0.2}
+    early = {"alignment/2": lambda t: 1 - 0.1 / (1 + t), "norm/2": lambda t: t}
+    late = {"alignment/2": constant(0.1), "norm/2": lambda t: t}
+    groups = {
+        "GD": group(**(slow if holds else fast)),
+        "NGD": group(**(fast if holds else slow)),
+        "Polyak": group(**(early if holds else late)),
+    }
+    return ngd_fixed.claims(groups, NGD_CONFIG)
+
+
+def ngd_joint_claims(holds: bool, names=("GD", "NGD", "Polyak")):
+    fast_loss, gd_loss, align = (1e-4, 0.1, 0.999) if holds else (0.5, 0.01, 0.5)
+    config = {"baseline": "GD", "target_alignment": 0.99, "target_loss": 1e-3}
+    groups = {
+        name: group(
+            loss=falling(0.7, gd_loss if name == "GD" else fast_loss),
+            **{m: constant(align) for m in ("alignment/2", "alignment_v/2", "score/opt")},
+        )
+        for name in names
+    }
+    return ngd_joint.claims(groups, config)
+
+
+def kq_nuclear_claims(holds: bool):
+    better, worse = (np.array([0.9, 0.8]), np.array([0.5, 0.4]))
+    if not holds:
+        better, worse = worse, better
+    final = {
+        kq_nuclear.KQ: {"nuc": better, "2": worse},
+        kq_nuclear.DIRECT: {"2": better, "nuc": worse},
+    }
+    return kq_nuclear.claims(final)
+
+
+def text_md_row(p, accuracy, keyword, small):
+    return {
+        "p": p,
+        "max_accuracy": [accuracy, 1.0],
+        "keyword_attention": [keyword, 0.01],
+        **{f"small_{m}": small for m in "KQV"},
+        **{f"hoyer_{m}": small for m in "KQV"},
+    }
+
+
+def text_md_claims(holds: bool):
+    lo, mid = text_md_row(1.1, 84.0, 0.4, 0.2), text_md_row(2.0, 81.0, 0.3, 0.05)
+    return text_md.keyword_claims(*((lo, mid) if holds else (mid, lo)), chance=0.1)
+
+
+def loss_rows(dataset, growth=1.1, **loss):
+    return [
+        {
+            "dataset": dataset,
+            "optimizer": name,
+            "final_train_loss": [value, 0.01],
+            "norm_growth": {"layer0": growth, "layer1": growth},
+        }
+        for name, value in loss.items()
+    ]
+
+
+def text_finetune_claims(holds: bool):
+    if holds:
+        rows = loss_rows("sst2", 1.1, SGD=1.0, SNGD=0.2, SPS=0.3, Adam=0.2)
+    else:
+        rows = loss_rows("sst2", 0.9, SGD=0.1, SNGD=0.5, SPS=0.6, Adam=0.1)
+    return text_finetune.finetune_claims(rows, ["sst2"])
+
+
+def vision_claims(holds: bool):
+    loss = (
+        {"SGD": 0.5, "SNGD": 0.8, "Adam": 0.4} if holds else {"SGD": 0.5, "SNGD": 0.3, "Adam": 0.1}
+    )
+    return vision.vision_claims(loss_rows("mnist", **loss), ["mnist"])
+
+
+CLAIMS = {
+    "md-local": md_local_claims,
+    "md-joint": md_joint_claims,
+    "ngd-fixed": ngd_fixed_claims,
+    "ngd-joint": ngd_joint_claims,
+    "kq-nuclear": kq_nuclear_claims,
+    "text-md": text_md_claims,
+    "text-finetune": text_finetune_claims,
+    "vision": vision_claims,
+}
+
+
+@pytest.mark.parametrize("name", CLAIMS)
+def test_claims_hold_where_the_numbers_bear_them_out(name):
+    claims = CLAIMS[name](holds=True)
+    assert claims and [(c.claim, c.status) for c in claims] == [
+        (c.claim, "supported") for c in claims
+    ]
+    assert all(c.supported is True for c in claims)
+
+
+@pytest.mark.parametrize("name", CLAIMS)
+def test_claims_fail_where_the_numbers_do_not(name):
+    claims = CLAIMS[name](holds=False)
+    assert claims and [(c.claim, c.status) for c in claims] == [
+        (c.claim, "not supported") for c in claims
+    ]
+    assert all(c.supported is False for c in claims)
+
+
+def test_nothing_to_compare_is_not_applicable():
+    (_, off, _) = md_local_claims(holds=True, ps=(2.0,))
+    assert off.supported is None and off.status == "not applicable"
+    for claim in ngd_joint_claims(holds=True, names=("GD",)):
+        assert claim.supported is None and claim.status == "not applicable"
+    for claim in text_md.keyword_claims(text_md_row(1.1, 84.0, 0.4, 0.2), None, 0.1):
+        assert claim.status == "not applicable"
+    rows = loss_rows("mnist", SGD=0.5, Adam=0.4)
+    assert [c.status for c in vision.vision_claims(rows, ["mnist"])] == ["not applicable"] * 2
+    statuses = [
+        c.status for c in text_finetune.finetune_claims(loss_rows("sst2", SGD=1.0), ["sst2"])
+    ]
+    assert statuses == ["not applicable", "not applicable", "supported"]
+
+
+def record(key, algorithm, value, status=None):
+    table = tidy(STEPS, {"alignment/2": np.full(len(STEPS), value)})
+    info = {} if status is None else {"status": status}
+    return RunRecord(key, {"algorithm": {"name": algorithm}}, table, {}, info)
+
+
+def test_diverged_runs_are_left_out_of_the_curves_and_counted():
+    records = [
+        record("a", "NGD", 0.9),
+        record("b", "NGD", np.nan, "diverged"),
+        record("c", "GD", np.nan, "diverged"),
+    ]
+    groups = curves(records)
+    assert groups["NGD"].values["alignment/2"].shape == (1, len(STEPS))
+    assert groups["NGD"].diverged == 1 and groups["NGD"].lowest_final("alignment/2") == 0.9
+    assert groups["GD"].diverged == 1 and len(groups["GD"].values["alignment/2"]) == 0
+    assert np.isnan(groups["GD"].lowest_final("alignment/2"))
+    assert np.isnan(groups["GD"].mean("alignment/2")).all()
+
+
+def test_the_report_counts_not_applicable_claims_apart():
+    from attnbias.experiments.report import verdict_counts
+
+    claims = [{"supported": True}, {"supported": False}, {"supported": None}]
+    summary = {"claims": claims, "diverged": [{}], "scale": "quick: a smoke run, not evidence"}
+    assert verdict_counts(summary) == (
+        "1/2 claims supported, 1 not applicable; 1 diverged run(s) left out "
+        "(quick: a smoke run, not evidence)"
+    )

@@ -1,0 +1,234 @@
+"""The results store never contradicts itself: damaged runs are redone, leftovers of killed
+writers go, one writer at a time, non-finite runs are stored as diverged, JSON is strict."""
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from attnbias.data import gaussian_unit
+from attnbias.engine import Algorithm, RunSpec
+from attnbias.engine.sweep import run_sweep
+from attnbias.store import DIVERGED, FINISHED, DamagedRun, ResultsStore, StoreBusy, json_text, tidy
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+
+def spec(seed=1, lr=0.1, name="GD", steps=30, loss="logistic"):
+    return RunSpec(
+        {"seed": seed},
+        gaussian_unit(3, 4, 5, seed=seed),
+        Algorithm(name, "gd", lr),
+        steps,
+        {"W": np.random.default_rng(seed).standard_normal((5, 5))},
+        loss=loss,
+        grid_points=10,
+    )
+
+
+def sweep(store, specs):
+    return run_sweep(specs, store, progress=False)
+
+
+def truncate(path: Path):
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+def empty(path: Path):
+    path.write_bytes(b"")
+
+
+def flip_a_byte(path: Path):
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize(
+    "name", ["metrics.parquet", "arrays.npz", "info.json", "config.json", "manifest.json"]
+)
+@pytest.mark.parametrize("damage", [truncate, empty, flip_a_byte, Path.unlink])
+def test_a_damaged_run_is_reported_and_redone(tmp_path, capfd, name, damage):
+    store = ResultsStore(tmp_path)
+    specs = [spec(1), spec(2)]
+    first = sweep(store, specs)
+    damage(tmp_path / "runs" / specs[0].key / name)
+    assert store.problem(specs[0].key) is not None
+    again = sweep(store, specs)
+    assert again.ran == 1 and again.skipped == 1
+    if name != "manifest.json" or damage is not Path.unlink:  # no manifest: just not finished
+        assert f"run {specs[0].key}" in capfd.readouterr().err
+    assert store.problem(specs[0].key) is None
+    for before, after in zip(first.records, again.records):
+        assert before.metrics.equals(after.metrics)
+    assert len(store.table(keys=store.keys()).column("run").unique()) == 2
+
+
+def test_loading_a_torn_run_raises_a_clear_error(tmp_path):
+    store = ResultsStore(tmp_path)
+    key = store.save({"a": 1}, tidy([0, 1], {"loss": [1.0, 0.5]}), {"W": np.eye(2)})
+    truncate(tmp_path / "runs" / key / "arrays.npz")
+    with pytest.raises(DamagedRun, match=f"run {key}"):
+        store.load(key)
+
+
+def test_leftovers_of_dead_writers_are_removed_live_ones_kept(tmp_path):
+    store = ResultsStore(tmp_path)
+    key = store.save({"a": 1}, tidy([0], {"loss": [1.0]}))
+    old_style = tmp_path / "runs" / f".{key}-x7ab_q2"  # a temporary of the previous version
+    dead = tmp_path / "runs" / f".{key}-999999999-abc"
+    live = tmp_path / "runs" / f".{key}-{os.getpid()}-abc"
+    staging = tmp_path / ".staging-999999999-abc"
+    for d in (old_style, dead, live, staging):
+        d.mkdir()
+        (d / "metrics.parquet").write_bytes(b"partial")
+    with store.lock():
+        pass
+    assert not old_style.exists() and not dead.exists() and not staging.exists()
+    assert live.exists() and store.keys() == [key]
+
+
+def test_kill_at_random_moments_while_saving_leaves_a_consistent_store(tmp_path):
+    """A process saving runs in a loop, killed (SIGKILL) at random moments: every run listed
+    loads intact, and the next writer removes the leftovers."""
+    script = textwrap.dedent(
+        """
+        import sys, numpy as np
+        from attnbias.store import ResultsStore, tidy
+        store = ResultsStore(sys.argv[1])
+        print("ready", flush=True)
+        for i in range(100000):
+            store.save({"i": i}, tidy(np.arange(500), {"loss": np.arange(500.0) + i}),
+                       {"W": np.full((60, 60), float(i))}, {"i": i})
+        """
+    )
+    rng = random.Random(0)
+    store = ResultsStore(tmp_path)
+    for _ in range(6):
+        proc = subprocess.Popen(
+            [sys.executable, "-c", script, str(tmp_path)],
+            env={**os.environ, "PYTHONPATH": SRC},
+            stdout=subprocess.PIPE,
+        )
+        assert proc.stdout.readline() == b"ready\n"
+        time.sleep(rng.uniform(0.05, 0.4))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        for key in store.keys():
+            assert store.problem(key) is None
+            record = store.load(key)
+            i = record.info["i"]
+            assert record.metrics.column("value").to_numpy()[-1] == 499.0 + i
+            assert (record.arrays["W"] == i).all()
+    assert store.keys()
+    with store.lock():
+        pass
+    assert not [p for p in (tmp_path / "runs").iterdir() if p.name.startswith(".")]
+
+
+HOLD_LOCK = textwrap.dedent(
+    """
+    import sys, time
+    from attnbias.store import ResultsStore
+    with ResultsStore(sys.argv[1]).lock():
+        print("locked", flush=True)
+        time.sleep(60)
+    """
+)
+
+
+def test_a_second_writer_is_refused_naming_the_holder(tmp_path):
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(tmp_path)],
+        env={**os.environ, "PYTHONPATH": SRC},
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert holder.stdout.readline() == b"locked\n"
+        message = f"{tmp_path} is being written by PID {holder.pid}; wait or use another --out"
+        with pytest.raises(StoreBusy, match=message):
+            with ResultsStore(tmp_path).lock():
+                pass
+    finally:
+        holder.kill()
+        holder.wait()
+    with ResultsStore(tmp_path).lock():  # a dead holder's lock is free at once
+        pass
+
+
+def test_racing_savers_of_one_key_both_succeed(tmp_path):
+    """Without the lock too (the store used directly): whoever renames second keeps the
+    first, intact copy, and a reader never sees a run without its metrics."""
+    script = textwrap.dedent(
+        """
+        import sys, numpy as np
+        from attnbias.store import ResultsStore, tidy
+        store = ResultsStore(sys.argv[1])
+        for i in range(40):
+            store.save({"i": i % 5}, tidy(np.arange(200), {"loss": np.ones(200) * (i % 5)}))
+            for key in store.keys():
+                assert store.load(key).metrics.num_rows == 200
+        """
+    )
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, str(tmp_path)],
+            env={**os.environ, "PYTHONPATH": SRC},
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    for proc in procs:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+    store = ResultsStore(tmp_path)
+    assert len(store.keys()) == 5 and all(store.problem(k) is None for k in store.keys())
+
+
+def test_a_run_that_turns_non_finite_is_stored_as_diverged(tmp_path):
+    """Plain GD with lr = 1e300 on the exponential loss overflows; the run is stored with
+    status "diverged" and the recorded steps bracketing where, the others finish."""
+    store = ResultsStore(tmp_path)
+    runs = [spec(1, loss="exponential"), spec(2, lr=1e300, name="GD-huge", loss="exponential")]
+    report = sweep(store, runs)
+    fine, bad = report.records
+    assert fine.status == FINISHED and fine.info["status"] == FINISHED
+    assert bad.status == DIVERGED and [r.key for r in report.diverged] == [bad.key]
+    assert 0 <= bad.info["last_finite_step"] < bad.info["diverged_at"] <= 30
+    values = bad.metrics.column("value").to_numpy()
+    step = bad.metrics.column("step").to_numpy()
+    assert np.isfinite(values[step <= bad.info["last_finite_step"]]).any()
+    json.loads((tmp_path / "runs" / bad.key / "info.json").read_text())  # strict JSON
+
+
+def test_simulate_flags_a_batch_whose_parameters_hold_nan():
+    from attnbias.engine import RunBatch, simulate
+
+    specs = [spec(1), spec(2)]
+    batch = RunBatch.from_specs(specs)
+    batch.params[0][1, 0, 0] = float("nan")
+    finished = []
+    simulate(batch, np.array([0, 5, 10, 30]), finished.append)
+    (done,) = finished
+    assert done.diverged_between(0) is None
+    assert done.diverged_between(1) == (-1, 0)
+
+
+def test_json_is_strict():
+    text = json_text({"a": float("nan"), "b": [np.float64("inf"), 1.5], "c": np.int64(3)})
+    assert json.loads(text, parse_constant=lambda c: pytest.fail(f"{c} in JSON")) == {
+        "a": None,
+        "b": [None, 1.5],
+        "c": 3,
+    }
