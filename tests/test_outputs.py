@@ -193,7 +193,7 @@ def assert_consistent_joint(out: Path):
     )
 
 
-# ngd-fixed with a fourth algorithm, plain GD with lr = 1e300, whose runs overflow at once.
+# ngd-fixed with a fourth algorithm, plain ℓ1.1-MD with lr = 1e40, whose runs overflow at once.
 DIVERGING = """
 experiment = "ngd-fixed"
 seeds = 2
@@ -203,7 +203,7 @@ algorithms = [
     {name = "GD", optimizer = "gd", lr = 1.0},
     {name = "NGD", optimizer = "ngd", lr = 0.1},
     {name = "Polyak", optimizer = "polyak", lr = 1e6, f_star = "optimal"},
-    {name = "GD-huge", optimizer = "gd", lr = 1e300},
+    {name = "MD-huge", optimizer = "md", p = 1.1, lr = 1e40},
 ]
 """
 
@@ -214,11 +214,11 @@ def test_diverged_runs_are_shown_left_out_and_fail_strict(tmp_path, capsys):
     out = tmp_path / "out"
     assert main(["run", str(config), "--quick", "--quiet", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "2 run(s) diverged and are left out of the claims: GD-huge seed 1" in printed
+    assert "2 run(s) diverged and are left out of the claims: MD-huge seed 1" in printed
     assert "quick: a smoke run, not evidence" in printed
     text = (out / "summary.json").read_text()
     summary = json.loads(text, parse_constant=lambda c: pytest.fail(f"{c} in summary.json"))
-    assert [d["algorithm"] for d in summary["diverged"]] == ["GD-huge", "GD-huge"]
+    assert [d["algorithm"] for d in summary["diverged"]] == ["MD-huge", "MD-huge"]
     assert all(c["evidence"]["diverged_runs_excluded"] == 2 for c in summary["claims"])
     assert main(["run", str(config), "--quick", "--quiet", "--out", str(out), "--strict"]) == 1
     assert "ngd-fixed: 2 run(s) diverged" in capsys.readouterr().err

@@ -24,11 +24,11 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 
 
-def spec(seed=1, lr=0.1, name="GD", steps=30, loss="logistic"):
+def spec(seed=1, lr=0.1, name="GD", steps=30, loss="logistic", optimizer="gd", **kwargs):
     return RunSpec(
         {"seed": seed},
         gaussian_unit(3, 4, 5, seed=seed),
-        Algorithm(name, "gd", lr),
+        Algorithm(name, optimizer, lr, **kwargs),
         steps,
         {"W": np.random.default_rng(seed).standard_normal((5, 5))},
         loss=loss,
@@ -197,10 +197,11 @@ def test_racing_savers_of_one_key_both_succeed(tmp_path):
 
 
 def test_a_run_that_turns_non_finite_is_stored_as_diverged(tmp_path):
-    """Plain GD with lr = 1e300 on the exponential loss overflows; the run is stored with
+    """Plain ℓ1.1 mirror descent with lr = 1e40 overflows (w = θ^10); the run is stored with
     status "diverged" and the recorded steps bracketing where, the others finish."""
     store = ResultsStore(tmp_path)
-    runs = [spec(1, loss="exponential"), spec(2, lr=1e300, name="GD-huge", loss="exponential")]
+    huge = spec(2, lr=1e40, name="MD-huge", loss="exponential", optimizer="md", p=1.1)
+    runs = [spec(1, loss="exponential"), huge]
     report = sweep(store, runs)
     fine, bad = report.records
     assert fine.status == FINISHED and fine.info["status"] == FINISHED

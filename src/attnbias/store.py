@@ -201,7 +201,12 @@ class ResultsStore:
     def keys(self) -> list[str]:
         if not self.runs.exists():
             return []
-        return sorted(p.name for p in self.runs.iterdir() if (p / MANIFEST).exists())
+        # Hidden names are writers' staging and discarded directories, never runs.
+        return sorted(
+            p.name
+            for p in self.runs.iterdir()
+            if not p.name.startswith(".") and (p / MANIFEST).exists()
+        )
 
     def problem(self, key: str) -> str | None:
         """None if the run is stored intact; else "missing" or what is wrong with it."""
