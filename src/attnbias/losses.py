@@ -1,6 +1,7 @@
 """Margin losses ℓ(u) of the prediction margin u = y·f, stable for |u| up to 1e6.
 
-Each loss is a function of u with its derivative ℓ'(u); `risk` averages over samples.
+Each loss is a function of u with its derivative ℓ'(u) and log|ℓ'(u)| (for gradients kept in
+log scale where ℓ'(u) itself underflows); `risk` averages over samples.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ class MarginLoss:
     name: str
     value: Callable[[torch.Tensor], torch.Tensor]
     derivative: Callable[[torch.Tensor], torch.Tensor]
+    log_abs_derivative: Callable[[torch.Tensor], torch.Tensor]  # log|ℓ'(u)|, ℓ' < 0 for all three
 
     def __call__(self, u: torch.Tensor) -> torch.Tensor:
         return self.value(u)
@@ -46,9 +48,9 @@ def _correlation_grad(u):
     return -torch.ones_like(u)
 
 
-logistic = MarginLoss("logistic", _logistic, _logistic_grad)
-exponential = MarginLoss("exponential", _exponential, _exponential_grad)
-correlation = MarginLoss("correlation", _correlation, _correlation_grad)
+logistic = MarginLoss("logistic", _logistic, _logistic_grad, lambda u: -F.softplus(u))
+exponential = MarginLoss("exponential", _exponential, _exponential_grad, lambda u: -u)
+correlation = MarginLoss("correlation", _correlation, _correlation_grad, torch.zeros_like)
 
 LOSSES = {loss.name: loss for loss in (logistic, exponential, correlation)}
 

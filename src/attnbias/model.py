@@ -31,8 +31,11 @@ def token_values(X: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     return torch.einsum("...ntd,...d->...nt", X, v)
 
 
-def _centered_scores(s: torch.Tensor, h: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
-    """∂f/∂a_t = s_t (h_t − f), computed without cancellation.
+def centered_scores(
+    s: torch.Tensor, h: torch.Tensor, f: torch.Tensor, top: torch.Tensor | None = None
+) -> torch.Tensor:
+    """∂f/∂a_t = s_t (h_t − f), computed without cancellation (`top`: the index of the largest
+    score, if s is not the scores themselves but a rescaled copy).
 
     Once attention saturates, s_max ≈ 1 and h_max − f is a difference of nearly equal numbers:
     evaluated directly it is rounding noise (below ~1e-16 relative), which silently bends the
@@ -40,13 +43,13 @@ def _centered_scores(s: torch.Tensor, h: torch.Tensor, f: torch.Tensor) -> torch
     largest-score entry is taken as minus the sum of the others, each of which is accurate.
     """
     r = s * (h - f.unsqueeze(-1))
-    top = s.argmax(-1, keepdim=True)
+    top = s.argmax(-1, keepdim=True) if top is None else top
     r = r.scatter(-1, top, torch.zeros_like(top, dtype=r.dtype))
     return r.scatter(-1, top, -r.sum(-1, keepdim=True))
 
 
 class _AttentionPool(torch.autograd.Function):
-    """f = Σ_t softmax(a)_t h_t with the cancellation-free backward of `_centered_scores`."""
+    """f = Σ_t softmax(a)_t h_t with the cancellation-free backward of `centered_scores`."""
 
     @staticmethod
     def forward(ctx, a, h):
@@ -59,7 +62,7 @@ class _AttentionPool(torch.autograd.Function):
     def backward(ctx, grad_f):
         s, h, f = ctx.saved_tensors
         g = grad_f.unsqueeze(-1)
-        return g * _centered_scores(s, h, f), g * s
+        return g * centered_scores(s, h, f), g * s
 
 
 def attention_pool(a: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
@@ -92,7 +95,7 @@ def risk_and_gradients(
     u = y * f
     n = X.shape[-3]
     c = loss.derivative(u) * y / n  # (..., n)
-    r = c.unsqueeze(-1) * _centered_scores(s, h, f)  # (..., n, T)
+    r = c.unsqueeze(-1) * centered_scores(s, h, f)  # (..., n, T)
     grad_W = torch.einsum("...nt,...ntd,...ne->...de", r, X, z)
     grad_v = torch.einsum("...nt,...ntd->...d", c.unsqueeze(-1) * s, X)
     return loss.value(u).mean(-1), grad_W, grad_v

@@ -86,15 +86,15 @@ class RunBatch:
             out["v"] = p["v"]
         return out
 
-    def gradients(self) -> tuple[torch.Tensor | None, list[torch.Tensor]]:
-        """Each run's risk (R,) (None when no rule of the batch reads it) and the closed-form
-        gradient of every parameter.
+    def gradients(self) -> tuple[torch.Tensor | None, list[torch.Tensor], list[torch.Tensor]]:
+        """Each run's risk (R,) (None when no rule of the batch reads it), the closed-form
+        gradient of every parameter in log scale, G̃, and its log scale m: ∂L/∂θ = exp(m)·G̃.
 
-        For W = K Qᵀ with G = ∂L/∂W: ∂L/∂K = G Q and ∂L/∂Q = Gᵀ K."""
+        For W = K Qᵀ with G = ∂L/∂W: ∂L/∂K = G Q and ∂L/∂Q = Gᵀ K (the scale of G)."""
         p = self.named()
         W = p["K"] @ p["Q"].mT if "K" in p else p["W"]
-        loss, grad_W, grad_v = self.data.risk_and_gradients(W, p.get("v"), self.hyper.needs_loss)
-        grads = [grad_W @ p["Q"], grad_W.mT @ p["K"]] if "K" in p else [grad_W]
-        if "v" in p:
-            grads.append(grad_v)
-        return loss, grads
+        loss, grads, scales = self.data.scaled_gradients(W, p.get("v"), self.hyper.needs_loss)
+        if "K" in p:
+            grads = [grads[0] @ p["Q"], grads[0].mT @ p["K"], *grads[1:]]
+            scales = [scales[0], *scales]
+        return loss, grads, scales

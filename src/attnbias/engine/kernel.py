@@ -8,15 +8,19 @@ work differs, because a sweep's cost is the per-step overhead of small batched p
   R-batched;
 - the softmax over T ≈ 8 tokens is written out (torch's kernel is slow for short rows);
 - with a fixed head, the token values h = X v are computed once.
-The saturated-attention cancellation is avoided as in the model (`_centered_scores`).
+The saturated-attention cancellation is avoided as in the model (`centered_scores`); gradients are
+formed in log scale (`scaled_gradients`), so their direction survives where their size underflows.
 """
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from ..losses import get_loss
-from ..model import _centered_scores
+from ..model import centered_scores
+from ..norms import per_run
 
 
 class Stack:
@@ -41,20 +45,50 @@ class Stack:
 
     def risk_and_gradients(self, W: torch.Tensor, v: torch.Tensor | None = None, risk=True):
         """(L (R,) or None if not `risk`, ∂L/∂W (R, d, d), ∂L/∂v (R, d) or None when the head
-        is fixed)."""
+        is fixed), in true scale (entries may underflow: see `scaled_gradients`)."""
+        loss, grads, log_scales = self.scaled_gradients(W, v, risk)
+        true = [g * per_run(torch.exp(m), g) for g, m in zip(grads, log_scales)]
+        return loss, true[0], true[1] if v is not None else None
+
+    def scaled_gradients(self, W: torch.Tensor, v: torch.Tensor | None = None, risk=True):
+        """(L or None, [G̃_W, G̃_v], [m_W, m_v]) with ∂L/∂W = exp(m_W)·G̃_W, ∂L/∂v = exp(m_v)·G̃_v
+        per run, and each G̃ of order one (v's only when the head is trained).
+
+        Late in a run the gradient is far below the float64 range (its terms are c_i s_{i,t}
+        with scores s_{i,t} = e^{−margin}), but its direction, which is all a normalised step
+        uses, is not: the terms are formed in log scale, log|c_i| + log s_{i,t}, shifted by
+        their largest value m before exponentiating."""
         R, n, T = self.R, self.n, self.T
         h = self.h if v is None else self.values(v)
         Wz = torch.bmm(self.z, W.mT)  # row i: (W z_i)ᵀ
         a = torch.matmul(self.X, Wz.unsqueeze(-1)).squeeze(-1)  # a_{i,t} = x_{i,t}ᵀ W z_i
-        e = torch.exp(a - a.amax(-1, keepdim=True))
-        s = e / e.sum(-1, keepdim=True)
+        shifted = a - a.amax(-1, keepdim=True)
+        e = torch.exp(shifted)
+        total = e.sum(-1, keepdim=True)
+        s = e / total
         f = (s * h).sum(-1)
         u = self.y * f
-        c = self.loss.derivative(u) * self.y_n
-        r = c.unsqueeze(-1) * _centered_scores(s, h, f)
+        # log|c_i s_{i,t}| with c_i = ℓ'(u_i) y_i / n the sample's weight; ℓ' < 0, so the
+        # sign of c_i is −y_i.
+        log_weight = self.loss.log_abs_derivative(u) - math.log(n)
+        log_terms = shifted - torch.log(total) + log_weight.unsqueeze(-1)
+        sign = -self.y.unsqueeze(-1)
+        top = s.argmax(-1, keepdim=True)
+        others = log_terms.scatter(-1, top, -math.inf)  # the top token's term is −Σ others
+        m_W = _finite_max(others)
+        r = sign * centered_scores(torch.exp(others - per_run(m_W, others)), h, f, top)
         xr = torch.matmul(r.unsqueeze(-2), self.X).squeeze(-2)  # Σ_t r_{i,t} x_{i,t}
-        grad_W = torch.bmm(xr.mT, self.z)
-        grad_v = None
+        grads, log_scales = [torch.bmm(xr.mT, self.z)], [m_W]
         if v is not None:
-            grad_v = torch.bmm(self.XfT, (c.unsqueeze(-1) * s).view(R, n * T, 1)).squeeze(-1)
-        return self.loss.value(u).mean(-1) if risk else None, grad_W, grad_v
+            m_v = _finite_max(log_terms)
+            weights = sign * torch.exp(log_terms - per_run(m_v, log_terms))
+            grads.append(torch.bmm(self.XfT, weights.view(R, n * T, 1)).squeeze(-1))
+            log_scales.append(m_v)
+        return self.loss.value(u).mean(-1) if risk else None, grads, log_scales
+
+
+def _finite_max(log_terms: torch.Tensor) -> torch.Tensor:
+    """The largest entry per run, 0 where there is none (a run without such terms has a zero
+    gradient, whatever its scale)."""
+    m = log_terms.amax(dim=(1, 2))
+    return torch.where(torch.isfinite(m), m, 0.0)

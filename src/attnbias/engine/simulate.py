@@ -86,8 +86,8 @@ def simulate(
                     progress(t - reported)
                 return
             batch, rows = batch.take(~done), rows[~mask]
-        loss, grads = batch.gradients()
-        update.step(batch.params, batch.duals, grads, batch.buffers, loss, batch.hyper)
+        loss, grads, scales = batch.gradients()
+        update.step(batch.params, batch.duals, grads, scales, batch.buffers, loss, batch.hyper)
         t += 1
         if progress is not None and t - reported == tick:
             progress(tick)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, fields
 
 import torch
 
+from ..norms import per_run
 from ..optim.functional import RULES, divisors, step_
 from .algorithms import Algorithm
 
@@ -71,11 +72,14 @@ def step(
     params: list[torch.Tensor],
     duals: list[torch.Tensor] | None,
     grads: list[torch.Tensor],
+    log_scales: list[torch.Tensor],
     buffers: list[torch.Tensor],
     loss: torch.Tensor | None,
     hp: Hyper,
 ) -> None:
-    """In place: one step of every run (parameters, dual iterates and momentum buffers)."""
+    """In place: one step of every run (parameters, dual iterates and momentum buffers), from
+    gradients given in log scale (∂L/∂θ_k = exp(m_k)·G̃_k, see `Stack.scaled_gradients`)."""
+    grads = in_rule_scale(grads, log_scales, hp)
     p = hp.mirror_p
     d = divisors(
         grads,
@@ -96,3 +100,33 @@ def step(
         momentum=hp.momentum if hp.has_momentum else 0.0,
         buffers=buffers,
     )
+
+
+def in_rule_scale(
+    grads: list[torch.Tensor], log_scales: list[torch.Tensor], hp: Hyper
+) -> list[torch.Tensor]:
+    """Each gradient at the scale its run's rule needs. "per_tensor" divides each tensor by its
+    own norm: G̃ as it is, so the direction is exact however small ∂L/∂θ is. "global": all
+    tensors of a run relative to the largest scale among them. The others ("none", "loss",
+    "polyak") step by the gradient itself: exp(m)·G̃, which underflows as the true one does."""
+    if hp.uniform_rule == "per_tensor" or (hp.uniform_rule == "global" and len(grads) == 1):
+        return grads
+    top = torch.stack(log_scales).amax(0)
+    relative = {
+        "none": log_scales,
+        "loss": log_scales,
+        "polyak": log_scales,
+        "per_tensor": [None] * len(grads),
+        "global": [None] * len(grads) if len(grads) == 1 else [m - top for m in log_scales],
+    }
+    if hp.uniform_rule is not None:
+        exponents = relative[hp.uniform_rule]
+    else:
+        exponents = []
+        for k, m in enumerate(log_scales):
+            e = torch.zeros_like(m)
+            for code, rule in enumerate(RULES):
+                if relative[rule][k] is not None:
+                    e = torch.where(hp.rule == code, relative[rule][k], e)
+            exponents.append(e)
+    return [g if e is None else g * per_run(torch.exp(e), g) for g, e in zip(grads, exponents)]
