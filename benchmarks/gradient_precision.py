@@ -74,8 +74,8 @@ def main():
     for step in sorted(rows):
         r = rows[step]
         print(
-            f"{step:>6}  {r['naive']:>12.4f}{'':28}{r['stable']:>10.4f}{r['stable grad']:>22.1e}"
-            f"{r['engine']:>22.4f}"
+            f"{step:>6}  {r['naive']:>12.2e}{'':28}{r['stable']:>10.2e}{r['stable grad']:>22.1e}"
+            f"{r['engine']:>22.2e}"
         )
     print("(below ~2.2e-308 the gradient is subnormal: it carries fewer digits, then none)")
 
