@@ -78,7 +78,7 @@ def _fake_experiments(tmp_path, monkeypatch, names):
     """Register experiments that only echo their config, with a results table."""
     module = tmp_path / "fake_experiment.py"
     module.write_text(
-        "from attnbias.experiments.base import Claim\n"
+        "from attnbias.claims import Claim\n"
         "DESCRIPTION = 'fake'\n"
         "def run(config, out):\n"
         "    return {'claims': [Claim('it ran', True, {'seeds': config['seeds']})],\n"

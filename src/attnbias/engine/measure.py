@@ -24,7 +24,7 @@ from ..metrics import (
     nuclear_norm,
     token_score,
 )
-from ..model import attention_logits, predict, token_values
+from ..model import attention_logits, predict
 from ..store import DIVERGED, FINISHED, tidy
 from .grid import log_grid
 from .simulate import Finished
@@ -67,7 +67,8 @@ def measure(specs: list[RunSpec], done: Finished, refs: References) -> list[Meas
     m["norm/2"] = lp_norm(W, 2.0)
     m["score/selected"] = token_score(W, X, z, alpha)
     if not head or all(p.opt is not None for p in problems):
-        m["score/opt"] = token_score(W, X, z, _optimal(problems, X, y, v))
+        optimal = np.stack([s.optimal_tokens() for s in specs])  # the generator's, or argmax γ
+        m["score/opt"] = token_score(W, X, z, torch.as_tensor(optimal).unsqueeze(1))
     m["margin"] = normalized_margin(W, X, z, alpha)
     info = [{"alpha": s.alpha, "svm": {}, "head_svm": {}} for s in specs]
     arrays = [{"alpha": a} for a in alphas]
@@ -124,11 +125,3 @@ def run_status(done: Finished, r: int, *recorded: np.ndarray) -> dict:
     if bracket is None:
         return {"status": FINISHED}
     return {"status": DIVERGED, "diverged_at": bracket[1], "last_finite_step": bracket[0]}
-
-
-def _optimal(problems, X, y, v) -> torch.Tensor:
-    """Optimal tokens (k, 1, n): the generator's, else argmax_t y_i vᵀx_{i,t} of the fixed head
-    (batched; svm.optimal_tokens is the checked single-problem version)."""
-    best = (y.unsqueeze(-1) * token_values(X, v[:, :1])).argmax(-1)
-    fixed = [torch.as_tensor(p.opt) if p.opt is not None else None for p in problems]
-    return torch.stack([b if f is None else f.unsqueeze(0) for b, f in zip(best, fixed)])

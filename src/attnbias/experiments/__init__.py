@@ -6,6 +6,7 @@ full-scale values. Modules are imported only when run, so synthetic experiments 
 the real-data dependencies.
 """
 
-from .base import EXPERIMENTS, SYNTHETIC, Claim, load_config, run_experiment
+from ..claims import Claim
+from .base import EXPERIMENTS, SYNTHETIC, load_config, run_experiment
 
 __all__ = ["EXPERIMENTS", "SYNTHETIC", "Claim", "load_config", "run_experiment"]

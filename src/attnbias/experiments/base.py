@@ -7,7 +7,7 @@ import importlib
 import json
 import shutil
 import subprocess
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
 try:
@@ -16,6 +16,8 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
 from .. import __version__
+from ..claims import Claim
+from ..config import validate
 from ..store import (
     MANIFEST,
     ResultsStore,
@@ -24,7 +26,6 @@ from ..store import (
     json_text,
     manifest_problem,
 )
-from .config import validate
 
 CONFIG_DIR = Path(__file__).parent / "configs"
 
@@ -43,30 +44,7 @@ EXPERIMENTS = {
 SYNTHETIC = ("md-local", "md-joint", "ngd-fixed", "ngd-joint", "antipodal", "kq-nuclear")
 
 
-SUPPORTED, NOT_SUPPORTED, NOT_APPLICABLE = "supported", "not supported", "not applicable"
 QUICK_NOTE = "quick: a smoke run, not evidence"
-
-
-@dataclass
-class Claim:
-    """One claim of the seed papers and whether this run supports it, with the numbers.
-
-    supported is None when the run has nothing to compare (one p, one algorithm, a missing
-    group): the claim is "not applicable", which is neither support nor refutation."""
-
-    claim: str
-    supported: bool | None
-    evidence: dict = field(default_factory=dict)
-    status: str = field(init=False)
-
-    def __post_init__(self):
-        if self.supported is not None:
-            self.supported = bool(self.supported)
-        self.status = {True: SUPPORTED, False: NOT_SUPPORTED, None: NOT_APPLICABLE}[self.supported]
-
-
-def not_applicable(claim: str, why: str) -> Claim:
-    return Claim(claim, None, {"not_applicable": why})
 
 
 def experiment_module(name: str):

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..claims import Claim
+from ..config import COMMON, LOSS, choice, positive, positive_int
 from ..data import GENERATORS
 from ..engine import Algorithm, RunSpec
+from ..figures import save_figure
 from . import plotting
-from .base import Claim
-from .config import COMMON, LOSS, choice, positive, positive_int
 from .runs import curves, random_init, seeds, sweep, sweep_summary
 
 DESCRIPTION = (
@@ -123,4 +124,4 @@ def figure(groups, out) -> list[str]:
     axes[0, 0].legend(fontsize=7)
     runs = plotting.runs_per_curve(groups)
     fig.suptitle(f"kq-nuclear: W = KQᵀ vs W ({plotting.band_note(runs)})", fontsize=10)
-    return plotting.save(fig, out, "kq-nuclear")
+    return save_figure(fig, out, "kq-nuclear")

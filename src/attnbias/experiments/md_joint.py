@@ -12,12 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..data import joint_toy
-from ..engine import RunSpec
-from ..engine.targets import norm_label
-from . import plotting
-from .base import Claim
-from .config import (
+from ..claims import Claim
+from ..config import (
     COMMON,
     LOSS,
     ZERO_OR_RANDOM_INIT,
@@ -25,6 +21,11 @@ from .config import (
     positive,
     positive_int,
 )
+from ..data import joint_toy
+from ..engine import RunSpec
+from ..engine.targets import norm_label
+from ..figures import save_figure
+from . import plotting
 from .md_local import algorithm
 from .runs import curves, random_init, seeds, sweep, sweep_summary
 
@@ -128,4 +129,4 @@ def figure(groups, names, out) -> list[str]:
     fig.suptitle(
         f"md-joint: joint ℓp-MD of W and v from zero ({plotting.band_note(runs)})", fontsize=10
     )
-    return plotting.save(fig, out, "md-joint")
+    return save_figure(fig, out, "md-joint")

@@ -13,12 +13,13 @@ from pathlib import Path
 
 import numpy as np
 
+from ..claims import Claim, not_applicable
+from ..config import COMMON, LOSS, numbers, positive, positive_int
 from ..data import gaussian_unit
 from ..engine import Algorithm, RunSpec
 from ..engine.targets import norm_label
+from ..figures import save_figure
 from . import plotting
-from .base import Claim, not_applicable
-from .config import COMMON, LOSS, numbers, positive, positive_int
 from .runs import curves, random_init, seeds, sweep, sweep_summary
 
 DESCRIPTION = "ℓp mirror descent converges to the ℓp Att-SVM: the 3×3 divergence grid (MD paper)"
@@ -170,4 +171,4 @@ def figure(grid, zero, ps, names, out) -> list[str]:
         "its two largest entries (solid) and the SVM's (dashed)",
         fontsize=10,
     )
-    return plotting.save(fig, out, "md-local")
+    return save_figure(fig, out, "md-local")

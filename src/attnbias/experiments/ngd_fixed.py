@@ -14,11 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..data import GENERATORS
-from ..engine import RunSpec
-from . import plotting
-from .base import Claim
-from .config import (
+from ..claims import Claim
+from ..config import (
     COMMON,
     LOSS,
     Field,
@@ -28,6 +25,10 @@ from .config import (
     positive,
     positive_int,
 )
+from ..data import GENERATORS
+from ..engine import RunSpec
+from ..figures import save_figure
+from . import plotting
 from .runs import (
     Curves,
     curves,
@@ -167,4 +168,4 @@ def figure(groups: dict[str, Curves], config: dict, out: Path, panels=PANELS) ->
         f"({plotting.band_note(plotting.runs_per_curve(groups))})",
         fontsize=10,
     )
-    return plotting.save(fig, out, config["experiment"])
+    return save_figure(fig, out, config["experiment"])

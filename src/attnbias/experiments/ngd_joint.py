@@ -12,10 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..data import dm
-from ..engine import RunSpec
-from .base import Claim, not_applicable
-from .config import (
+from ..claims import Claim, not_applicable
+from ..config import (
     COMMON,
     LOSS,
     ZERO_OR_RANDOM_INIT,
@@ -25,6 +23,8 @@ from .config import (
     positive,
     positive_int,
 )
+from ..data import dm
+from ..engine import RunSpec
 from .ngd_fixed import figure
 from .runs import curves, optimal_token_specs, random_init, sweep, sweep_summary
 

@@ -1,12 +1,10 @@
-"""Figures of the experiments: mean ± std bands over seeds, saved as PNG and PDF.
+"""Figures of the experiments: mean ± std bands over seeds (saved by `figures.save_figure`).
 
 Figures use matplotlib's constrained layout (titles, labels and legends never overlap or get
 cut), describe each panel in its title and say in the figure title what lines and bands are.
 """
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import matplotlib
 
@@ -62,17 +60,6 @@ def panel(ax, title: str, xlabel: str = "step") -> None:
     """Describe a panel by its title (long y-labels get cut on small panels)."""
     ax.set_title(title, fontsize=9)
     ax.set_xlabel(xlabel)
-
-
-def save(fig, out: Path, name: str) -> list[str]:
-    """Write out/name.png and out/name.pdf; returns their paths."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [out / f"{name}.{ext}" for ext in ("png", "pdf")]
-    for path in paths:
-        fig.savefig(path, dpi=130)
-    plt.close(fig)
-    return [str(p) for p in paths]
 
 
 def subplots(rows: int, cols: int, size=(3.2, 2.6)):

@@ -13,10 +13,10 @@ import numpy as np
 import pyarrow.parquet as pq
 import torch
 
+from ..config import parse_algorithms
 from ..engine.spec import RunSpec
 from ..engine.sweep import SweepReport, run_sweep
 from ..store import DIVERGED, ResultsStore, RunRecord, diverged_runs
-from .config import parse_algorithms
 
 
 def seeds(config: dict) -> range:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..claims import Claim, not_applicable
+from ..config import choices, fraction, positive_int
 from ..data.text import TEXT_DATASETS
 from ..real.compare import compare_optimizers, loss_claims, train_compared
 from ..real.minilm import MiniLMClassifier, load_tokenizer
@@ -22,8 +24,6 @@ from ..real.runner import (
     start_run,
 )
 from ..real.train import optimizer_label
-from .base import Claim, not_applicable
-from .config import choices, fraction, positive_int
 
 DESCRIPTION = (
     "pretrained MiniLM fine-tuned on binary and 3-class sentiment with SGD, SNGD, SPS, Adam, "

@@ -13,7 +13,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ..claims import Claim, not_applicable
+from ..config import Field, check_paired, choice, numbers, positive_int
 from ..data.text import TEXT_DATASETS
+from ..figures import save_figure
 from ..real.attention import attention_maps, token_mass, uniform_mass
 from ..real.minilm import load_tokenizer
 from ..real.probe import build_probe
@@ -25,14 +28,11 @@ from ..real.runner import (
     mean_std,
     run_once,
     run_totals,
-    save_figure,
     series,
     start_run,
 )
 from ..real.train import seed_everything, train
 from ..real.transformer import TextTransformer
-from .base import Claim, not_applicable
-from .config import Field, check_paired, choice, numbers, positive_int
 
 DESCRIPTION = (
     "ℓp-MD (p = 1.1, 2, 3) on a small transformer from scratch on Rotten Tomatoes sentiment: "

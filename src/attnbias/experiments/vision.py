@@ -8,6 +8,8 @@ from pathlib import Path
 
 import torch
 
+from ..claims import Claim, not_applicable
+from ..config import choices, positive_int
 from ..data.fetch import DataMissingError
 from ..data.vision import IMAGE_DATASETS, check_image_dataset
 from ..real.compare import compare_optimizers, train_compared
@@ -22,8 +24,6 @@ from ..real.runner import (
 )
 from ..real.train import TensorData, optimizer_label
 from ..real.vit import ViT
-from .base import Claim, not_applicable
-from .config import choices, positive_int
 
 DESCRIPTION = (
     "small ViT on MNIST and Fashion-MNIST with SGD, SNGD, SPS, Adam, ℓ1.1-MD: train loss, "

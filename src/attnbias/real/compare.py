@@ -8,7 +8,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .runner import history_table, mean_std, save_figure, series, smooth
+from ..claims import Claim, not_applicable
+from ..figures import save_figure
+from .runner import history_table, mean_std, series, smooth
 from .train import seed_everything, train
 
 
@@ -128,8 +130,6 @@ def plot_movement(records, dataset, labels, seed, out: Path, name: str) -> list[
 
 def loss_claims(rows, datasets, faster: tuple[str, ...], than: str, note: str):
     """For each dataset: do the `faster` optimisers all end with a lower train loss than `than`?"""
-    from ..experiments.base import Claim, not_applicable
-
     claims = []
     for dataset in datasets:
         loss = {r["optimizer"]: r["final_train_loss"][0] for r in rows if r["dataset"] == dataset}

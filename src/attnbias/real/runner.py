@@ -12,8 +12,8 @@ import numpy as np
 import pyarrow as pa
 import torch
 
+from ..config import named_tables, non_negative_int, positive_int, seed_ids
 from ..data.text import TEXT_DATASETS
-from ..experiments.config import named_tables, non_negative_int, positive_int, seed_ids
 from ..store import ResultsStore, RunRecord, config_key, diverged_runs, tidy
 from .minilm import encode
 from .train import OPTIMIZERS, History
@@ -104,17 +104,6 @@ def smooth(values: np.ndarray, window: int) -> np.ndarray:
     c = np.cumsum(np.insert(np.asarray(values, dtype=float), 0, 0.0))
     head = c[1:window] / np.arange(1, window)
     return np.concatenate([head, (c[window:] - c[:-window]) / window])
-
-
-def save_figure(fig, out: Path, name: str) -> list[str]:
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [out / f"{name}.{ext}" for ext in ("png", "pdf")]
-    for path in paths:
-        fig.savefig(path, dpi=150, bbox_inches="tight")
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
-    return [str(p) for p in paths]
 
 
 def run_totals(records: dict) -> dict:

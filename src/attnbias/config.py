@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..engine import Algorithm
+from .engine import Algorithm
 
 
 @dataclass(frozen=True)
