@@ -75,13 +75,14 @@ def test_linear_separable_has_its_margin():
 
 
 @pytest.mark.parametrize(
-    "call, match",
+    "call, error, match",
     [
-        (lambda: gaussian_unit(n=0), "n must be a positive integer"),
-        (lambda: example1(n=4, T=4, d=8), "d >= n\\*T"),
-        (lambda: dm(d=2.5), "d must be a positive integer"),
+        (lambda: gaussian_unit(n=0), ValueError, "n must be >= 1"),
+        (lambda: example1(n=4, T=4, d=8), ValueError, "d >= n\\*T"),
+        (lambda: dm(d=2.5), TypeError, "d must be an integer"),
+        (lambda: gaussian_unit(T=True), TypeError, "T must be an integer, got bool"),
     ],
 )
-def test_bad_sizes_are_named(call, match):
-    with pytest.raises(ValueError, match=match):
+def test_bad_sizes_are_named(call, error, match):
+    with pytest.raises(error, match=match):
         call()

@@ -34,10 +34,10 @@ def test_shipped_configs_are_valid(name, quick):
     ("overrides", "message"),
     [
         ({"seeds": 0}, "seeds must be >= 1"),
-        ({"seeds": "many"}, "seeds must be of type int"),
-        ({"lr": True}, "lr must be of type float"),
+        ({"seeds": "many"}, "seeds must be an integer"),
+        ({"lr": True}, "lr must be a real number"),
         ({"ps": [1.75, 0.5]}, "ps must be a non-empty list"),
-        ({"steps": [10, "x", 10]}, r"steps\[1\] must be of type int"),
+        ({"steps": [10, "x", 10]}, r"steps\[1\] must be an integer"),
         ({"stepz": 3}, "unknown config field 'stepz'"),
         ({"device": "tpu"}, "device must be one of"),
     ],

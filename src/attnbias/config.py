@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ._validate import check_scalar
 from .engine import Algorithm
 
 
@@ -137,9 +138,14 @@ COMMON = {
 
 
 def _typed(value, kind: type, name: str):
-    if kind is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    if (kind is int and isinstance(value, bool)) or not isinstance(value, kind):
+    """The value as `kind`; numbers through the package's one scalar check (a bool is not a
+    number, NaN and ±inf are refused). Every problem is a config error: ValueError."""
+    if kind in (int, float):
+        try:
+            return check_scalar(value, name, kind, allow_tensor=False)
+        except TypeError as err:
+            raise ValueError(str(err)) from None
+    if not isinstance(value, kind):
         raise ValueError(f"{name} must be of type {kind.__name__}, got {value!r}")
     return value
 

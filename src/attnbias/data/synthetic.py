@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._validate import check_scalar
 from .problem import Problem
 
 
@@ -25,8 +26,7 @@ def _labels(rng, n: int) -> np.ndarray:
 
 def _check_sizes(**sizes):
     for name, value in sizes.items():
-        if not isinstance(value, (int, np.integer)) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        check_scalar(value, name, int, low=1)
 
 
 def gaussian_unit(n: int = 6, T: int = 8, d: int = 10, seed: int = 0) -> Problem:
