@@ -18,8 +18,9 @@ from .conic import conic_solve
 from .infeasible import SVMSolveError, check_short_rows
 from .l1 import solve_l1
 from .l2 import solve_l2
+from .linf import solve_linf
 from .lp import solve_lp
-from .norms import kkt_residual
+from .norms import MATRIX_NORMS, kkt_residual
 
 KKT_TOL = 1e-6  # a verified solution: "optimal"
 INACCURATE_TOL = 1e-3  # up to this: "optimal_inaccurate" (warned); beyond: no solution
@@ -58,7 +59,10 @@ def _attempts(As, scale, norm_type, labels, lifted, conic):
     elif norm_type == 1.0:
         kappa = np.abs(l2[0]).sum() if l2 is not None else 1.0
         yield "highs", lambda: solve_l1(As, lifted, kappa)
-    elif norm_type not in (2.0, "nuc") and l2 is not None:
+    elif norm_type == np.inf:
+        kappa = np.abs(l2[0]).max() if l2 is not None else 1.0
+        yield "highs", lambda: solve_linf(As, lifted, kappa)
+    elif norm_type not in (2.0, *MATRIX_NORMS) and l2 is not None:
         yield "interior-point", lambda: solve_lp(As, norm_type, l2[0], l2[1])
     if conic is not None:
         yield "clarabel", lambda: conic(As)
