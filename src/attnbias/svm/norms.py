@@ -10,33 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import check_scalar
+from ..metrics import MATRIX_NORMS, parse_norm
 from ..norms import dual_exponent
 
-MATRIX_NORMS = ("nuc", "spectral")  # norms of W = w.reshape(d, d), not of its entries
 DUAL_MATRIX_NORM = {"nuc": "spectral", "spectral": "nuc"}
-_NAMED = {"fro": 2.0, "inf": np.inf, "max": np.inf, "nuc": "nuc", "spectral": "spectral"}
 
 __all__ = ["MATRIX_NORMS", "dual_exponent", "kkt_residual", "norm_value", "parse_norm"]
-
-
-def parse_norm(norm, name: str = "norm", allow_matrix: bool = True) -> float | str:
-    """A number p >= 1 (float("inf") for the entrywise max), or "nuc" / "spectral" (matrix norms,
-    unless allow_matrix is False); "fro" means 2 and "inf" / "max" mean float("inf")."""
-    allowed = '"fro", "inf", "max", a number p >= 1 or float("inf")'
-    if allow_matrix:
-        allowed = '"fro", "nuc", "spectral", "inf", "max", a number p >= 1 or float("inf")'
-    if isinstance(norm, str):
-        parsed = _NAMED.get(norm.lower())
-        if parsed in MATRIX_NORMS and not allow_matrix:
-            raise ValueError(
-                f"{name}={norm!r} is a norm of a matrix, but it measures a vector here: "
-                f"use {allowed}"
-            )
-        if parsed is None:
-            raise ValueError(f"{name} must be {allowed}, got {norm!r}")
-        return parsed
-    return check_scalar(norm, name, low=1.0, allow_inf=True)
 
 
 def square_side(D: int, norm_type="nuc") -> int:
