@@ -113,3 +113,19 @@ def test_norm_names():
         parse_norm(float("nan"))
     with pytest.raises(TypeError, match="norm must be"):
         parse_norm(None)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_structured_nuclear_solver_agrees_with_cvxpy(shape):
+    """The Att-SVM's nuclear norm goes through the rank-one interior point (not cvxpy)."""
+    X, z, _, _, alpha = gaussian_unit(5, *shape)
+    result = att_svm(X, z, alpha, "nuc")
+    assert result.solver == "interior-point-sdp" and result.status == "optimal"
+    A = constraint_matrix(X, z, alpha)
+    w = cp.Variable(A.shape[1])
+    d = shape[2]
+    reference = cp.Problem(cp.Minimize(cp.normNuc(cp.reshape(w, (d, d), "C"))), [A @ w >= 1])
+    reference.solve(**REFERENCE)
+    assert result.norm == pytest.approx(reference.value, rel=1e-6)
+    assert np.linalg.norm((A.T @ result.dual).reshape(d, d), 2) <= 1 + 1e-6
+    assert result.dual.sum() == pytest.approx(result.norm, rel=1e-6)
