@@ -129,3 +129,13 @@ def test_structured_nuclear_solver_agrees_with_cvxpy(shape):
     assert result.norm == pytest.approx(reference.value, rel=1e-6)
     assert np.linalg.norm((A.T @ result.dual).reshape(d, d), 2) <= 1 + 1e-6
     assert result.dual.sum() == pytest.approx(result.norm, rel=1e-6)
+
+
+def test_engine_norm_labels():
+    from attnbias.engine.targets import is_lp, norm_label
+
+    labels = {"fro": "2", 1.75: "1.75", np.inf: "inf", "max": "inf", "nuc": "nuc"}
+    labels["spectral"] = "spectral"
+    for norm, label in labels.items():
+        assert norm_label(norm) == label
+        assert is_lp(norm) == (label not in ("nuc", "spectral"))
