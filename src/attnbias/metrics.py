@@ -6,13 +6,18 @@ Each takes torch tensors or numpy arrays and reduces over the entry dimensions `
 
 from __future__ import annotations
 
+import math
+
 import torch
 
+from ._validate import check_scalar
 from .model import attention_logits, attention_scores
 from .norms import lp_norm as _lp_norm
 from .norms import mirror_map
 
 MATRIX = (-2, -1)
+MATRIX_NORMS = ("nuc", "spectral")  # norms of W as a matrix, not of its entries
+_NAMED_NORMS = {"fro": 2.0, "inf": math.inf, "max": math.inf, "nuc": "nuc", "spectral": "spectral"}
 
 
 def _t(x) -> torch.Tensor:
@@ -78,3 +83,53 @@ def token_score(W, X, z, alpha) -> torch.Tensor:
     """(1/n) Σ_i s_{i,α_i}: mean softmax mass on the chosen tokens."""
     s = attention_scores(_t(W), _t(X), _t(z))
     return _selected_logit(s, torch.as_tensor(alpha, dtype=torch.long)).mean(-1)
+
+
+# ------------------------------------------------------------------- norms of W and margin gap
+
+
+def parse_norm(norm, name: str = "norm", allow_matrix: bool = True) -> float | str:
+    """The one reading of a norm's name: a number p >= 1 or float("inf") (entrywise ℓp; "fro"
+    means 2, "inf" and "max" mean ∞), or the matrix norms "nuc" and "spectral" (largest singular
+    value) unless allow_matrix is False (for a vector)."""
+    allowed = '"fro", "inf", "max", a number p >= 1 or float("inf")'
+    if allow_matrix:
+        allowed = '"fro", "nuc", "spectral", "inf", "max", a number p >= 1 or float("inf")'
+    if isinstance(norm, str):
+        parsed = _NAMED_NORMS.get(norm.lower())
+        if parsed in MATRIX_NORMS and not allow_matrix:
+            raise ValueError(
+                f"{name}={norm!r} is a norm of a matrix, but it measures a vector here: "
+                f"use {allowed}"
+            )
+        if parsed is None:
+            raise ValueError(f"{name} must be {allowed}, got {norm!r}")
+        return parsed
+    return check_scalar(norm, name, low=1.0, allow_inf=True)
+
+
+def matrix_norm(W, norm) -> torch.Tensor:
+    """‖W‖ over the last two dimensions: entrywise ℓp (p ≥ 1, ∞; scale-safe, `lp_norm`) or the
+    nuclear / spectral norm (singular values). NaN for a W holding a NaN, ∞ for one holding ±∞
+    (and no NaN)."""
+    norm, W = parse_norm(norm), _t(W)
+    if norm not in MATRIX_NORMS:
+        return lp_norm(W, norm)
+    finite = torch.isfinite(W).all(-1).all(-1)
+    # the SVD does not converge on non-finite entries: those matrices get the reduction's answer
+    safe = torch.where(finite[..., None, None], W, torch.zeros_like(W))
+    value = torch.linalg.matrix_norm(safe, ord="nuc" if norm == "nuc" else 2)
+    return torch.where(finite, value, W.abs().amax(MATRIX) * math.inf)
+
+
+def margin_gap(W, X, z, alpha, norm, optimum) -> torch.Tensor:
+    """1 − γ_N(W) / γ*_N (SPEC §7): γ_N(W) = min_{i, t≠α_i} (x_{i,α_i} − x_{i,t})ᵀ W z_i / ‖W‖_N,
+    γ*_N = 1 / optimum with optimum = ‖W_mm^N‖_N, the Att-SVM's optimal value in norm N.
+
+    ≥ 0 for every W (up to the optimum's accuracy), 0 exactly at max-margin directions, whether
+    or not they are unique; scale-invariant in W. `optimum` is a number or a tensor that
+    broadcasts against the batch (one per run; NaN, for an unsolved SVM, gives NaN). NaN for
+    W = 0, whose normalised margin is undefined."""
+    W = _t(W)
+    gamma = margins(W, X, z, alpha).amin(dim=(-2, -1)) / matrix_norm(W, norm)
+    return 1.0 - gamma * _t(optimum)

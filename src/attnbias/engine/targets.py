@@ -13,18 +13,20 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..data import Problem
-from ..svm import att_svm_batch, head_svm_batch
+from ..svm import att_svm_batch, head_svm_batch, parse_norm
 
 
 def norm_label(norm) -> str:
-    """How a norm is named in metrics and files: "2", "1.75", "nuc"."""
-    if norm in ("fro", "nuc"):
-        return "2" if norm == "fro" else "nuc"
-    return f"{float(norm):g}"
+    """How a norm is named in metrics and files: "2" (also for "fro"), "1.75", "inf" (also for
+    "max"), "nuc", "spectral"."""
+    norm = parse_norm(norm)
+    return norm if isinstance(norm, str) else f"{norm:g}"
 
 
 def is_lp(norm) -> bool:
-    return norm != "nuc"
+    """An entrywise ℓp norm, 1 ≤ p ≤ ∞ (float(norm) is then its p); False for "nuc" and
+    "spectral"."""
+    return not isinstance(parse_norm(norm), str)
 
 
 @dataclass

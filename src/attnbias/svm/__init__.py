@@ -12,22 +12,26 @@ Multipliers use the norm (not squared-norm) convention: λ ≥ 0 with Aᵀλ ∈
 
 Solvers: ℓ2 — primal-dual active set on the Gram matrix, non-negative least squares as fallback
 (both exact); 1 < p < ∞ — a primal-dual interior point method followed by a Newton polish on the
-support; p = 1 — the LP by HiGHS; nuclear — cvxpy/Clarabel (SDP); cvxpy/Clarabel is the fallback
-for every norm. Every answer is verified by one NaN-aware, scale-safe check, whichever solver
-produced it: `kkt_residual` is the largest violation of the KKT conditions, and the status is
-"optimal" only when it is at most 1e-6 (every p ≥ 1 is supported, p = 1000 and p = 1.001 too).
+support; p = 1 and p = ∞ — LPs by HiGHS; nuclear — for the Att-SVM a primal-dual interior point
+that uses its rank-one rows (sdp), else cvxpy/Clarabel; spectral (largest singular value) —
+cvxpy/Clarabel (an SDP); cvxpy/Clarabel is the fallback for every norm. Every answer is verified
+by one NaN-aware, scale-safe check, whichever solver produced it: `kkt_residual` is the largest
+violation of the KKT conditions, and the status is "optimal" only when it is at most 1e-6 (every
+p ≥ 1 is supported, p = 1000, p = 1.001 and ∞ too).
 A single instance raises InfeasibleSVMError (also when a solution would need ‖w‖ beyond what
 float64 can verify, with the true reason) or SVMSolveError; a batch reports a status per instance.
 
 Layout (each file reads top to bottom): tokens — token scores and choice; norms — the norms
 and the KKT residual; results — the result dataclasses;
-infeasible — the errors, short rows and Farkas certificates; l2, lp, l1, conic — the solvers;
+infeasible — the errors, short rows and Farkas certificates; l2, lp, l1, linf, sdp, conic — the
+solvers;
 solver — the verified core min ‖w‖ s.t. Aw ≥ 1; problems — the constraint matrices and the solve
 of one instance; api — max_margin, att_svm, head_svm and their batches.
 """
 
 from .api import att_svm, att_svm_batch, head_svm, head_svm_batch, max_margin
 from .infeasible import InfeasibleSVMError, SVMSolveError
+from .norms import parse_norm
 from .problems import constraint_matrix
 from .results import AttSVMResult, HeadSVMResult, MaxMarginResult
 from .tokens import optimal_tokens, selected_tokens, token_scores
@@ -45,6 +49,7 @@ __all__ = [
     "head_svm_batch",
     "max_margin",
     "optimal_tokens",
+    "parse_norm",
     "selected_tokens",
     "token_scores",
 ]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .._validate import as_tensor
 from .conic import parametric_conic
-from .norms import parse_norm, square_side
+from .norms import MATRIX_NORMS, parse_norm, square_side
 from .problems import AttProblem, HeadProblem, MatrixProblem
 from .results import AttSVMResult, HeadSVMResult, MaxMarginResult
 from .tokens import to_numpy
@@ -17,7 +17,9 @@ from .tokens import to_numpy
 def max_margin(A, norm=2.0) -> MaxMarginResult:
     """min ‖w‖ s.t. A w ≥ 1 for a constraint matrix A (m, D).
 
-    norm: a number p ≥ 1 (entrywise ℓp), "fro" (= 2) or "nuc" (w = vec(W) row-major, D = d²).
+    norm: a number p ≥ 1 or float("inf") (entrywise ℓp; "fro" = 2, "inf" = "max" = ∞), or a
+    norm of W = w.reshape(d, d) (row-major, D = d²): "nuc" (nuclear) or "spectral" (largest
+    singular value).
     Raises InfeasibleSVMError if no w satisfies the constraints (or none that float64 can
     verify), SVMSolveError if no solver's answer passes the KKT verification.
     """
@@ -25,8 +27,8 @@ def max_margin(A, norm=2.0) -> MaxMarginResult:
     if A.ndim != 2 or A.shape[0] < 1 or A.shape[1] < 1:
         raise ValueError(f"A must have shape (m, D) with m, D >= 1, got {A.shape}")
     norm_type = parse_norm(norm)
-    if norm_type == "nuc":
-        square_side(A.shape[1])
+    if norm_type in MATRIX_NORMS:
+        square_side(A.shape[1], norm_type)
     return MatrixProblem(A).solve(norm_type)
 
 
@@ -34,16 +36,18 @@ def att_svm(X, z, alpha, norm=2.0) -> AttSVMResult:
     """W_mm = argmin ‖W‖ s.t. (x_{i,α_i} − x_{i,t})ᵀ W z_i ≥ 1 for all i and t ≠ α_i.
 
     X (n, T, d), z (n, d), alpha (n,) token indices (or one int for all samples); norm: p ≥ 1
-    (entrywise ℓp), "fro" or "nuc". Raises InfeasibleSVMError naming the reason if no W exists
+    or float("inf") (entrywise ℓp; "fro", "inf", "max" name 2 and ∞), "nuc" or "spectral". The
+    ℓ1, ℓ∞, nuclear and spectral norms are not strictly convex: W need not be unique, only the
+    optimal value ‖W_mm‖ is. Raises InfeasibleSVMError naming the reason if no W exists
     (or none that float64 can verify), SVMSolveError if no answer passes the KKT verification.
     """
     return AttProblem(X, z, alpha).solve(parse_norm(norm))
 
 
 def head_svm(X, y, alpha, p=2.0) -> HeadSVMResult:
-    """v_mm = argmin ‖v‖_p s.t. y_i vᵀx_{i,α_i} ≥ 1 for all i (p ≥ 1 or "fro"); raises as
-    att_svm."""
-    return HeadProblem(X, y, alpha).solve(parse_norm(p, "p", allow_nuc=False))
+    """v_mm = argmin ‖v‖_p s.t. y_i vᵀx_{i,α_i} ≥ 1 for all i (p ≥ 1, float("inf"), "fro",
+    "inf" or "max"; v is a vector, so no matrix norm); raises as att_svm."""
+    return HeadProblem(X, y, alpha).solve(parse_norm(p, "p", allow_matrix=False))
 
 
 # ------------------------------------------------------------------------------------ batches
@@ -70,8 +74,8 @@ def att_svm_batch(Xs, zs, alphas, norm=2.0) -> list[AttSVMResult]:
     "optimal_inaccurate" (W set), "infeasible" (W None; `error` is the InfeasibleSVMError with
     the constraints involved and the Farkas certificate, if any) or "failed" (W None; `error` is
     the SVMSolveError). Bad input still raises. ℓp and ℓ2 use the fast in-house solvers per
-    instance; the nuclear-norm problem is compiled once by cvxpy with A as a parameter and
-    re-solved for each instance.
+    instance (ℓ∞ and ℓ1 by HiGHS); the nuclear and spectral fallbacks are compiled once by cvxpy
+    with A as a parameter and re-solved for each instance.
     """
     norm_type = parse_norm(norm)
     Xs, zs, alphas = _batch_items(Xs, "Xs"), _batch_items(zs, "zs"), list(alphas)
@@ -86,7 +90,7 @@ def att_svm_batch(Xs, zs, alphas, norm=2.0) -> list[AttSVMResult]:
 def head_svm_batch(Xs, ys, alphas, p=2.0) -> list[HeadSVMResult]:
     """head_svm for many instances, with a status per instance as in att_svm_batch (v None
     when there is no solution)."""
-    norm_type = parse_norm(p, "p", allow_nuc=False)
+    norm_type = parse_norm(p, "p", allow_matrix=False)
     Xs, ys, alphas = _batch_items(Xs, "Xs"), _batch_items(ys, "ys"), list(alphas)
     _same_length(Xs=Xs, ys=ys, alphas=alphas)
     return [HeadProblem(X, y, a).outcome(norm_type) for X, y, a in zip(Xs, ys, alphas)]

@@ -1,4 +1,5 @@
-"""The conic solver, cvxpy + Clarabel: the nuclear norm (an SDP), and the fallback for every ℓp.
+"""The conic solver, cvxpy + Clarabel: the reference for the nuclear and spectral norms (SDPs) and
+the fallback for every norm.
 
 ℓp goes through power cones (approx=False): cvxpy's default rational SOC approximation changes p
 (p = 1.0005 is solved as another p) and loses accuracy for p near 1 and large p.
@@ -10,7 +11,7 @@ import warnings
 
 import numpy as np
 
-from .norms import square_side
+from .norms import MATRIX_NORMS, square_side
 
 CLARABEL_TOL = dict(tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10, tol_ktratio=1e-8)
 
@@ -24,10 +25,11 @@ def _cvxpy_problem(A, norm_type, lifted=None):
 
     D = A.shape[1]
     w = cp.Variable(D)
-    if norm_type == "nuc":
-        d = square_side(D)
-        objective = cp.normNuc(cp.reshape(w, (d, d), order="C"))
-    elif norm_type in (1.0, 2.0):
+    if norm_type in MATRIX_NORMS:
+        d = square_side(D, norm_type)
+        W = cp.reshape(w, (d, d), order="C")
+        objective = cp.normNuc(W) if norm_type == "nuc" else cp.sigma_max(W)
+    elif norm_type in (1.0, 2.0, np.inf):
         objective = cp.norm(w, norm_type)
     else:
         objective = cp.pnorm(w, norm_type, approx=False)
@@ -62,8 +64,9 @@ def conic_solve(A, norm_type, lifted=None):
 
 
 def parametric_conic(shape, norm_type):
-    """For "nuc": one compiled cvxpy problem with A as a parameter, re-solved per instance."""
-    if norm_type != "nuc":
+    """For the matrix norms: one compiled cvxpy problem with A as a parameter, re-solved per
+    instance."""
+    if norm_type not in MATRIX_NORMS:
         return None
     import cvxpy as cp
 

@@ -1,5 +1,5 @@
-"""The norms ‖w‖ (entrywise ℓp, p ≥ 1, or nuclear of W = w.reshape(d, d)), their duals and the
-KKT residual that verifies every solution, whichever solver produced it.
+"""The norms ‖w‖ (entrywise ℓp, 1 ≤ p ≤ ∞; nuclear or spectral of W = w.reshape(d, d)), their
+duals and the KKT residual that verifies every solution, whichever solver produced it.
 
 All of it is scale-safe (ℓp norms divide by the largest entry before raising to the power p, so
 p = 1000 neither overflows nor underflows) and NaN-propagating (np.max over arrays, never Python's
@@ -10,30 +10,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import check_p
+from ..metrics import MATRIX_NORMS, parse_norm
+from ..norms import dual_exponent
+
+DUAL_MATRIX_NORM = {"nuc": "spectral", "spectral": "nuc"}
+
+__all__ = ["MATRIX_NORMS", "dual_exponent", "kkt_residual", "norm_value", "parse_norm"]
 
 
-def parse_norm(norm, name: str = "norm", allow_nuc: bool = True) -> float | str:
-    if isinstance(norm, str):
-        if norm.lower() == "fro":
-            return 2.0
-        if norm.lower() == "nuc" and allow_nuc:
-            return "nuc"
-        allowed = '"fro", "nuc" or a number p >= 1' if allow_nuc else '"fro" or a number p >= 1'
-        raise ValueError(f"{name} must be {allowed}, got {norm!r}")
-    return check_p(norm, name)
-
-
-def square_side(D: int) -> int:
+def square_side(D: int, norm_type="nuc") -> int:
     d = round(np.sqrt(D))
     if d * d != D:
-        raise ValueError(f"the nuclear norm needs a square W: A must have d*d columns, got {D}")
+        raise ValueError(f"the {norm_type} norm needs a square W: A must have d*d columns, got {D}")
     return d
-
-
-def dual_exponent(p: float) -> float:
-    """q with 1/p + 1/q = 1 (∞ for p = 1)."""
-    return np.inf if p == 1 else p / (p - 1)
 
 
 def lp_norm(w: np.ndarray, p: float) -> float:
@@ -46,15 +35,18 @@ def lp_norm(w: np.ndarray, p: float) -> float:
 
 
 def norm_value(w: np.ndarray, norm_type) -> float:
-    if norm_type == "nuc":
-        return float(np.linalg.svd(w.reshape(square_side(w.size), -1), compute_uv=False).sum())
+    if norm_type in MATRIX_NORMS:
+        if not np.all(np.isfinite(w)):  # the SVD does not converge on NaN
+            return np.nan
+        singular = np.linalg.svd(w.reshape(square_side(w.size), -1), compute_uv=False)
+        return float(singular.sum() if norm_type == "nuc" else singular.max())
     return lp_norm(w, norm_type)
 
 
 def dual_norm_value(g: np.ndarray, norm_type) -> float:
-    """‖g‖_*: ℓq for ℓp, the spectral norm for the nuclear norm."""
-    if norm_type == "nuc":
-        return float(np.linalg.norm(g.reshape(square_side(g.size), -1), 2))
+    """‖g‖_*: ℓq for ℓp, spectral for nuclear and nuclear for spectral."""
+    if norm_type in MATRIX_NORMS:
+        return norm_value(g, DUAL_MATRIX_NORM[norm_type])
     return lp_norm(g, dual_exponent(norm_type))
 
 

@@ -72,9 +72,12 @@ class _Rows:
     def lifted(self):
         return None
 
+    def rank_one(self):
+        return None
+
     def solve(self, norm_type, conic=None):
         """The verified result; raises InfeasibleSVMError or SVMSolveError."""
-        solved = solve_max_margin(self.A, norm_type, self, self.lifted(), conic)
+        solved = solve_max_margin(self.A, norm_type, self, self.lifted(), conic, self.rank_one())
         return self._result(solved.w, result_fields(self.A, norm_type, solved))
 
     def outcome(self, norm_type, conic=None):
@@ -146,6 +149,10 @@ class AttProblem(_Rows):
     def lifted(self):
         """Sparse factors for the conic solvers (ℓ1, nuclear, fallback), worth it for large A."""
         return _att_lifting(self.diffs, self.z) if self.A.size > 20_000 else None
+
+    def rank_one(self):
+        """(U, V) with row k of A = vec(u_k v_kᵀ): u = x_{i,α_i} − x_{i,t}, v = z_i."""
+        return self.diffs.reshape(len(self.A), -1), self.z[self.pairs[:, 0]]
 
     def _result(self, w, fields):
         W = None if w is None else w.reshape(self.X.shape[2], -1)

@@ -18,8 +18,10 @@ from .conic import conic_solve
 from .infeasible import SVMSolveError, check_short_rows
 from .l1 import solve_l1
 from .l2 import solve_l2
+from .linf import solve_linf
 from .lp import solve_lp
-from .norms import kkt_residual
+from .norms import MATRIX_NORMS, kkt_residual
+from .sdp import solve_nuclear
 
 KKT_TOL = 1e-6  # a verified solution: "optimal"
 INACCURATE_TOL = 1e-3  # up to this: "optimal_inaccurate" (warned); beyond: no solution
@@ -47,7 +49,7 @@ def _l2_solution(As, scale, norm_type, labels, lifted):
     return w, lam * np.linalg.norm(w), "clarabel"
 
 
-def _attempts(As, scale, norm_type, labels, lifted, conic):
+def _attempts(As, scale, norm_type, labels, lifted, conic, rank_one):
     """The norm's solvers in order, as (name, solve) with solve() → (w, λ) or None."""
     l2 = _l2_solution(As, scale, norm_type, labels, lifted)
     if norm_type == 2.0 and l2 is not None:
@@ -58,8 +60,13 @@ def _attempts(As, scale, norm_type, labels, lifted, conic):
     elif norm_type == 1.0:
         kappa = np.abs(l2[0]).sum() if l2 is not None else 1.0
         yield "highs", lambda: solve_l1(As, lifted, kappa)
-    elif norm_type not in (2.0, "nuc") and l2 is not None:
+    elif norm_type == np.inf:
+        kappa = np.abs(l2[0]).max() if l2 is not None else 1.0
+        yield "highs", lambda: solve_linf(As, lifted, kappa)
+    elif norm_type not in (2.0, *MATRIX_NORMS) and l2 is not None:
         yield "interior-point", lambda: solve_lp(As, norm_type, l2[0], l2[1])
+    elif norm_type == "nuc" and rank_one is not None:
+        yield "interior-point-sdp", lambda: solve_nuclear(rank_one[0] / scale, rank_one[1])
     if conic is not None:
         yield "clarabel", lambda: conic(As)
     else:
@@ -84,11 +91,12 @@ def _verified(As, norm_type, w, lam):
     return w, lam, kkt_residual(As, w, lam, norm_type)
 
 
-def solve_max_margin(A, norm_type, labels, lifted=None, conic=None) -> Solved:
+def solve_max_margin(A, norm_type, labels, lifted=None, conic=None, rank_one=None) -> Solved:
     """Solve min ‖w‖ s.t. A w ≥ 1, verified.
 
     labels names the constraints in errors (title, name(k), describe(k)); lifted: sparse factors
-    for the conic solvers; conic: a compiled conic solver for the batch. Raises
+    for the conic solvers; conic: a compiled conic solver for the batch; rank_one: (U, V) with
+    row k = vec(u_k v_kᵀ) (the Att-SVM's), for the structured nuclear-norm solver. Raises
     InfeasibleSVMError, or SVMSolveError if no answer passes the KKT verification.
     """
     start = time.perf_counter()
@@ -99,7 +107,7 @@ def solve_max_margin(A, norm_type, labels, lifted=None, conic=None) -> Solved:
     if lifted is not None:
         lifted = (lifted[0] / scale, lifted[1])
     best, failures = None, []
-    for solver, solve in _attempts(As, scale, norm_type, labels, lifted, conic):
+    for solver, solve in _attempts(As, scale, norm_type, labels, lifted, conic, rank_one):
         found = _attempt(solve)
         if isinstance(found, str):
             failures.append(f"{solver}: {found}")

@@ -1,0 +1,141 @@
+"""The ℓ∞ (entrywise max) and spectral Att-SVMs of the atlas: optimal values against independent
+cvxpy formulations, the dual certificate, feasibility and the norm names."""
+
+import cvxpy as cp
+import numpy as np
+import pytest
+
+from attnbias.svm import att_svm, att_svm_batch, constraint_matrix, head_svm, max_margin
+from attnbias.svm.norms import parse_norm
+from test_svm import TIGHT, gaussian_unit
+
+REFERENCE = dict(solver=cp.CLARABEL)  # default tolerances (1e-8): TIGHT stalls on some LMIs
+
+# (n, T, d): the reference size, a tiny one, and one with more constraints than unknowns
+SHAPES = [(6, 8, 10), (3, 3, 4), (12, 5, 4)]
+
+
+def independent_value(X, z, alpha, norm):
+    """min ‖W‖ over a (d, d) matrix variable, constraints per sample as D_i W z_i ≥ 1 (not through
+    constraint_matrix); ℓ∞ as max |W_jk|, spectral as the epigraph LMI [[tI, W], [Wᵀ, tI]] ⪰ 0."""
+    n, T, d = X.shape
+    W = cp.Variable((d, d))
+    constraints = []
+    for i in range(n):
+        others = np.delete(np.arange(T), alpha[i])
+        constraints.append((X[i, alpha[i]] - X[i, others]) @ W @ z[i] >= 1)
+    if norm == np.inf:
+        objective = cp.max(cp.abs(W))
+    else:
+        t = cp.Variable()
+        identity = np.eye(d)
+        constraints.append(cp.bmat([[t * identity, W], [W.T, t * identity]]) >> 0)
+        objective = t
+    problem = cp.Problem(cp.Minimize(objective), constraints)
+    problem.solve(**REFERENCE)
+    assert problem.status == "optimal"
+    return problem.value
+
+
+def dual_norm(G, norm):
+    """‖G‖_*: entrywise ℓ1 for ℓ∞, nuclear for spectral."""
+    return np.abs(G).sum() if norm == np.inf else np.linalg.norm(G, "nuc")
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("norm", [np.inf, "spectral"])
+def test_value_agrees_with_an_independent_formulation(shape, seed, norm):
+    X, z, _, _, alpha = gaussian_unit(seed, *shape)
+    result = att_svm(X, z, alpha, norm)
+    assert result.status == "optimal" and result.kkt_residual <= 1e-6
+    assert result.norm == pytest.approx(independent_value(X, z, alpha, norm), rel=1e-6)
+    # feasible, and its norm is the one reported
+    A = constraint_matrix(X, z, alpha)
+    assert (A @ result.W.ravel()).min() >= 1 - 1e-9
+    W_norm = np.abs(result.W).max() if norm == np.inf else np.linalg.norm(result.W, 2)
+    assert result.norm == pytest.approx(W_norm, rel=1e-12)
+    # the certificate: λ ≥ 0 dual feasible (‖Aᵀλ‖_* ≤ 1) with value 1ᵀλ = the optimum
+    lam = result.dual
+    assert lam.min() >= -1e-9 * result.norm
+    assert dual_norm((A.T @ lam).reshape(shape[2], -1), norm) <= 1 + 1e-6
+    assert lam.sum() == pytest.approx(result.norm, rel=1e-6)
+
+
+@pytest.mark.parametrize("norm", [np.inf, "spectral"])
+def test_max_margin_on_a_plain_matrix(norm):
+    rng = np.random.default_rng(3)
+    A = rng.standard_normal((7, 16))
+    result = max_margin(A, norm)
+    assert result.status == "optimal" and result.margin >= 1 - 1e-9
+    assert result.dual.sum() == pytest.approx(result.norm, rel=1e-6)
+    assert dual_norm((A.T @ result.dual).reshape(4, 4), norm) <= 1 + 1e-6
+    w = cp.Variable(16)
+    objective = cp.norm(w, "inf") if norm == np.inf else cp.norm(cp.reshape(w, (4, 4), "C"), 2)
+    reference = cp.Problem(cp.Minimize(objective), [A @ w >= 1])
+    reference.solve(**TIGHT)
+    assert result.norm == pytest.approx(reference.value, rel=1e-6)
+
+
+def test_linf_head_svm_agrees_with_cvxpy():
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((9, 3, 5))
+    y = np.sign(X[:, 2] @ rng.standard_normal(5))
+    result = head_svm(X, y, 2, "max")
+    assert result.norm_type == np.inf and result.status == "optimal"
+    v = cp.Variable(5)
+    reference = cp.Problem(cp.Minimize(cp.norm(v, "inf")), [cp.multiply(y, X[:, 2] @ v) >= 1])
+    reference.solve(**TIGHT)
+    assert result.norm == pytest.approx(reference.value, rel=1e-6)
+    assert np.abs((y[:, None] * X[:, 2]).T @ result.dual).sum() <= 1 + 1e-6
+
+
+@pytest.mark.parametrize("norm", [np.inf, "spectral"])
+def test_batch_with_an_infeasible_instance(norm):
+    data = [gaussian_unit(seed) for seed in range(3)]
+    Xs, zs, alphas = (np.stack([d[k] for d in data]) for k in (0, 1, 4))
+    Xs[1, 1], zs[1, 1], alphas[1, 1] = Xs[1, 0], zs[1, 0], (alphas[1, 0] + 1) % 8
+    results = att_svm_batch(Xs, zs, alphas, norm)
+    assert [r.status for r in results] == ["optimal", "infeasible", "optimal"]
+    assert results[1].W is None and "Farkas" in str(results[1].error)
+
+
+def test_norm_names():
+    for name in (float("inf"), "inf", "max", "INF", np.inf):
+        assert parse_norm(name) == np.inf
+    assert parse_norm("spectral") == "spectral" and parse_norm("nuc") == "nuc"
+    assert parse_norm("fro") == 2.0 and parse_norm(3) == 3.0
+    with pytest.raises(ValueError, match='"spectral", "inf", "max"'):
+        parse_norm("operator")
+    with pytest.raises(ValueError, match="norm must be >= 1"):
+        parse_norm(0.5)
+    with pytest.raises(ValueError, match="norm must be finite"):  # NaN
+        parse_norm(float("nan"))
+    with pytest.raises(TypeError, match="norm must be"):
+        parse_norm(None)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_structured_nuclear_solver_agrees_with_cvxpy(shape):
+    """The Att-SVM's nuclear norm goes through the rank-one interior point (not cvxpy)."""
+    X, z, _, _, alpha = gaussian_unit(5, *shape)
+    result = att_svm(X, z, alpha, "nuc")
+    assert result.solver == "interior-point-sdp" and result.status == "optimal"
+    A = constraint_matrix(X, z, alpha)
+    w = cp.Variable(A.shape[1])
+    d = shape[2]
+    reference = cp.Problem(cp.Minimize(cp.normNuc(cp.reshape(w, (d, d), "C"))), [A @ w >= 1])
+    reference.solve(**REFERENCE)
+    assert result.norm == pytest.approx(reference.value, rel=1e-6)
+    assert np.linalg.norm((A.T @ result.dual).reshape(d, d), 2) <= 1 + 1e-6
+    assert result.dual.sum() == pytest.approx(result.norm, rel=1e-6)
+
+
+def test_engine_norm_labels():
+    from attnbias.engine.targets import is_lp, norm_label
+
+    labels = {"fro": "2", 1.75: "1.75", np.inf: "inf", "max": "inf", "nuc": "nuc"}
+    labels["spectral"] = "spectral"
+    for norm, label in labels.items():
+        assert norm_label(norm) == label
+        assert is_lp(norm) == (label not in ("nuc", "spectral"))
