@@ -14,7 +14,7 @@ from ..svm import optimal_tokens
 from .algorithms import Algorithm
 
 # Bump when the engine's results change meaning, so stored runs are not reused.
-ENGINE_VERSION = 1
+ENGINE_VERSION = 2
 
 
 @dataclass
