@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from attnbias.experiments import (
+    atlas,
     kq_nuclear,
     md_joint,
     md_local,
@@ -157,7 +158,31 @@ def vision_claims(holds: bool):
     return vision.vision_claims(loss_rows("mnist", **loss), ["mnist"])
 
 
+ATLAS_OWN = {"SignGD": "inf", "SpectralDescent": "spectral"}
+ATLAS_LIKE = {"Adam": "SignGD", "Muon": "SpectralDescent"}
+
+
+def atlas_claims(holds: bool, names=("SignGD", "SpectralDescent", "Adam", "Muon")):
+    """Owners' own-norm gaps fall as 1/t (holds) or stay at 0.5 above the others' 0.1 (fails);
+    Adam and Muon end at 0.01 in their model's norm (holds) or in ℓ2 (fails)."""
+    labels = ["2", "inf", "spectral"]
+
+    def gaps(name):
+        if name in ATLAS_OWN:
+            own = (lambda t: 1.0 / (1.0 + t)) if holds else constant(0.5)
+            return {
+                f"gap/{m}": own if m == ATLAS_OWN[name] else constant(0.5 if holds else 0.1)
+                for m in labels
+            }
+        best = ATLAS_OWN[ATLAS_LIKE[name]] if holds else "2"
+        return {f"gap/{m}": constant(0.01 if m == best else 0.3) for m in labels}
+
+    groups = {name: group(**gaps(name)) for name in names}
+    return atlas.claims(groups, labels, ATLAS_OWN, ATLAS_LIKE, 0.05, 0.1, -0.25)
+
+
 CLAIMS = {
+    "atlas": atlas_claims,
     "md-local": md_local_claims,
     "md-joint": md_joint_claims,
     "ngd-fixed": ngd_fixed_claims,
@@ -188,6 +213,9 @@ def test_claims_fail_where_the_numbers_do_not(name):
 
 
 def test_nothing_to_compare_is_not_applicable():
+    near, row, adam, muon, rate = atlas_claims(holds=True, names=("SignGD",))
+    assert near.supported is True and rate.supported is True
+    assert row.status == adam.status == muon.status == "not applicable"
     (_, off, _) = md_local_claims(holds=True, ps=(2.0,))
     assert off.supported is None and off.status == "not applicable"
     for claim in ngd_joint_claims(holds=True, names=("GD",)):

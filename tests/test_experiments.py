@@ -19,6 +19,7 @@ TINY = {
     "ngd-joint": {"seeds": 2, "steps": 60},
     "antipodal": {"seeds": 2, "steps": 60},
     "kq-nuclear": {"seeds": 2, "steps": 60},
+    "atlas": {"seeds": 2, "steps": 60},
 }
 
 

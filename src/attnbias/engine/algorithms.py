@@ -7,21 +7,50 @@ batched engine repeats for many runs at once.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, fields
 
-from .._validate import check_scalar
-from ..optim import MirrorDescent, NormalizedGD, PolyakStep
+import torch
 
-OPTIMIZERS = ("gd", "md", "ngd", "polyak")
+from .._validate import check_scalar
+from ..optim import (
+    MirrorDescent,
+    NormalizedGD,
+    PolyakStep,
+    SignGD,
+    SpectralDescent,
+    SteepestDescent,
+)
+from ..optim.steepest import METHODS
+
+OPTIMIZERS = ("gd", "md", "ngd", "polyak", "sign", "spectral", "steepest", "adam", "muon")
+# How the engine steps each optimiser: the mirror-descent core (`optim.functional`), the
+# steepest-descent core (`optim.steepest`), or torch's own optimiser on each run's tensors.
+FAMILY = {
+    **dict.fromkeys(("gd", "md", "ngd", "polyak"), "mirror"),
+    **dict.fromkeys(("sign", "spectral", "steepest"), "steepest"),
+    "adam": "torch",
+    "muon": "torch",
+}
+TORCH_OPTIMIZERS = {"adam": torch.optim.Adam, "muon": torch.optim.Muon}
 # How each optimiser may normalise its gradient (None: plain steps). "loss" divides by L.
 NORMALIZE = {
     "gd": (None, "loss"),
     "md": (None, "per_tensor", "global", "loss"),
     "ngd": ("global", "per_tensor"),
     "polyak": (None,),
+    **dict.fromkeys(("sign", "spectral", "steepest", "adam", "muon"), (None,)),
 }
 # Fields that only some optimisers read; giving them to another is a config mistake.
-ONLY_FOR = {"p": ("md",), "momentum": ("ngd",), "c": ("polyak",), "f_star": ("polyak",)}
+ONLY_FOR = {
+    "p": ("md",),
+    "momentum": ("ngd", "sign", "spectral", "steepest"),
+    "c": ("polyak",),
+    "f_star": ("polyak",),
+    "norm": ("steepest",),
+    "method": ("spectral",),
+    "options": ("adam", "muon"),
+}
 
 
 @dataclass(frozen=True)
@@ -29,10 +58,14 @@ class Algorithm:
     """One optimiser with its hyper-parameters.
 
     name: label in figures and tables.  optimizer: "gd", "md" (ℓp mirror descent), "ngd"
-    (normalized GD) or "polyak" (capped Polyak step).  lr: the step size η (for "polyak" the
-    cap γ_b).  p: mirror exponent ("md").  normalize: see NORMALIZE.  momentum: β ("ngd").
-    c, f_star: Polyak's constant and optimal loss L*, a number or "optimal" (the loss with all
-    attention on the optimal tokens under the fixed head).
+    (normalized GD), "polyak" (capped Polyak step), "sign" (SignGD), "spectral"
+    (SpectralDescent), "steepest" (ℓp SteepestDescent), or torch's own "adam" and "muon".
+    lr: the step size η (for "polyak" the cap γ_b).  p: mirror exponent ("md").  normalize:
+    see NORMALIZE.  momentum: β ("ngd" and the steepest-descent ones).  c, f_star: Polyak's
+    constant and optimal loss L*, a number or "optimal" (the loss with all attention on the
+    optimal tokens under the fixed head).  norm: the ℓp exponent of "steepest", in (1, ∞].
+    method: "svd" or "newton-schulz" ("spectral").  options: further keyword arguments of
+    torch's Adam or Muon (a table; e.g. eps, betas, momentum, weight_decay), passed as they are.
     """
 
     name: str
@@ -43,6 +76,9 @@ class Algorithm:
     momentum: float = 0.0
     c: float = 1.0
     f_star: float | str = 0.0
+    norm: float = 2.0
+    method: str = "svd"
+    options: dict | None = None
 
     def __post_init__(self):
         try:
@@ -66,6 +102,13 @@ class Algorithm:
         _number(self, "c", low=0.0, include_low=False)
         if self.f_star != "optimal":
             _number(self, "f_star")
+        if self.norm == "inf":  # as to_dict writes ∞ for JSON
+            object.__setattr__(self, "norm", math.inf)
+        _number(self, "norm", low=1.0, include_low=False, allow_inf=True)
+        if self.method not in METHODS:
+            raise _FieldError(f"method must be one of {METHODS}, got {self.method!r}")
+        if opt in TORCH_OPTIMIZERS:
+            self._check_options()
         # As in MirrorDescent: False is plain, True is per-tensor normalisation.
         normalize = {"default": NORMALIZE[opt][0], False: None}.get(self.normalize, self.normalize)
         normalize = "per_tensor" if normalize is True and opt == "md" else normalize
@@ -75,6 +118,22 @@ class Algorithm:
                 f"got {self.normalize!r}"
             )
         object.__setattr__(self, "normalize", normalize)
+
+    def _check_options(self):
+        """options must be keywords of the torch optimiser it builds (tried on a dummy)."""
+        options = {} if self.options is None else self.options
+        if not isinstance(options, dict):
+            raise _FieldError(f"options must be a table, got {type(options).__name__}")
+        if "lr" in options:
+            raise _FieldError("options.lr: give the step size as the algorithm's lr")
+        options = {k: tuple(v) if isinstance(v, list) else v for k, v in options.items()}
+        try:
+            TORCH_OPTIMIZERS[self.optimizer]([torch.zeros(1, 1)], lr=self.lr, **options)
+        except (TypeError, ValueError) as err:
+            raise _FieldError(
+                f"options are not accepted by torch's {self.optimizer}: {err}"
+            ) from None
+        object.__setattr__(self, "options", options)
 
     @classmethod
     def from_dict(cls, spec: dict, where: str = "algorithm") -> Algorithm:
@@ -99,11 +158,19 @@ class Algorithm:
 
     def to_dict(self) -> dict:
         """The fields this optimiser reads (the inverse of from_dict)."""
-        return {
+        out = {
             k: v
             for k, v in asdict(self).items()
             if v is not None and self.optimizer in ONLY_FOR.get(k, OPTIMIZERS)
         }
+        if "norm" in out and math.isinf(out["norm"]):
+            out["norm"] = "inf"  # JSON has no infinity
+        return out
+
+    @property
+    def family(self) -> str:
+        """Which update core steps it in the engine (FAMILY)."""
+        return FAMILY[self.optimizer]
 
     @property
     def rule(self) -> str:
@@ -124,6 +191,14 @@ class Algorithm:
             return NormalizedGD(params, self.lr, self.momentum, self.normalize)
         if self.optimizer == "polyak":
             return PolyakStep(params, self.lr, f_star=f_star, c=self.c)
+        if self.optimizer == "sign":
+            return SignGD(params, self.lr, self.momentum)
+        if self.optimizer == "spectral":
+            return SpectralDescent(params, self.lr, self.momentum, self.method)
+        if self.optimizer == "steepest":
+            return SteepestDescent(params, self.lr, self.norm, self.momentum)
+        if self.optimizer in TORCH_OPTIMIZERS:
+            return TORCH_OPTIMIZERS[self.optimizer](params, lr=self.lr, **self.options)
         normalize = False if self.normalize in (None, "loss") else self.normalize
         return MirrorDescent(params, self.lr, self.mirror_p, normalize)
 
@@ -132,7 +207,15 @@ class _FieldError(ValueError):
     """A bad field; the message starts with the field's name."""
 
 
-_DEFAULTS = {"p": 2.0, "momentum": 0.0, "c": 1.0, "f_star": 0.0}
+_DEFAULTS = {
+    "p": 2.0,
+    "momentum": 0.0,
+    "c": 1.0,
+    "f_star": 0.0,
+    "norm": 2.0,
+    "method": "svd",
+    "options": None,
+}
 
 
 def _number(algorithm: Algorithm, name: str, **bounds) -> None:

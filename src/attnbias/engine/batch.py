@@ -10,6 +10,7 @@ import torch
 from ..norms import mirror_map
 from .kernel import Stack
 from .spec import RunSpec
+from .steppers import stepper
 from .update import Hyper
 
 
@@ -23,6 +24,9 @@ class RunBatch:
     hyper: Hyper
     steps: np.ndarray  # (R,) steps each run takes
     index: np.ndarray  # (R,) each run's position in the sweep's list of specs
+    # steps runs outside the mirror-descent core (steepest descent, torch's Adam and Muon);
+    # None: `update.step` with `hyper`
+    stepper: object | None = None
 
     @classmethod
     def from_specs(cls, specs: list[RunSpec], index=None, device=None, dtype=torch.float64):
@@ -56,6 +60,7 @@ class RunBatch:
             hyper=hyper,
             steps=np.array([s.steps for s in specs]),
             index=np.arange(len(specs)) if index is None else np.asarray(index),
+            stepper=stepper([s.algorithm for s in specs], params),
         )
 
     def __len__(self) -> int:
@@ -64,15 +69,19 @@ class RunBatch:
     def take(self, keep: np.ndarray) -> RunBatch:
         """The runs where `keep` is True."""
         rows = torch.as_tensor(np.flatnonzero(keep), device=self.data.X.device)
+        params = [w[rows] for w in self.params]
         return replace(
             self,
             data=self.data.take(rows),
-            params=[w[rows] for w in self.params],
+            params=params,
             duals=None if self.duals is None else [t[rows] for t in self.duals],
             buffers=[m[rows] for m in self.buffers],
             hyper=self.hyper.take(rows),
             steps=self.steps[keep],
             index=self.index[keep],
+            stepper=None
+            if self.stepper is None
+            else self.stepper.take(np.flatnonzero(keep), params),
         )
 
     def named(self) -> dict[str, torch.Tensor]:

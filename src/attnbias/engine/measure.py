@@ -2,13 +2,15 @@
 and steps at once.
 
 Per run and recorded step: loss; ‖W‖ in each norm; softmax score of the selected (and optimal)
-tokens; normalised margin; alignment with, and directional Bregman divergence to, the Att-SVM
-solution of each norm; for a trained head also ‖v‖, the head's probability σ(y f) and the same
+tokens; normalised margin; alignment with the Att-SVM solution of each norm, the margin gap in
+that norm (SPEC §7) and, for the strictly convex ℓp, the directional Bregman divergence to it;
+for a trained head also ‖v‖, the head's probability σ(y f) and the same
 comparisons of v with the ℓp head-SVMs.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,8 +22,9 @@ from ..metrics import (
     alignment,
     directional_bregman,
     lp_norm,
+    margin_gap,
+    matrix_norm,
     normalized_margin,
-    nuclear_norm,
     token_score,
 )
 from ..model import attention_logits, predict
@@ -76,10 +79,13 @@ def measure(specs: list[RunSpec], done: Finished, refs: References) -> list[Meas
         label = norm_label(norm)
         solutions = refs.att(problems, alphas, norm)
         W_mm = _references(solutions, W.shape[-2:])
-        m[f"norm/{label}"] = lp_norm(W, float(norm)) if is_lp(norm) else nuclear_norm(W)
+        m[f"norm/{label}"] = matrix_norm(W, norm)
         m[f"alignment/{label}"] = alignment(W, W_mm)
-        if is_lp(norm):
+        if is_lp(norm) and not math.isinf(float(norm)):
             m[f"divergence/{label}"] = directional_bregman(W_mm, W, float(norm))
+        optimum = [s.info["norm"] if s.value is not None else math.nan for s in solutions]
+        optimum = torch.tensor(optimum, dtype=W.dtype).unsqueeze(1)
+        m[f"gap/{label}"] = margin_gap(W, X, z, alpha, norm, optimum)
         for r, s in enumerate(solutions):
             info[r]["svm"][label] = s.info
             arrays[r][f"W_mm_{label}"] = W_mm[r, 0].numpy()

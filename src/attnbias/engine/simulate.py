@@ -87,7 +87,10 @@ def simulate(
                 return
             batch, rows = batch.take(~done), rows[~mask]
         loss, grads, scales = batch.gradients()
-        update.step(batch.params, batch.duals, grads, scales, batch.buffers, loss, batch.hyper)
+        if batch.stepper is None:
+            update.step(batch.params, batch.duals, grads, scales, batch.buffers, loss, batch.hyper)
+        else:
+            batch.stepper.step(batch.params, grads, scales, batch.buffers)
         t += 1
         if progress is not None and t - reported == tick:
             progress(tick)

@@ -14,7 +14,7 @@ from ..svm import optimal_tokens
 from .algorithms import Algorithm
 
 # Bump when the engine's results change meaning, so stored runs are not reused.
-ENGINE_VERSION = 2  # 2: one update core, scale-safe norms, log-scale gradients
+ENGINE_VERSION = 3  # 2: one update core, scale-safe norms, log-scale gradients; 3: margin gaps
 
 
 @dataclass
@@ -76,9 +76,18 @@ class RunSpec:
 
     @property
     def structure(self) -> tuple:
-        """Runs with equal structure can share one batch."""
+        """Runs with equal structure can share one batch (one update core, one spectral
+        method per batch: `engine.steppers`)."""
         shapes = (self.init[k].shape for k in sorted(self.init))
-        return (self.problem.X.shape, self.parameterization, self.train_head, self.loss, *shapes)
+        family = (self.algorithm.family, self.algorithm.method)
+        return (
+            self.problem.X.shape,
+            self.parameterization,
+            self.train_head,
+            self.loss,
+            *shapes,
+            *family,
+        )
 
     def optimal_tokens(self) -> np.ndarray:
         """The problem's optimal tokens: fixed by its generator, or argmax_t y_i vᵀx_{i,t}."""

@@ -111,6 +111,8 @@ def in_rule_scale(
     "polyak") step by the gradient itself: exp(m)·G̃, which underflows as the true one does."""
     if hp.uniform_rule == "per_tensor" or (hp.uniform_rule == "global" and len(grads) == 1):
         return grads
+    if hp.uniform_rule in ("none", "loss", "polyak"):
+        return true_scale(grads, log_scales)
     top = torch.stack(log_scales).amax(0)
     relative = {
         "none": log_scales,
@@ -130,3 +132,8 @@ def in_rule_scale(
                     e = torch.where(hp.rule == code, relative[rule][k], e)
             exponents.append(e)
     return [g if e is None else g * per_run(torch.exp(e), g) for g, e in zip(grads, exponents)]
+
+
+def true_scale(grads: list[torch.Tensor], log_scales: list[torch.Tensor]) -> list[torch.Tensor]:
+    """∂L/∂θ_k = exp(m_k)·G̃_k itself (underflowing where the true gradient does)."""
+    return [g * per_run(torch.exp(m), g) for g, m in zip(grads, log_scales)]

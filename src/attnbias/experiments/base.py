@@ -37,11 +37,12 @@ EXPERIMENTS = {
     "ngd-joint": "attnbias.experiments.ngd_joint",
     "antipodal": "attnbias.experiments.antipodal",
     "kq-nuclear": "attnbias.experiments.kq_nuclear",
+    "atlas": "attnbias.experiments.atlas",
     "text-md": "attnbias.experiments.text_md",
     "text-finetune": "attnbias.experiments.text_finetune",
     "vision": "attnbias.experiments.vision",
 }
-SYNTHETIC = ("md-local", "md-joint", "ngd-fixed", "ngd-joint", "antipodal", "kq-nuclear")
+SYNTHETIC = ("md-local", "md-joint", "ngd-fixed", "ngd-joint", "antipodal", "kq-nuclear", "atlas")
 
 
 QUICK_NOTE = "quick: a smoke run, not evidence"

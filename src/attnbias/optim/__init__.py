@@ -5,5 +5,14 @@ from . import functional
 from .mirror_descent import MirrorDescent
 from .normalized_gd import NormalizedGD
 from .polyak import PolyakStep
+from .steepest_descent import SignGD, SpectralDescent, SteepestDescent
 
-__all__ = ["MirrorDescent", "NormalizedGD", "PolyakStep", "functional"]
+__all__ = [
+    "MirrorDescent",
+    "NormalizedGD",
+    "PolyakStep",
+    "SignGD",
+    "SpectralDescent",
+    "SteepestDescent",
+    "functional",
+]

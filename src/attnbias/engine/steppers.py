@@ -1,0 +1,111 @@
+"""Batched steps of the optimisers outside the mirror-descent core (`engine.update`): the
+steepest-descent rules of `optim.steepest`, and torch's own Adam and Muon.
+
+A batch holds runs of one family only (`RunSpec.structure` includes it). A stepper advances
+every run of its batch in place, and `take(rows, params)` keeps the state of the runs that go
+on (the batch's own `take` has sliced their parameters to `params`).
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import torch
+
+from ..optim.steepest import KINDS, steepest_step_
+from .algorithms import Algorithm
+from .update import true_scale
+
+
+class SteepestRuns:
+    """Normalized steepest descent of R runs, each with its own η, β, norm (ℓp or spectral)."""
+
+    def __init__(self, algorithms: list[Algorithm], dtype=torch.float64, device=None):
+        methods = {a.method for a in algorithms}
+        if len(methods) != 1:
+            raise ValueError(f"a batch needs one spectral method, got {sorted(methods)}")
+        self.method = methods.pop()
+        self.algorithms = algorithms
+
+        def col(values):
+            return torch.tensor(values, dtype=dtype, device=device)
+
+        self.lr = col([a.lr for a in algorithms])
+        self.momentum = col([a.momentum for a in algorithms])
+        kinds = ["spectral" if a.optimizer == "spectral" else "lp" for a in algorithms]
+        norms = [float("inf") if a.optimizer == "sign" else a.norm for a in algorithms]
+        # Floats when every run shares them: the optimiser classes' exact code path.
+        self.kind = kinds[0] if len(set(kinds)) == 1 else col([KINDS.index(k) for k in kinds])
+        self.p = norms[0] if len(set(norms)) == 1 else col(norms)
+        self.uses_momentum = any(a.momentum > 0 for a in algorithms)
+
+    def step(self, params, grads, log_scales, buffers) -> None:
+        """Steepest directions do not depend on the gradient's scale: without momentum they
+        take the log-scaled gradients as they are (exact where the true ones underflow);
+        momentum adds gradients of different steps, so it needs their true scale."""
+        if self.uses_momentum:
+            grads = true_scale(grads, log_scales)
+        steepest_step_(
+            params,
+            grads,
+            self.lr,
+            kind=self.kind,
+            p=self.p,
+            method=self.method,
+            momentum=self.momentum if self.uses_momentum else 0.0,
+            buffers=buffers,
+        )
+
+    def take(self, rows: np.ndarray, params) -> SteepestRuns:
+        return SteepestRuns([self.algorithms[r] for r in rows], self.lr.dtype, self.lr.device)
+
+
+class TorchRuns:
+    """torch's own optimisers (Adam, Muon) on each run's tensors: run r's parameters are views
+    W[r] of the batch's stacked ones, so every run is stepped by the very optimiser a single
+    run would use (one optimiser per distinct algorithm, over all of its runs)."""
+
+    def __init__(self, algorithms: list[Algorithm], params: list[torch.Tensor], states=None):
+        self.algorithms = algorithms
+        self.grads = [torch.zeros_like(w) for w in params]  # the views' .grad point into these
+        self.views = []
+        for r in range(len(algorithms)):
+            views = [w[r] for w in params]
+            for view, g in zip(views, self.grads):
+                view.grad = g[r]
+            self.views.append(views)
+        by_config: dict[str, list[int]] = {}
+        for r, a in enumerate(algorithms):
+            by_config.setdefault(json.dumps(a.to_dict(), sort_keys=True), []).append(r)
+        self.optimizers = [
+            algorithms[runs[0]].torch_optimizer([v for r in runs for v in self.views[r]])
+            for runs in by_config.values()
+        ]
+        self.owner = {r: k for k, runs in enumerate(by_config.values()) for r in runs}
+        for r, state in enumerate(states or []):
+            for view, s in zip(self.views[r], state):
+                if s:
+                    self.optimizers[self.owner[r]].state[view] = s
+
+    def step(self, params, grads, log_scales, buffers) -> None:
+        for target, g in zip(self.grads, true_scale(grads, log_scales)):
+            target.copy_(g)
+        for optimizer in self.optimizers:
+            optimizer.step()
+
+    def take(self, rows: np.ndarray, params) -> TorchRuns:
+        states = [
+            [self.optimizers[self.owner[r]].state.get(v, {}) for v in self.views[r]] for r in rows
+        ]
+        return TorchRuns([self.algorithms[r] for r in rows], params, states)
+
+
+def stepper(algorithms: list[Algorithm], params: list[torch.Tensor]):
+    """The stepper of a batch of one family (None: the mirror-descent core, `update.step`)."""
+    family = algorithms[0].family
+    if family == "steepest":
+        return SteepestRuns(algorithms, params[0].dtype, params[0].device)
+    if family == "torch":
+        return TorchRuns(algorithms, params)
+    return None
