@@ -194,22 +194,13 @@ CLAIMS = {
 }
 
 
+@pytest.mark.parametrize(("holds", "status"), [(True, "supported"), (False, "not supported")])
 @pytest.mark.parametrize("name", CLAIMS)
-def test_claims_hold_where_the_numbers_bear_them_out(name):
-    claims = CLAIMS[name](holds=True)
-    assert claims and [(c.claim, c.status) for c in claims] == [
-        (c.claim, "supported") for c in claims
-    ]
-    assert all(c.supported is True for c in claims)
-
-
-@pytest.mark.parametrize("name", CLAIMS)
-def test_claims_fail_where_the_numbers_do_not(name):
-    claims = CLAIMS[name](holds=False)
-    assert claims and [(c.claim, c.status) for c in claims] == [
-        (c.claim, "not supported") for c in claims
-    ]
-    assert all(c.supported is False for c in claims)
+def test_claims_follow_the_numbers(name, holds, status):
+    """Where the numbers bear a claim out it is supported, where they do not it is not."""
+    claims = CLAIMS[name](holds=holds)
+    assert claims and [(c.claim, c.status) for c in claims] == [(c.claim, status) for c in claims]
+    assert all(c.supported is holds for c in claims)
 
 
 def test_nothing_to_compare_is_not_applicable():

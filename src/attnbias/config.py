@@ -129,6 +129,15 @@ def check_paired(config: dict, field: str, other: str) -> None:
         )
 
 
+# Fields of the experiments on gaussian_unit data from a random W₀ (md-local, atlas).
+GAUSSIAN_UNIT = {
+    "n": positive_int("samples"),
+    "T": positive_int("tokens per sample"),
+    "d": positive_int("dimension"),
+    "loss": LOSS,
+    "init_scale": positive("W₀ entries ~ N(0, init_scale²)"),
+}
+
 COMMON = {
     "seeds": positive_int("number of seeds: runs use seeds 1..seeds"),
     "grid_points": positive_int("log-spaced steps at which metrics are recorded"),

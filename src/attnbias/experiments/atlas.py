@@ -19,7 +19,15 @@ from pathlib import Path
 import numpy as np
 
 from ..claims import Claim, not_applicable
-from ..config import COMMON, LOSS, Field, algorithms, parse_algorithms, positive, positive_int
+from ..config import (
+    COMMON,
+    GAUSSIAN_UNIT,
+    Field,
+    algorithms,
+    parse_algorithms,
+    positive,
+    positive_int,
+)
 from ..data import gaussian_unit
 from ..engine import RunSpec
 from ..engine.targets import norm_label
@@ -45,11 +53,7 @@ def _is_name_map(table) -> bool:
 
 SCHEMA = {
     **COMMON,
-    "n": positive_int("samples"),
-    "T": positive_int("tokens per sample"),
-    "d": positive_int("dimension"),
-    "loss": LOSS,
-    "init_scale": positive("W₀ entries ~ N(0, init_scale²)"),
+    **GAUSSIAN_UNIT,
     "steps": positive_int("steps of every run"),
     "algorithms": algorithms("the optimisers compared ([[algorithms]] tables)"),
     "norms": Field(

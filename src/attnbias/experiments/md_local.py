@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ..claims import Claim, not_applicable
-from ..config import COMMON, LOSS, numbers, positive, positive_int
+from ..config import COMMON, GAUSSIAN_UNIT, numbers, positive, positive_int
 from ..data import gaussian_unit
 from ..engine import Algorithm, RunSpec
 from ..engine.targets import norm_label
@@ -26,11 +26,7 @@ DESCRIPTION = "ℓp mirror descent converges to the ℓp Att-SVM: the 3×3 diver
 
 SCHEMA = {
     **COMMON,
-    "n": positive_int("samples"),
-    "T": positive_int("tokens per sample"),
-    "d": positive_int("dimension"),
-    "loss": LOSS,
-    "init_scale": positive("W₀ entries ~ N(0, init_scale²)"),
+    **GAUSSIAN_UNIT,
     "lr": positive("step size η of normalized ℓp-MD"),
     "ps": numbers("mirror exponents p", float, 1.0, strict=True),
     "steps": numbers("steps for each p", int, 1),
