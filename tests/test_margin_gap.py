@@ -1,4 +1,4 @@
-"""The margin gap of SPEC §7, 1 − γ_N(W)/γ*_N, and the matrix norms it divides by."""
+"""The margin gap (docs/theory.md#atlas), 1 − γ_N(W)/γ*_N, and the matrix norms it divides by."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""atlas: which optimiser picks which max-margin solution (SPEC §7, issue 12).
+"""atlas: which optimiser picks which max-margin solution (docs/theory.md#atlas).
 
 gaussian_unit data (n=6, T=8, d=10), seeds 1..N, W₀ ~ N(0, init_scale²), logistic loss, a fixed
 number of steps. Every algorithm (NGD, SignGD, SpectralDescent, ℓ1.75-MD, torch's Adam and

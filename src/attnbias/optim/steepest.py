@@ -1,4 +1,4 @@
-"""Normalized steepest descent in a norm ‖·‖ (docs/theory.md, SPEC §7): the update rules of
+"""Normalized steepest descent in a norm ‖·‖ (docs/theory.md#atlas): the update rules of
 `SignGD`, `SpectralDescent` and `SteepestDescent`, shared with the batched engine.
 
     m ← β m + g                    momentum on the raw gradient (β = 0: m = g)

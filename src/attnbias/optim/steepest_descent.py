@@ -1,4 +1,4 @@
-"""Normalized steepest descent as `torch.optim` optimisers (SPEC §7; Fan, Schmidt,
+"""Normalized steepest descent as `torch.optim` optimisers (docs/theory.md#atlas; Fan, Schmidt,
 Thrampoulidis, arXiv 2502.04664): each converges, on linearly separable problems, in direction
 to the max-margin solution of its own norm.
 
