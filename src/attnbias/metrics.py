@@ -123,7 +123,8 @@ def matrix_norm(W, norm) -> torch.Tensor:
 
 
 def margin_gap(W, X, z, alpha, norm, optimum) -> torch.Tensor:
-    """1 − γ_N(W) / γ*_N (docs/theory.md#atlas): γ_N(W) = min_{i, t≠α_i} (x_{i,α_i} − x_{i,t})ᵀ W z_i / ‖W‖_N,
+    """1 − γ_N(W) / γ*_N (docs/theory.md#atlas), with
+    γ_N(W) = min_{i, t≠α_i} (x_{i,α_i} − x_{i,t})ᵀ W z_i / ‖W‖_N,
     γ*_N = 1 / optimum with optimum = ‖W_mm^N‖_N, the Att-SVM's optimal value in norm N.
 
     ≥ 0 for every W (up to the optimum's accuracy), 0 exactly at max-margin directions, whether

@@ -3,8 +3,8 @@ and steps at once.
 
 Per run and recorded step: loss; ‖W‖ in each norm; softmax score of the selected (and optimal)
 tokens; normalised margin; alignment with the Att-SVM solution of each norm, the margin gap in
-that norm (docs/theory.md#atlas) and, for the strictly convex ℓp, the directional Bregman divergence to it;
-for a trained head also ‖v‖, the head's probability σ(y f) and the same
+that norm (docs/theory.md#atlas) and, for the strictly convex ℓp, the directional Bregman
+divergence to it; for a trained head also ‖v‖, the head's probability σ(y f) and the same
 comparisons of v with the ℓp head-SVMs.
 """
 
