@@ -13,11 +13,11 @@ import zipfile
 import zlib
 from pathlib import Path
 
-from . import __version__
+from . import __version__, metrics
 from .data.fetch import DataMissingError
 from .experiments.base import EXPERIMENTS, SYNTHETIC, load_config, read_toml, run_experiment
 
-NORMS = "2 (= fro), nuc, or a number p ≥ 1"
+NORMS = "2 (= fro), a number p ≥ 1, inf (= max), spectral or nuc"
 INSTALL_REAL = (
     "pip install 'attnbias[real]' (in a clone: pip install -c constraints.txt -e '.[real]')"
 )
@@ -299,16 +299,16 @@ def solve_svm(args) -> int:
 
 
 def parse_norm(text: str) -> float | str:
-    """--norm as att_svm takes it; ValueError listing the valid values."""
-    if text in ("fro", "nuc"):
-        return text
+    """--norm as att_svm takes it (the library's one reading of a norm's name, numbers given as
+    text); ValueError listing the valid values."""
     try:
-        p = float(text)
+        value = float(text)
     except ValueError:
-        p = float("nan")
-    if not p >= 1:  # also refuses nan
-        raise ValueError(f"--norm must be {NORMS}, got {text!r}")
-    return p
+        value = text
+    try:
+        return metrics.parse_norm(value, "--norm")
+    except (TypeError, ValueError):
+        raise ValueError(f"--norm must be {NORMS}, got {text!r}") from None
 
 
 def read_npz(path: Path) -> dict:
