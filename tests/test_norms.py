@@ -41,7 +41,9 @@ def test_lp_norm_per_run_exponents_and_dims():
     got = lp_norm(x, p, dim=(1, 2))
     want = torch.stack([torch.linalg.vector_norm(x[r], float(p[r])) for r in range(3)])
     torch.testing.assert_close(got, want, rtol=1e-14, atol=0)
-    torch.testing.assert_close(lp_norm(x, 2.0, dim=(-2, -1)), torch.linalg.vector_norm(x, dim=(1, 2)))
+    torch.testing.assert_close(
+        lp_norm(x, 2.0, dim=(-2, -1)), torch.linalg.vector_norm(x, dim=(1, 2))
+    )
 
 
 def test_lp_norm_propagates_nan_and_inf_and_is_zero_at_zero():

@@ -83,24 +83,97 @@ def check_finite(optimizer: str, values: list[torch.Tensor], culprit) -> None:
     )
 
 
-def dual_iterates(state, params: list[torch.Tensor], p: float) -> list[torch.Tensor]:
+def dual_iterates(
+    state, params: list[torch.Tensor], p: float
+) -> tuple[list[torch.Tensor], list[bool]]:
     """The dual iterates θ = ∇ψ(w) of ℓp mirror descent, kept in `state` so that a step costs
-    one map, not two (and θ keeps what w loses when it underflows).
+    one map, not two (and θ keeps what w loses when it underflows), and for each whether it
+    was (re)built from w just now.
 
     θ is trusted only while w is exactly what the last step wrote: `state["weight"]` holds
     that copy, and a parameter changed since by anything (in place, `.data =`,
     `load_state_dict`, a projection) gets θ = ∇ψ(w) of its new value, as plain SGD would
     honour the change."""
-    duals = []
+    duals, rebuilt = [], []
     for w in params:
         s = state[w]
-        if "dual" not in s or not torch.equal(s["weight"], w):
+        fresh = "dual" not in s or not torch.equal(s["weight"], w)
+        if fresh:
             s["dual"] = mirror_map(w.detach(), p)
             s["weight"] = w.detach().clone()
         duals.append(s["dual"])
-    return duals
+        rebuilt.append(fresh)
+    return duals, rebuilt
 
 
-def remember_weights(state, params: list[torch.Tensor]) -> None:
-    """After a mirror step: the copies that `dual_iterates` compares against."""
-    torch._foreach_copy_([state[w]["weight"] for w in params], params)
+def remember_weights(state, params: list[torch.Tensor], rows: list) -> None:
+    """After a mirror step: the copies that `dual_iterates` compares against (only the rows
+    the step wrote, where it wrote some of them)."""
+    for w, r in zip(params, rows):
+        copy = state[w]["weight"]
+        copy.copy_(w) if r is None else copy.index_copy_(0, r, w.index_select(0, r))
+
+
+# Sparse rows. A word embedding's gradient is zero outside the few hundred rows a batch uses,
+# and a zero gradient row neither adds to a norm nor moves its row (θ − η·0 = θ, and w is
+# already (∇ψ)⁻¹(θ)), so the step can gather the touched rows, update them and scatter them
+# back: exactly the full step's result at a fraction of its memory traffic. Finding the rows
+# needs their indices on the host, so this is done on the CPU only.
+SPARSE_MIN_ROWS = 256  # smaller tensors are cheap enough as they are
+SPARSE_MAX_FRACTION = 0.5  # gather and scatter cost more than a full pass beyond this
+SPARSE_SAMPLE = 64  # rows looked at first, so that a dense gradient costs no full scan
+
+
+def touched_rows(grad: torch.Tensor) -> torch.Tensor | None:
+    """Indices of the rows (first dimension) of `grad` with a nonzero or NaN entry, when the
+    gradient is on the CPU and at most SPARSE_MAX_FRACTION of its rows are touched; else None
+    (the whole tensor is stepped)."""
+    n = grad.shape[0] if grad.dim() >= 2 else 0
+    if grad.device.type != "cpu" or n < SPARSE_MIN_ROWS:
+        return None
+    rest = tuple(range(1, grad.dim()))
+    sample = grad[:: max(1, n // SPARSE_SAMPLE)]
+    if bool((sample != 0).any(rest).float().mean() > SPARSE_MAX_FRACTION):
+        return None
+    # two reductions and no temporary the size of grad; NaN ≠ 0, so a NaN row counts
+    touched = (grad.amax(rest) != 0) | (grad.amin(rest) != 0)
+    rows = touched.nonzero().squeeze(1)
+    return rows if rows.numel() <= SPARSE_MAX_FRACTION * n else None
+
+
+def gather_rows(tensors: list[torch.Tensor], rows: list) -> list[torch.Tensor]:
+    """Each tensor, or a copy of its rows `rows[k]` when that is not None."""
+    return [t if r is None else t.index_select(0, r) for t, r in zip(tensors, rows)]
+
+
+def scatter_rows_(tensors: list[torch.Tensor], rows: list, parts: list[torch.Tensor]) -> None:
+    """In place: write each gathered part back into its rows (parts that are the tensors
+    themselves were updated in place already)."""
+    for t, r, part in zip(tensors, rows, parts):
+        if r is not None:
+            t.index_copy_(0, r, part)
+
+
+class Workspace:
+    """Scratch memory for the temporaries of a step: one flat buffer per dtype and device,
+    reused by every tensor and every step (allocating tens of MB per step costs more than the
+    arithmetic on them: page faults). Not optimiser state: never saved, rebuilt on demand."""
+
+    def __init__(self):
+        self.buffers: dict[tuple[torch.dtype, torch.device], torch.Tensor] = {}
+
+    def views(self, tensors: list[torch.Tensor], count: int) -> list[list[torch.Tensor]]:
+        """For each tensor, `count` disjoint buffers shaped like it. The buffers of different
+        tensors overlap: use them one tensor at a time."""
+        need: dict[tuple[torch.dtype, torch.device], int] = {}
+        for t in tensors:
+            key = (t.dtype, t.device)
+            need[key] = max(need.get(key, 0), count * t.numel())
+        for (dtype, device), size in need.items():
+            if (dtype, device) not in self.buffers or self.buffers[dtype, device].numel() < size:
+                self.buffers[dtype, device] = torch.empty(size, dtype=dtype, device=device)
+        out = []
+        for t in tensors:
+            buffer, n = self.buffers[(t.dtype, t.device)], t.numel()
+            out.append([buffer[k * n : (k + 1) * n].view(t.shape) for k in range(count)])
+        return out
