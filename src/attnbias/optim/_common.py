@@ -3,6 +3,7 @@ dual iterates of mirror descent and the check for non-finite gradients."""
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from .._validate import check_scalar
@@ -97,13 +98,28 @@ def dual_iterates(
     duals, rebuilt = [], []
     for w in params:
         s = state[w]
-        fresh = "dual" not in s or not torch.equal(s["weight"], w)
+        fresh = "dual" not in s or not same_values(s["weight"], w)
         if fresh:
             s["dual"] = mirror_map(w.detach(), p)
             s["weight"] = w.detach().clone()
         duals.append(s["dual"])
         rebuilt.append(fresh)
     return duals, rebuilt
+
+
+def same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """torch.equal(a, b) (NaN ≠ NaN, 0 = −0); numpy's comparison on the CPU, about twice as
+    fast on large tensors."""
+    if a.device.type == "cpu" and b.device.type == "cpu" and a.dtype in NUMPY_DTYPES:
+        return (
+            a.shape == b.shape
+            and a.dtype == b.dtype
+            and bool(np.array_equal(a.detach().numpy(), b.detach().numpy()))
+        )
+    return torch.equal(a, b)
+
+
+NUMPY_DTYPES = (torch.float32, torch.float64)
 
 
 def remember_weights(state, params: list[torch.Tensor], rows: list) -> None:
@@ -121,7 +137,7 @@ def remember_weights(state, params: list[torch.Tensor], rows: list) -> None:
 # needs their indices on the host, so this is done on the CPU only.
 SPARSE_MIN_ROWS = 256  # smaller tensors are cheap enough as they are
 SPARSE_MAX_FRACTION = 0.5  # gather and scatter cost more than a full pass beyond this
-SPARSE_SAMPLE = 64  # rows looked at first, so that a dense gradient costs no full scan
+SPARSE_SAMPLE = 16  # rows looked at first, so that a dense gradient costs no full scan
 
 
 def touched_rows(grad: torch.Tensor) -> torch.Tensor | None:
