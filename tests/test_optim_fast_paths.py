@@ -50,6 +50,22 @@ def test_the_exponent_is_whole_as_the_dtype_holds_it():
     assert torch.equal(x.pow(q), x.pow(11.0))
 
 
+@pytest.mark.parametrize(
+    ("dtype", "p"),
+    [(torch.float32, 1.1), (torch.float32, 1.25), (torch.float64, 1.25), (torch.float64, 1.5)],
+)
+def test_inverse_mirror_map_with_a_whole_exponent_is_right(dtype, p):
+    """1/(p − 1) = 10 (float32, p = 1.1), 4, 2: from θ², then binary powering, so the
+    relative error stays below γ = (e − 1)u / (1 − (e − 1)u), as for power_."""
+    theta = torch.randn(2000, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    theta = theta.to(dtype)
+    e = whole_exponent(1.0 / (p - 1.0), dtype)
+    got = inverse_mirror_map(theta, p)
+    assert torch.equal(got.sign(), theta.sign())
+    u = torch.finfo(dtype).eps / 2
+    assert max(relative_errors(got.abs(), theta.abs(), e)) <= (e - 1) * u / (1 - (e - 1) * u)
+
+
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 @pytest.mark.parametrize("p", [1.1, 1.5, 2.0, 3.0, 11.0])
 def test_scratch_buffers_change_nothing(dtype, p):
@@ -113,6 +129,12 @@ def run(make, edits: bool):
     return history
 
 
+@pytest.fixture(autouse=True)
+def small_tensors_have_sparse_rows(monkeypatch):
+    """The tests' embeddings are small: let them take the sparse-row path all the same."""
+    monkeypatch.setattr(_common, "SPARSE_MIN_SIZE", 0)
+
+
 @pytest.fixture
 def straightforward(monkeypatch):
     """Every parameter stepped whole, as before the sparse-row path."""
@@ -129,7 +151,7 @@ def test_sparse_embedding_gradients_are_found():
     g[10, 2] = float("nan")
     assert _common.touched_rows(g).tolist() == [3, 10, 50, 400, 599]
     assert _common.touched_rows(torch.randn(ROWS, WIDTH)) is None  # dense: the whole step
-    assert _common.touched_rows(torch.zeros(100, WIDTH)) is None  # small: the whole step
+    assert _common.touched_rows(torch.zeros(100, WIDTH)) is None  # few rows: the whole step
 
 
 @pytest.mark.parametrize("edits", [False, True])

@@ -156,8 +156,14 @@ def inverse_mirror_map(theta: torch.Tensor, p: Exponent, *, out=None, scratch=No
 
 def _signed_power(x, p, exponent, out, scratch):
     """sign(x)|x|^e with e = exponent(p): a few passes and no temporary when `out` (and for a
-    whole exponent `scratch`) is given."""
+    whole exponent `scratch`) is given. An even whole e starts from x² = |x|², which saves
+    the pass that takes |x|."""
     if not isinstance(p, torch.Tensor) and p == 2.0:
         return x.clone() if out is None else out.copy_(x)
+    e = exponent(p)
+    whole = None if isinstance(e, torch.Tensor) else whole_exponent(e, x.dtype)
+    if whole is not None and whole % 2 == 0:
+        y = torch.mul(x, x, out=out) if out is not None else x * x
+        return power_(y, float(whole // 2), scratch).copysign_(x)
     y = torch.abs(x, out=out) if out is not None else x.abs()
-    return power_(y, exponent(p), scratch).copysign_(x)
+    return power_(y, e, scratch).copysign_(x)

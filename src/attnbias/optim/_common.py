@@ -136,6 +136,7 @@ def remember_weights(state, params: list[torch.Tensor], rows: list) -> None:
 # back: exactly the full step's result at a fraction of its memory traffic. Finding the rows
 # needs their indices on the host, so this is done on the CPU only.
 SPARSE_MIN_ROWS = 256  # smaller tensors are cheap enough as they are
+SPARSE_MIN_SIZE = 1 << 20  # elements: the look at a sample costs < 1% of one pass over it
 SPARSE_MAX_FRACTION = 0.5  # gather and scatter cost more than a full pass beyond this
 SPARSE_SAMPLE = 16  # rows looked at first, so that a dense gradient costs no full scan
 
@@ -145,7 +146,7 @@ def touched_rows(grad: torch.Tensor) -> torch.Tensor | None:
     gradient is on the CPU and at most SPARSE_MAX_FRACTION of its rows are touched; else None
     (the whole tensor is stepped)."""
     n = grad.shape[0] if grad.dim() >= 2 else 0
-    if grad.device.type != "cpu" or n < SPARSE_MIN_ROWS:
+    if grad.device.type != "cpu" or n < SPARSE_MIN_ROWS or grad.numel() < SPARSE_MIN_SIZE:
         return None
     rest = tuple(range(1, grad.dim()))
     sample = grad[:: max(1, n // SPARSE_SAMPLE)]
