@@ -85,26 +85,43 @@ def check_finite(optimizer: str, values: list[torch.Tensor], culprit) -> None:
 
 
 def dual_iterates(
-    state, params: list[torch.Tensor], p: float
+    state, params: list[torch.Tensor], p: float, rows: list
 ) -> tuple[list[torch.Tensor], list[bool]]:
     """The dual iterates θ = ∇ψ(w) of ℓp mirror descent, kept in `state` so that a step costs
     one map, not two (and θ keeps what w loses when it underflows), and for each whether it
-    was (re)built from w just now.
+    was built from w just now (no state yet, or w changed shape or dtype).
 
-    θ is trusted only while w is exactly what the last step wrote: `state["weight"]` holds
-    that copy, and a parameter changed since by anything (in place, `.data =`,
-    `load_state_dict`, a projection) gets θ = ∇ψ(w) of its new value, as plain SGD would
-    honour the change."""
-    duals, rebuilt = [], []
-    for w in params:
-        s = state[w]
-        fresh = "dual" not in s or not same_values(s["weight"], w)
-        if fresh:
-            s["dual"] = mirror_map(w.detach(), p)
-            s["weight"] = w.detach().clone()
+    θ is trusted only where w is exactly what the last step wrote: `state["weight"]` holds
+    that copy, and entries changed since by anything (in place, `.data =`,
+    `load_state_dict`, a projection) get θ = ∇ψ(w) of their new value, as plain SGD would
+    honour the change; the other entries keep their θ. Where `rows[k]` is given, the step
+    writes only those rows of parameter k, so only they are checked: an edit to another row
+    stays as the user left it, and is found when a step first touches that row."""
+    duals, built = [], []
+    for w, r in zip(params, rows):
+        s, w = state[w], w.detach()
+        new = "dual" not in s or s["weight"].shape != w.shape or s["weight"].dtype != w.dtype
+        if new:
+            s["dual"] = mirror_map(w, p)
+            s["weight"] = w.clone()
+        elif r is None:
+            if not same_values(s["weight"], w):
+                refresh_edited_(s["dual"], s["weight"], w, p)
+        else:
+            dual, copy, current = (t.index_select(0, r) for t in (s["dual"], s["weight"], w))
+            if not torch.equal(copy, current):
+                s["dual"].index_copy_(0, r, refresh_edited_(dual, copy, current, p))
         duals.append(s["dual"])
-        rebuilt.append(fresh)
-    return duals, rebuilt
+        built.append(new)
+    return duals, built
+
+
+def refresh_edited_(
+    dual: torch.Tensor, copy: torch.Tensor, w: torch.Tensor, p: float
+) -> torch.Tensor:
+    """In place: θ ← ∇ψ(w) where w differs from the copy of what the last step wrote (NaN
+    counts as different), θ kept elsewhere."""
+    return dual.copy_(torch.where(copy != w, mirror_map(w, p), dual))
 
 
 def same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -127,14 +144,16 @@ def remember_weights(state, params: list[torch.Tensor], rows: list) -> None:
     the step wrote, where it wrote some of them)."""
     for w, r in zip(params, rows):
         copy = state[w]["weight"]
-        copy.copy_(w) if r is None else copy.index_copy_(0, r, w.index_select(0, r))
+        copy.copy_(w) if r is None else copy.index_copy_(0, r, w.detach().index_select(0, r))
 
 
 # Sparse rows. A word embedding's gradient is zero outside the few hundred rows a batch uses,
 # and a zero gradient row neither adds to a norm nor moves its row (θ − η·0 = θ, and w is
 # already (∇ψ)⁻¹(θ)), so the step can gather the touched rows, update them and scatter them
-# back: exactly the full step's result at a fraction of its memory traffic. Finding the rows
-# needs their indices on the host, so this is done on the CPU only.
+# back: the full step's result at a fraction of its memory traffic (except that a row edited
+# by the user and not touched keeps the edit exactly, where the full step rewrites it as
+# (∇ψ)⁻¹(∇ψ(w)), a few ulps away). Finding the rows needs their indices on the host, so this
+# is done on the CPU only.
 SPARSE_MIN_ROWS = 256  # smaller tensors are cheap enough as they are
 SPARSE_MIN_SIZE = 1 << 20  # elements: the look at a sample costs < 1% of one pass over it
 SPARSE_MAX_FRACTION = 0.5  # gather and scatter cost more than a full pass beyond this

@@ -62,9 +62,9 @@ class MirrorDescent(Optimizer):
             rows = [touched_rows(g) for g in grads]
             duals = None
             if p != 2.0:
-                duals, rebuilt = dual_iterates(self.state, params, p)
-                # a rebuilt θ = ∇ψ(w) is not yet w's exact preimage: step every row once
-                rows = [None if fresh else r for r, fresh in zip(rows, rebuilt)]
+                duals, built = dual_iterates(self.state, params, p, rows)
+                # a new θ = ∇ψ(w) is not yet w's exact preimage: step every row once
+                rows = [None if new else r for r, new in zip(rows, built)]
             g = as_runs(gather_rows(grads, rows))
             d = F.divisors(g, rule, p=p, scratch=self.workspace.views(g, 2))
             if d is not None:
