@@ -118,8 +118,15 @@ def lp_norm(x: torch.Tensor, p: Exponent = 2.0, dim=None, *, scratch=None) -> to
 DIRECT_NORM_MIN_SIZE = 1 << 16
 
 
+DIRECT_NORM_DTYPES = (torch.float32, torch.float64)  # whose sums torch accumulates well
+
+
 def _is_large_on_cpu(x: torch.Tensor) -> bool:
-    return x.device.type == "cpu" and x.numel() >= DIRECT_NORM_MIN_SIZE and x.is_floating_point()
+    return (
+        x.device.type == "cpu"
+        and x.numel() >= DIRECT_NORM_MIN_SIZE
+        and x.dtype in DIRECT_NORM_DTYPES
+    )
 
 
 def _direct_two_norm(x: torch.Tensor, dims: tuple[int, ...]) -> torch.Tensor | None:
