@@ -96,10 +96,6 @@ def lp_norm(x: torch.Tensor, p: Exponent = 2.0, dim=None, *, scratch=None) -> to
     for the powers of a whole exponent), avoids allocating temporaries (the optimisers pass
     them for large parameters)."""
     dims = _dims(x, dim)
-    if not isinstance(p, torch.Tensor) and p == 2.0 and _is_large_on_cpu(x):
-        direct = _direct_two_norm(x, dims)
-        if direct is not None:
-            return direct
     first, second = _two(scratch)
     a = torch.abs(x, out=first) if first is not None else x.abs()
     top = a.amax(dims, keepdim=True) if a.numel() else a.new_zeros([1] * a.dim())
@@ -110,36 +106,6 @@ def lp_norm(x: torch.Tensor, p: Exponent = 2.0, dim=None, *, scratch=None) -> to
     total = power_(a, q, second).sum(dims, keepdim=True)
     norm = power_(total, 1.0 / q) * top
     norm = torch.where(torch.isinf(top), top, norm)
-    return norm.squeeze(dims) if dims else norm
-
-
-# A large CPU tensor's ℓ2 norm in one pass (torch's own kernel), kept only when it is provably
-# as good as the scaled one; GPUs keep the scaled one, which needs no host sync.
-DIRECT_NORM_MIN_SIZE = 1 << 16
-
-
-DIRECT_NORM_DTYPES = (torch.float32, torch.float64)  # whose sums torch accumulates well
-
-
-def _is_large_on_cpu(x: torch.Tensor) -> bool:
-    return (
-        x.device.type == "cpu"
-        and x.numel() >= DIRECT_NORM_MIN_SIZE
-        and x.dtype in DIRECT_NORM_DTYPES
-    )
-
-
-def _direct_two_norm(x: torch.Tensor, dims: tuple[int, ...]) -> torch.Tensor | None:
-    """torch.linalg.vector_norm(x, 2) when no square can have underflowed or overflowed enough
-    to matter: the result is finite and Σx² ≥ n·tiny/eps (a square flushed to 0 or a
-    subnormal loses less than tiny, so all n of them lose less than eps of the sum); else
-    None. One host sync."""
-    norm = torch.linalg.vector_norm(x, 2.0, dim=dims, keepdim=True)
-    n = x.numel() // max(norm.numel(), 1)
-    info = torch.finfo(x.dtype)
-    floor = math.sqrt(n * info.tiny / info.eps)
-    if not bool(((norm >= floor) & torch.isfinite(norm)).all()):
-        return None
     return norm.squeeze(dims) if dims else norm
 
 
