@@ -8,6 +8,7 @@ import mpmath
 import pytest
 import torch
 
+from attnbias import norms
 from attnbias.norms import inverse_mirror_map, lp_norm, power_, whole_exponent
 from attnbias.optim import MirrorDescent, NormalizedGD, PolyakStep, _common
 
@@ -191,3 +192,21 @@ def test_a_nan_in_a_sparse_embedding_gradient_is_an_error():
     with pytest.raises(FloatingPointError, match=r"parameter 0 .*shape \(600, 8\)"):
         opt.step()
     assert torch.equal(embedding.detach(), before)
+
+
+@pytest.mark.parametrize("scale", [1e-30, 1e-12, 1.0, 1e18, 1e30])
+def test_large_cpu_two_norms_without_scaling_match_the_scaled_norm(scale, monkeypatch):
+    """Above UNSCALED_NORM_MIN_SIZE the ℓ2 norm skips the scaling when provably as good;
+    where squares underflow or overflow (float32 at 1e-30 and 1e30) the scaled norm is used.
+    4M entries: enough to show a coarse accumulation (torch.linalg.vector_norm is 1e-5 off
+    in float32 at 1M)."""
+    generator = torch.Generator().manual_seed(1)
+    x64 = torch.randn(2, 1 << 21, generator=generator, dtype=torch.float64) * scale
+    x32 = x64.float()
+    fast64, fast32 = lp_norm(x64, 2.0, dim=(1,)), lp_norm(x32, 2.0, dim=(1,))
+    monkeypatch.setattr(norms, "UNSCALED_NORM_MIN_SIZE", 10**12)
+    torch.testing.assert_close(fast64, lp_norm(x64, 2.0, dim=(1,)), rtol=1e-15, atol=0)
+    want = lp_norm(x32.double(), 2.0, dim=(1,))
+    assert bool(torch.isfinite(fast32).all()) and bool((fast32 > 0).all())
+    torch.testing.assert_close(fast32.double(), want, rtol=1e-6, atol=0)
+    torch.testing.assert_close(lp_norm(x32, 2.0, dim=(1,)).double(), want, rtol=1e-6, atol=0)
