@@ -9,6 +9,7 @@ optimisers, the batched engine and the metrics all call them.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -25,18 +26,51 @@ def dual_exponent(p: Exponent) -> Exponent:
     return 1.0 if math.isinf(p) else p / (p - 1.0)
 
 
-def power_(x: torch.Tensor, e: Exponent) -> torch.Tensor:
-    """In place: x ← x^e for x ≥ 0 and e > 0, with exact fast paths for the exponents that
-    p = 2 and 3 need (1, 2, 1/2) and exp(e·log x) for a tensor of exponents (0 stays 0)."""
+def power_(x: torch.Tensor, e: Exponent, scratch: torch.Tensor | None = None) -> torch.Tensor:
+    """In place: x ← x^e for x ≥ 0 and e > 0; exp(e·log x) for a tensor of exponents (0 stays
+    0).
+
+    An exponent that is a whole number as x's dtype holds it (torch.pow rounds it so: in
+    float32 the q = 1.1/0.1 = 10.999… of p = 1.1 is 11) is computed by repeated squaring, a
+    few multiplications instead of a pow per entry (within a few ulps of torch.pow).
+    `scratch`, shaped like x, holds the intermediate powers (allocated when None)."""
     if isinstance(e, torch.Tensor):
         return x.log_().mul_(e).exp_()
     if e == 1.0:
         return x
-    if e == 2.0:
-        return x.mul_(x)
     if e == 0.5:
         return x.sqrt_()
-    return x.pow_(e)
+    whole = whole_exponent(e, x.dtype)
+    if whole is None:
+        return x.pow_(e)
+    if whole == 2:
+        return x.mul_(x)
+    # left to right over the bits of e: r ← r², then r ← r·x for a set bit; r lives in scratch
+    # and the last operation writes x
+    steps = []
+    for bit in bin(whole)[3:]:
+        steps += ["square", "times x"] if bit == "1" else ["square"]
+    r = torch.mul(x, x, out=scratch) if scratch is not None else x * x
+    for op in steps[1:-1]:
+        r.mul_(r) if op == "square" else r.mul_(x)
+    return torch.mul(r, r, out=x) if steps[-1] == "square" else x.mul_(r)
+
+
+# repeated squaring beats torch.pow up to here; the dtypes whose pow rounds e to their own type
+MAX_WHOLE_EXPONENT = 64
+WHOLE_EXPONENT_DTYPES = (torch.float32, torch.float64)
+
+
+@functools.lru_cache(maxsize=256)
+def whole_exponent(e: float, dtype: torch.dtype) -> int | None:
+    """e as an int when torch.pow on a `dtype` tensor takes it as a whole number in
+    [2, MAX_WHOLE_EXPONENT]; otherwise None."""
+    if dtype not in WHOLE_EXPONENT_DTYPES or not math.isfinite(e):
+        return None
+    held = float(torch.tensor(e, dtype=dtype))
+    if held != round(held) or not 2 <= held <= MAX_WHOLE_EXPONENT:
+        return None
+    return int(held)
 
 
 def per_run(e: Exponent, like: torch.Tensor) -> Exponent:
@@ -58,35 +92,85 @@ def lp_norm(x: torch.Tensor, p: Exponent = 2.0, dim=None, *, scratch=None) -> to
 
     Computed as m·‖x/m‖_p with m the largest |x_k|, so tiny late-training gradients (whose
     p-th powers underflow) and huge ones (whose powers overflow) get their true norm. NaN in,
-    NaN out; an infinite entry gives ∞. `scratch`, a tensor shaped like x, avoids allocating
-    the temporary (the optimisers pass one for large parameters)."""
+    NaN out; an infinite entry gives ∞. `scratch`, one or two tensors shaped like x (the second
+    for the powers of a whole exponent), avoids allocating temporaries (the optimisers pass
+    them for large parameters)."""
     dims = _dims(x, dim)
-    a = torch.abs(x, out=scratch) if scratch is not None else x.abs()
+    first, second = _two(scratch)
+    if not isinstance(p, torch.Tensor) and p == 2.0 and _is_large_on_cpu(x):
+        direct = _unscaled_two_norm(x, dims, first)
+        if direct is not None:
+            return direct
+    a = torch.abs(x, out=first) if first is not None else x.abs()
     top = a.amax(dims, keepdim=True) if a.numel() else a.new_zeros([1] * a.dim())
     if not isinstance(p, torch.Tensor) and math.isinf(p):
         return top.squeeze(dims) if dims else top
     a.div_(torch.where(top > 0, top, 1.0))
     q = per_run(p, top)
-    total = power_(a, q).sum(dims, keepdim=True)
+    total = power_(a, q, second).sum(dims, keepdim=True)
     norm = power_(total, 1.0 / q) * top
     norm = torch.where(torch.isinf(top), top, norm)
     return norm.squeeze(dims) if dims else norm
 
 
-def mirror_map(w: torch.Tensor, p: Exponent, *, out=None) -> torch.Tensor:
+# A large CPU tensor's ℓ2 norm without the scaling passes, kept only when provably as good as
+# the scaled one; GPUs always scale, which needs no host sync.
+UNSCALED_NORM_MIN_SIZE = 1 << 16
+UNSCALED_NORM_DTYPES = (torch.float32, torch.float64)
+
+
+def _is_large_on_cpu(x: torch.Tensor) -> bool:
+    return (
+        x.device.type == "cpu"
+        and x.numel() >= UNSCALED_NORM_MIN_SIZE
+        and x.dtype in UNSCALED_NORM_DTYPES
+    )
+
+
+def _unscaled_two_norm(x: torch.Tensor, dims, scratch) -> torch.Tensor | None:
+    """sqrt(Σ x²) in two passes (torch.sum's cascade summation: torch.linalg.vector_norm
+    accumulates float32 too coarsely, 4e-4 off at 10M entries), when no square can have
+    underflowed or overflowed enough to matter: Σx² is finite and at least n·tiny/eps (a
+    square flushed to 0 or to a subnormal loses less than tiny, so all n of them lose less
+    than eps of the sum). Else None. One host sync."""
+    squares = torch.mul(x, x, out=scratch) if scratch is not None else x * x
+    total = squares.sum(dims, keepdim=True)
+    n = x.numel() // max(total.numel(), 1)
+    info = torch.finfo(x.dtype)
+    if not bool(((total >= n * info.tiny / info.eps) & torch.isfinite(total)).all()):
+        return None
+    norm = total.sqrt_()
+    return norm.squeeze(dims) if dims else norm
+
+
+def _two(scratch) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    if scratch is None or isinstance(scratch, torch.Tensor):
+        return scratch, None
+    return (*scratch, None, None)[:2]
+
+
+def mirror_map(w: torch.Tensor, p: Exponent, *, out=None, scratch=None) -> torch.Tensor:
     """∇ψ(w) = sign(w)|w|^{p−1} for ψ(w) = (1/p)‖w‖_p^p, entrywise (a tensor p holds one
-    exponent per leading index)."""
-    return _signed_power(w, per_run(p, w), lambda p: p - 1.0, out)
+    exponent per leading index). `scratch`: a tensor shaped like w for the powers of a whole
+    exponent."""
+    return _signed_power(w, per_run(p, w), lambda p: p - 1.0, out, scratch)
 
 
-def inverse_mirror_map(theta: torch.Tensor, p: Exponent, *, out=None) -> torch.Tensor:
+def inverse_mirror_map(theta: torch.Tensor, p: Exponent, *, out=None, scratch=None) -> torch.Tensor:
     """(∇ψ)⁻¹(θ) = sign(θ)|θ|^{1/(p−1)}."""
-    return _signed_power(theta, per_run(p, theta), lambda p: 1.0 / (p - 1.0), out)
+    return _signed_power(theta, per_run(p, theta), lambda p: 1.0 / (p - 1.0), out, scratch)
 
 
-def _signed_power(x, p, exponent, out):
-    """sign(x)|x|^e with e = exponent(p): three passes and no temporary when `out` is given."""
+def _signed_power(x, p, exponent, out, scratch):
+    """sign(x)|x|^e with e = exponent(p): a few passes and no temporary when `out` (and for a
+    whole exponent `scratch`) is given. An even whole e starts from x² = |x|², which saves
+    the pass that takes |x|."""
     if not isinstance(p, torch.Tensor) and p == 2.0:
         return x.clone() if out is None else out.copy_(x)
+    e = exponent(p)
+    whole = None if isinstance(e, torch.Tensor) else whole_exponent(e, x.dtype)
+    if whole is not None and whole % 2 == 0:
+        y = torch.mul(x, x, out=out) if out is not None else x * x
+        return power_(y, float(whole // 2), scratch).copysign_(x)
     y = torch.abs(x, out=out) if out is not None else x.abs()
-    return power_(y, exponent(p)).copysign_(x)
+    return power_(y, e, scratch).copysign_(x)

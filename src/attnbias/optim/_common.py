@@ -3,6 +3,7 @@ dual iterates of mirror descent and the check for non-finite gradients."""
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from .._validate import check_scalar
@@ -83,24 +84,132 @@ def check_finite(optimizer: str, values: list[torch.Tensor], culprit) -> None:
     )
 
 
-def dual_iterates(state, params: list[torch.Tensor], p: float) -> list[torch.Tensor]:
+def dual_iterates(
+    state, params: list[torch.Tensor], p: float, rows: list
+) -> tuple[list[torch.Tensor], list[bool]]:
     """The dual iterates θ = ∇ψ(w) of ℓp mirror descent, kept in `state` so that a step costs
-    one map, not two (and θ keeps what w loses when it underflows).
+    one map, not two (and θ keeps what w loses when it underflows), and for each whether it
+    was built from w just now (no state yet, or w changed shape or dtype).
 
-    θ is trusted only while w is exactly what the last step wrote: `state["weight"]` holds
-    that copy, and a parameter changed since by anything (in place, `.data =`,
-    `load_state_dict`, a projection) gets θ = ∇ψ(w) of its new value, as plain SGD would
-    honour the change."""
-    duals = []
-    for w in params:
-        s = state[w]
-        if "dual" not in s or not torch.equal(s["weight"], w):
-            s["dual"] = mirror_map(w.detach(), p)
-            s["weight"] = w.detach().clone()
+    θ is trusted only where w is exactly what the last step wrote: `state["weight"]` holds
+    that copy, and entries changed since by anything (in place, `.data =`,
+    `load_state_dict`, a projection) get θ = ∇ψ(w) of their new value, as plain SGD would
+    honour the change; the other entries keep their θ. Where `rows[k]` is given, the step
+    writes only those rows of parameter k, so only they are checked: an edit to another row
+    stays as the user left it, and is found when a step first touches that row."""
+    duals, built = [], []
+    for w, r in zip(params, rows):
+        s, w = state[w], w.detach()
+        new = "dual" not in s or s["weight"].shape != w.shape or s["weight"].dtype != w.dtype
+        if new:
+            s["dual"] = mirror_map(w, p)
+            s["weight"] = w.clone()
+        elif r is None:
+            if not same_values(s["weight"], w):
+                refresh_edited_(s["dual"], s["weight"], w, p)
+        else:
+            dual, copy, current = (t.index_select(0, r) for t in (s["dual"], s["weight"], w))
+            if not torch.equal(copy, current):
+                s["dual"].index_copy_(0, r, refresh_edited_(dual, copy, current, p))
         duals.append(s["dual"])
-    return duals
+        built.append(new)
+    return duals, built
 
 
-def remember_weights(state, params: list[torch.Tensor]) -> None:
-    """After a mirror step: the copies that `dual_iterates` compares against."""
-    torch._foreach_copy_([state[w]["weight"] for w in params], params)
+def refresh_edited_(
+    dual: torch.Tensor, copy: torch.Tensor, w: torch.Tensor, p: float
+) -> torch.Tensor:
+    """In place: θ ← ∇ψ(w) where w differs from the copy of what the last step wrote (NaN
+    counts as different), θ kept elsewhere."""
+    return dual.copy_(torch.where(copy != w, mirror_map(w, p), dual))
+
+
+def same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """torch.equal(a, b) (NaN ≠ NaN, 0 = −0); numpy's comparison on the CPU, about twice as
+    fast on large tensors."""
+    if a.device.type == "cpu" and b.device.type == "cpu" and a.dtype in NUMPY_DTYPES:
+        return (
+            a.shape == b.shape
+            and a.dtype == b.dtype
+            and bool(np.array_equal(a.detach().numpy(), b.detach().numpy()))
+        )
+    return torch.equal(a, b)
+
+
+NUMPY_DTYPES = (torch.float32, torch.float64)
+
+
+def remember_weights(state, params: list[torch.Tensor], rows: list) -> None:
+    """After a mirror step: the copies that `dual_iterates` compares against (only the rows
+    the step wrote, where it wrote some of them)."""
+    for w, r in zip(params, rows):
+        copy = state[w]["weight"]
+        copy.copy_(w) if r is None else copy.index_copy_(0, r, w.detach().index_select(0, r))
+
+
+# Sparse rows. A word embedding's gradient is zero outside the few hundred rows a batch uses,
+# and a zero gradient row neither adds to a norm nor moves its row (θ − η·0 = θ, and w is
+# already (∇ψ)⁻¹(θ)), so the step can gather the touched rows, update them and scatter them
+# back: the full step's result at a fraction of its memory traffic (except that a row edited
+# by the user and not touched keeps the edit exactly, where the full step rewrites it as
+# (∇ψ)⁻¹(∇ψ(w)), a few ulps away). Finding the rows needs their indices on the host, so this
+# is done on the CPU only.
+SPARSE_MIN_ROWS = 256  # smaller tensors are cheap enough as they are
+SPARSE_MIN_SIZE = 1 << 20  # elements: the look at a sample costs < 1% of one pass over it
+SPARSE_MAX_FRACTION = 0.5  # gather and scatter cost more than a full pass beyond this
+SPARSE_SAMPLE = 16  # rows looked at first, so that a dense gradient costs no full scan
+
+
+def touched_rows(grad: torch.Tensor) -> torch.Tensor | None:
+    """Indices of the rows (first dimension) of `grad` with a nonzero or NaN entry, when the
+    gradient is on the CPU and at most SPARSE_MAX_FRACTION of its rows are touched; else None
+    (the whole tensor is stepped)."""
+    n = grad.shape[0] if grad.dim() >= 2 else 0
+    if grad.device.type != "cpu" or n < SPARSE_MIN_ROWS or grad.numel() < SPARSE_MIN_SIZE:
+        return None
+    rest = tuple(range(1, grad.dim()))
+    sample = grad[:: max(1, n // SPARSE_SAMPLE)]
+    if bool((sample != 0).any(rest).float().mean() > SPARSE_MAX_FRACTION):
+        return None
+    # two reductions and no temporary the size of grad; NaN ≠ 0, so a NaN row counts
+    touched = (grad.amax(rest) != 0) | (grad.amin(rest) != 0)
+    rows = touched.nonzero().squeeze(1)
+    return rows if rows.numel() <= SPARSE_MAX_FRACTION * n else None
+
+
+def gather_rows(tensors: list[torch.Tensor], rows: list) -> list[torch.Tensor]:
+    """Each tensor, or a copy of its rows `rows[k]` when that is not None."""
+    return [t if r is None else t.index_select(0, r) for t, r in zip(tensors, rows)]
+
+
+def scatter_rows_(tensors: list[torch.Tensor], rows: list, parts: list[torch.Tensor]) -> None:
+    """In place: write each gathered part back into its rows (parts that are the tensors
+    themselves were updated in place already)."""
+    for t, r, part in zip(tensors, rows, parts):
+        if r is not None:
+            t.index_copy_(0, r, part)
+
+
+class Workspace:
+    """Scratch memory for the temporaries of a step: one flat buffer per dtype and device,
+    reused by every tensor and every step (allocating tens of MB per step costs more than the
+    arithmetic on them: page faults). Not optimiser state: never saved, rebuilt on demand."""
+
+    def __init__(self):
+        self.buffers: dict[tuple[torch.dtype, torch.device], torch.Tensor] = {}
+
+    def views(self, tensors: list[torch.Tensor], count: int) -> list[list[torch.Tensor]]:
+        """For each tensor, `count` disjoint buffers shaped like it. The buffers of different
+        tensors overlap: use them one tensor at a time."""
+        need: dict[tuple[torch.dtype, torch.device], int] = {}
+        for t in tensors:
+            key = (t.dtype, t.device)
+            need[key] = max(need.get(key, 0), count * t.numel())
+        for (dtype, device), size in need.items():
+            if (dtype, device) not in self.buffers or self.buffers[dtype, device].numel() < size:
+                self.buffers[dtype, device] = torch.empty(size, dtype=dtype, device=device)
+        out = []
+        for t in tensors:
+            buffer, n = self.buffers[(t.dtype, t.device)], t.numel()
+            out.append([buffer[k * n : (k + 1) * n].view(t.shape) for k in range(count)])
+        return out

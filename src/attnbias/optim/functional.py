@@ -36,8 +36,8 @@ def run_dims(t: torch.Tensor) -> tuple[int, ...]:
 
 
 def gradient_norms(grads: list[torch.Tensor], q: Number, scratch=None) -> list[torch.Tensor]:
-    """‖g‖_q of each tensor, per run: a list of (R,) tensors. `scratch`: one buffer per
-    gradient, or None."""
+    """‖g‖_q of each tensor, per run: a list of (R,) tensors. `scratch`: for each gradient
+    one or two buffers shaped like it (see `lp_norm`), or None."""
     scratch = scratch or [None] * len(grads)
     return [lp_norm(g, q, run_dims(g), scratch=s) for g, s in zip(grads, scratch)]
 
@@ -115,11 +115,14 @@ def step_(
     duals: list[torch.Tensor] | None = None,
     momentum: Number = 0.0,
     buffers: list[torch.Tensor] | None = None,
+    scratch: list[torch.Tensor] | None = None,
 ) -> None:
     """In place: one step θ ← θ − η·m, w = (∇ψ)⁻¹(θ) of each tensor (see the module text).
 
     duals: the dual iterates θ = ∇ψ(w), kept across steps by the caller (needed unless
-    p = 2). buffers: momentum buffers m (needed when momentum is not 0)."""
+    p = 2). buffers: momentum buffers m (needed when momentum is not 0). scratch: a buffer
+    shaped like each parameter (with its run axis) for the inverse mirror map's powers, or
+    None."""
     mirror = isinstance(p, torch.Tensor) or p != 2.0
     if mirror and duals is None:
         raise ValueError("mirror descent with p != 2 needs the dual iterates `duals`")
@@ -138,7 +141,8 @@ def step_(
         else:  # u = g/D first: |u| ≤ 1, so no η/D or D/η can overflow or underflow
             _subtract_scaled_(target, g / d, lr)
         if mirror:
-            inverse_mirror_map(target, p, out=w)
+            powers = None if scratch is None else scratch[k]
+            inverse_mirror_map(target, p, out=w, scratch=powers)
 
 
 def _no_step_at_zero(d: torch.Tensor) -> torch.Tensor:

@@ -18,14 +18,18 @@ from torch.optim import Optimizer
 from .._validate import check_p
 from . import functional as F
 from ._common import (
+    Workspace,
     as_runs,
     check_finite,
     check_lr,
     check_normalize,
     dual_iterates,
     evaluate,
+    gather_rows,
     groups_with_grad,
     remember_weights,
+    scatter_rows_,
+    touched_rows,
 )
 
 
@@ -48,18 +52,36 @@ class MirrorDescent(Optimizer):
         lr = check_lr(lr)
         p = check_p(p, "p", minimum=1.0, strict=True)
         super().__init__(params, dict(lr=lr, p=p, normalize=check_normalize(normalize)))
+        self.workspace = Workspace()
 
     @torch.no_grad()
     def step(self, closure=None):
         loss = evaluate(closure)
         for index, group, params, grads in groups_with_grad(self):
             p, rule = group["p"], group["normalize"]
-            g = as_runs(grads)
-            d = F.divisors(g, rule, p=p)
+            rows = [touched_rows(g) for g in grads]
+            duals = None
+            if p != 2.0:
+                duals, built = dual_iterates(self.state, params, p, rows)
+                # a new θ = ∇ψ(w) is not yet w's exact preimage: step every row once
+                rows = [None if new else r for r, new in zip(rows, built)]
+            g = as_runs(gather_rows(grads, rows))
+            d = F.divisors(g, rule, p=p, scratch=self.workspace.views(g, 2))
             if d is not None:
                 check_finite("MirrorDescent", d, (index, params, grads))
-            duals = None if p == 2.0 else as_runs(dual_iterates(self.state, params, p))
-            F.step_(as_runs(params), g, d, group["lr"], p=p, duals=duals)
+            w = gather_rows(params, rows)
+            theta = None if duals is None else gather_rows(duals, rows)
+            F.step_(
+                as_runs(w),
+                g,
+                d,
+                group["lr"],
+                p=p,
+                duals=None if theta is None else as_runs(theta),
+                scratch=[s for (s,) in self.workspace.views(as_runs(w), 1)],
+            )
+            scatter_rows_(params, rows, w)
             if duals is not None:
-                remember_weights(self.state, params)
+                scatter_rows_(duals, rows, theta)
+                remember_weights(self.state, params, rows)
         return loss

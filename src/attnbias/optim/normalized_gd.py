@@ -15,11 +15,15 @@ from torch.optim import Optimizer
 from .._validate import check_scalar
 from . import functional as F
 from ._common import (
+    Workspace,
     as_runs,
     check_finite,
     check_lr,
     evaluate,
+    gather_rows,
     groups_with_grad,
+    scatter_rows_,
+    touched_rows,
 )
 
 
@@ -39,15 +43,18 @@ class NormalizedGD(Optimizer):
         if norm not in ("global", "per_tensor"):
             raise ValueError(f"norm must be 'global' or 'per_tensor', got {norm!r}")
         super().__init__(params, dict(lr=lr, momentum=momentum, norm=norm))
+        self.workspace = Workspace()
 
     @torch.no_grad()
     def step(self, closure=None):
         loss = evaluate(closure)
         for index, group, params, grads in groups_with_grad(self):
-            g = as_runs(grads)
-            d = F.divisors(g, group["norm"])
-            check_finite("NormalizedGD", d, (index, params, grads))
             beta, buffers = group["momentum"], None
+            # momentum moves a row even where its gradient is zero: no sparse rows then
+            rows = [touched_rows(g) if beta == 0.0 else None for g in grads]
+            g = as_runs(gather_rows(grads, rows))
+            d = F.divisors(g, group["norm"], scratch=self.workspace.views(g, 2))
+            check_finite("NormalizedGD", d, (index, params, grads))
             if beta != 0.0:
                 buffers = as_runs(
                     [
@@ -55,5 +62,7 @@ class NormalizedGD(Optimizer):
                         for w in params
                     ]
                 )
-            F.step_(as_runs(params), g, d, group["lr"], momentum=beta, buffers=buffers)
+            w = gather_rows(params, rows)
+            F.step_(as_runs(w), g, d, group["lr"], momentum=beta, buffers=buffers)
+            scatter_rows_(params, rows, w)
         return loss

@@ -14,7 +14,16 @@ from torch.optim import Optimizer
 
 from .._validate import check_scalar
 from . import functional as F
-from ._common import as_runs, check_finite, check_lr, params_with_grad
+from ._common import (
+    Workspace,
+    as_runs,
+    check_finite,
+    check_lr,
+    gather_rows,
+    params_with_grad,
+    scatter_rows_,
+    touched_rows,
+)
 
 
 class PolyakStep(Optimizer):
@@ -35,6 +44,7 @@ class PolyakStep(Optimizer):
         f_star = check_scalar(f_star, "f_star")
         c = check_scalar(c, "c", low=0.0, include_low=False)
         super().__init__(params, dict(lr=lr_max, f_star=f_star, c=c))
+        self.workspace = Workspace()
 
     @torch.no_grad()
     def step(self, closure=None):
@@ -46,17 +56,25 @@ class PolyakStep(Optimizer):
         with torch.enable_grad():
             loss = closure()
         gathered = [params_with_grad(group) for group in self.param_groups]
+        params = [w for ws, _ in gathered for w in ws]
         grads = [g for _, gs in gathered for g in gs]
         if not grads:
             return loss
+        rows = [touched_rows(g) for g in grads]
+        g = as_runs(gather_rows(grads, rows))
         value = torch.as_tensor(loss).detach().reshape(1).to(grads[0])
-        sq_root = F.global_norm(F.gradient_norms(as_runs(grads), 2.0), 2.0)
-        params = [w for ws, _ in gathered for w in ws]
+        norms = F.gradient_norms(g, 2.0, self.workspace.views(g, 2))
+        sq_root = F.global_norm(norms, 2.0)
         check_finite("PolyakStep", [value], "the loss")
         check_finite("PolyakStep", [sq_root], ("(all groups)", params, grads))
-        for group, (params, grads) in zip(self.param_groups, gathered):
+        start = 0
+        for group, (group_params, _) in zip(self.param_groups, gathered):
             d = F.polyak_divisor(sq_root, value, group["f_star"], group["c"], group["lr"])
             group["step_size"] = 1.0 / d.item()
-            if params:
-                F.step_(as_runs(params), as_runs(grads), [d] * len(params), 1.0)
+            if group_params:
+                part = slice(start, start + len(group_params))
+                w = gather_rows(group_params, rows[part])
+                F.step_(as_runs(w), g[part], [d] * len(w), 1.0)
+                scatter_rows_(group_params, rows[part], w)
+                start = part.stop
         return loss
