@@ -171,7 +171,10 @@ def test_svm_invalid_norm_lists_the_valid_values(tmp_path, capsys):
     np.savez(tmp_path / "p.npz", X=P.X, z=P.z, alpha=np.zeros(3, dtype=int))
     for norm in ("abc", "0.5", "nan"):
         assert main(["svm", str(tmp_path / "p.npz"), "--norm", norm]) == 2
-        assert "--norm must be 2 (= fro), a number p ≥ 1, inf (= max), spectral or nuc" in one_error_line(capsys)
+        assert (
+            "--norm must be 2 (= fro), a number p ≥ 1, inf (= max), spectral or nuc"
+            in one_error_line(capsys)
+        )
 
 
 @pytest.mark.parametrize(

@@ -121,8 +121,8 @@ def step_(
 
     duals: the dual iterates θ = ∇ψ(w), kept across steps by the caller (needed unless
     p = 2). buffers: momentum buffers m (needed when momentum is not 0). scratch: a buffer
-    shaped like each parameter (with its run axis) for the inverse mirror map's powers, or
-    None."""
+    shaped like each parameter (with its run axis) for g/D and the inverse mirror map's
+    powers, or None (then they are allocated)."""
     mirror = isinstance(p, torch.Tensor) or p != 2.0
     if mirror and duals is None:
         raise ValueError("mirror descent with p != 2 needs the dual iterates `duals`")
@@ -139,8 +139,9 @@ def step_(
         elif d is None:
             _subtract_scaled_(target, g, lr)
         else:  # u = g/D first: |u| ≤ 1, so no η/D or D/η can overflow or underflow
-            _subtract_scaled_(target, g / d, lr)
-        if mirror:
+            u = g / d if scratch is None else torch.div(g, d, out=scratch[k])
+            _subtract_scaled_(target, u, lr)
+        if mirror:  # (u is spent: the scratch buffer is free for the map's powers)
             powers = None if scratch is None else scratch[k]
             inverse_mirror_map(target, p, out=w, scratch=powers)
 

@@ -63,6 +63,14 @@ class NormalizedGD(Optimizer):
                     ]
                 )
             w = gather_rows(params, rows)
-            F.step_(as_runs(w), g, d, group["lr"], momentum=beta, buffers=buffers)
+            F.step_(
+                as_runs(w),
+                g,
+                d,
+                group["lr"],
+                momentum=beta,
+                buffers=buffers,
+                scratch=[s for (s,) in self.workspace.views(as_runs(w), 1)],
+            )
             scatter_rows_(params, rows, w)
         return loss

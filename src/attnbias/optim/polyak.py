@@ -74,7 +74,8 @@ class PolyakStep(Optimizer):
             if group_params:
                 part = slice(start, start + len(group_params))
                 w = gather_rows(group_params, rows[part])
-                F.step_(as_runs(w), g[part], [d] * len(w), 1.0)
+                scratch = [b for (b,) in self.workspace.views(as_runs(w), 1)]
+                F.step_(as_runs(w), g[part], [d] * len(w), 1.0, scratch=scratch)
                 scatter_rows_(group_params, rows[part], w)
                 start = part.stop
         return loss
