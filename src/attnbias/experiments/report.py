@@ -36,6 +36,11 @@ CAPTIONS = {
     "kq-nuclear": f"W = KQᵀ trained by normalized GD against W trained directly ({BAND}). Look "
     "at the two left panels: the factorised W ends closer to the nuclear-norm Att-SVM, the "
     "direct W to the Frobenius one.",
+    "atlas": "Margin gap 1 − γ_N(W_t)/γ*_N in the norm N of each row, for the optimiser of "
+    f"each column ({BAND}); 0 means W_t/‖W_t‖_N is a max-margin direction of that norm (gaps "
+    "above 1: some margin still negative). Look at the panels marked (own): each steepest "
+    "method's gap in its own norm keeps falling while its gaps in the other norms level off; "
+    "compare the Adam column with SignGD's and the Muon column with SpectralDescent's.",
     "_accuracy": "Test accuracy of ℓp mirror descent for each p (mean ± std over seeds, shaded).",
     "_weight_histograms": "Distribution of |entry| of the trained K, Q, V weights (all seeds "
     "and layers): smaller p puts more entries near zero (sparser weights).",
