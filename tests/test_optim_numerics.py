@@ -33,11 +33,14 @@ def train(make, problem, steps, seed=1):
         yield before, model.W.grad.detach(), model.W.detach()
 
 
+# name: (optimiser, data, steps with a nonzero float64 gradient that the run must reach: past
+# where eac3930 froze, and for ℓ3 the whole run; later the autograd gradient is subnormal and, at
+# a step that rounding decides, exactly zero)
 MOVING = {
-    "MD-1.75": (lambda ps: MirrorDescent(ps, lr=0.1, p=1.75, normalize=True), "gaussian"),
-    "MD-3": (lambda ps: MirrorDescent(ps, lr=0.1, p=3.0, normalize=True), "gaussian"),
-    "MD-1.1": (lambda ps: MirrorDescent(ps, lr=0.1, p=1.1, normalize=True), "gaussian"),
-    "NGD": (lambda ps: NormalizedGD(ps, lr=0.1), "example1"),
+    "MD-1.75": (lambda ps: MirrorDescent(ps, lr=0.1, p=1.75, normalize=True), "gaussian", 5000),
+    "MD-3": (lambda ps: MirrorDescent(ps, lr=0.1, p=3.0, normalize=True), "gaussian", 20_000),
+    "MD-1.1": (lambda ps: MirrorDescent(ps, lr=0.1, p=1.1, normalize=True), "gaussian", 80),
+    "NGD": (lambda ps: NormalizedGD(ps, lr=0.1), "example1", 10_000),
 }
 
 
@@ -47,9 +50,8 @@ def test_normalized_methods_move_at_every_step_with_a_nonzero_gradient(name):
     """20,000 steps: W changes at every step whose gradient has a nonzero entry (on main
     eac3930 ℓ1.1 froze at step 38, ℓ1.75 at 3,065 and NGD at 6,839 with nonzero gradients:
     their norms underflowed). Where float64's gradient is exactly zero (every non-selected
-    attention score has underflowed to 0), no method can move; the test reports how long the
-    gradient stayed nonzero, and requires that for ℓ1.75 and ℓ3 it is the whole run."""
-    make, data = MOVING[name]
+    attention score has underflowed to 0), no method fed by autograd can move."""
+    make, data, floor = MOVING[name]
     problem = gaussian_unit(6, 8, 10, seed=1) if data == "gaussian" else example1(seed=0)
     nonzero_steps = 0
     for t, (before, grad, after) in enumerate(train(make, problem, 20_000)):
@@ -58,8 +60,7 @@ def test_normalized_methods_move_at_every_step_with_a_nonzero_gradient(name):
         nonzero_steps += 1
         assert not torch.equal(before, after), f"{name} froze at step {t} with a nonzero gradient"
         assert bool(torch.isfinite(after).all())
-    if name in ("MD-1.75", "MD-3"):
-        assert nonzero_steps == 20_000
+    assert nonzero_steps >= floor
 
 
 def test_float32_tensor_with_tiny_gradient_moves():
