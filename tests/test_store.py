@@ -106,17 +106,20 @@ def test_kill_at_random_moments_while_saving_leaves_a_consistent_store(tmp_path)
         import sys, numpy as np
         from attnbias.store import ResultsStore, tidy
         store = ResultsStore(sys.argv[1])
-        print("ready", flush=True)
-        for i in range(100000):
+        def save(i):
             store.save({"i": i}, tidy(np.arange(500), {"loss": np.arange(500.0) + i}),
                        {"W": np.full((60, 60), float(i))}, {"i": i})
+        save(int(sys.argv[2]))  # one finished run before the kills start, however slow
+        print("ready", flush=True)
+        for i in range(100000):
+            save(i)
         """
     )
     rng = random.Random(0)
     store = ResultsStore(tmp_path)
-    for _ in range(6):
+    for trial in range(6):
         proc = subprocess.Popen(
-            [sys.executable, "-c", script, str(tmp_path)],
+            [sys.executable, "-c", script, str(tmp_path), str(-1 - trial)],
             env={**os.environ, "PYTHONPATH": SRC},
             stdout=subprocess.PIPE,
         )
