@@ -238,7 +238,8 @@ def test_missing_extra_is_named_before_training_and_marked_in_list(monkeypatch, 
     assert main(["list"]) == 0
     lines = capsys.readouterr().out.splitlines()
     marked = [line.split()[1] for line in lines if line.startswith("!")]
-    assert marked == ["text-md"]
+    # vision is marked too where Debian's Fashion-MNIST is not installed
+    assert "text-md" in marked and set(marked) <= {"text-md", "vision"}
     assert "MISSING: text-md needs no_such_module_xyz" in "\n".join(lines)
 
 
