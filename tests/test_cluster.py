@@ -22,7 +22,7 @@ from attnbias.engine.cluster import Cluster, WorkerCannotWrite
 from attnbias.engine.sweep import References, plan, train, train_chunk
 from attnbias.experiments import md_local
 from attnbias.experiments.base import load_config, run_experiment
-from attnbias.store import MANIFEST, ResultsStore
+from attnbias.store import MANIFEST, ResultsStore, tidy
 
 distributed = pytest.importorskip("distributed")
 
@@ -94,6 +94,7 @@ def manifests(out: Path) -> dict:
     return {
         p.parent.name: (p.stat().st_ino, p.stat().st_mtime_ns)
         for p in (out / "runs").glob(f"*/{MANIFEST}")
+        if not p.parent.name.startswith(".")  # a writer's staging directory
     }
 
 
@@ -309,3 +310,29 @@ def test_dask_scheduler_and_worker_processes_with_scheduler_flag(tmp_path, in_pr
             except subprocess.TimeoutExpired:
                 os.killpg(p.pid, signal.SIGKILL)
                 p.wait()
+
+
+@pytest.mark.slow
+def test_real_data_runs_are_one_task_each_and_a_retry_resumes_from_the_checkpoint(client, tmp_path):
+    from attnbias.engine.cluster import using
+    from attnbias.real.runner import RemoteRun, run_once
+
+    store = ResultsStore(tmp_path)
+
+    def train_fn(checkpoints):  # pickled by value: it runs on a worker
+        checkpoints.mkdir(parents=True, exist_ok=True)
+        half = checkpoints / "half-way"
+        if not half.exists():  # the first try checkpoints, then its worker dies
+            half.write_text(str(os.getpid()))
+            os._exit(1)
+        metrics = tidy([0, 1], {"loss": [1.0, 0.5]})
+        return metrics, {}, {"resumed_from": int(half.read_text()), "pid": os.getpid()}
+
+    with using(client):
+        records = [run_once(store, {"seed": s}, tmp_path, train_fn) for s in (1, 2)]
+    assert all(isinstance(r, RemoteRun) for r in records)
+    for r in records:
+        assert r.status == "finished" and r.info["resumed_from"] != r.info["pid"]
+        assert r.metrics.num_rows == 2 and store.has(r.key)
+    assert not any((tmp_path / "checkpoints").iterdir())  # superseded by the stored runs
+    client.wait_for_workers(2, timeout=60)
