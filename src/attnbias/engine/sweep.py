@@ -97,18 +97,36 @@ def run_sweep(
     )
 
 
+# torch's CPU kernels run an elementwise op on a contiguous tensor in SIMD blocks and its last
+# (size mod block) elements through the scalar function; for sigmoid and pow the two differ in
+# the last bit. A run's numbers therefore depend on how many rows follow it in the batch tensor
+# (up to a block) and on the row count mod the block. BLOCK is a multiple of every block torch
+# uses for float64 (AVX-512: 2 × 8).
+BLOCK = 16
+
+
 @dataclass
 class Chunk:
-    """One batched program: `runs` specs to train and store, plus `companions`, runs of the
-    same batch trained alongside but not stored, and the steps to record at."""
+    """One batched program standing in for part of an in-process batch (see `plan`).
+
+    runs: the program's runs in order; own[r]: runs[r] is one of the chunk's runs (stored),
+    the others are stand-ins (not stored); rows_after[key], in_step[steps]: how many runs end
+    after an own run at its last step in the whole batch (at most BLOCK), and how many end at
+    that step (mod BLOCK); grid: the whole batch's recording steps."""
 
     runs: list[RunSpec]
-    companions: list[RunSpec]
+    own: list[bool]
+    rows_after: dict[str, int]
+    in_step: dict[int, int]
     grid: np.ndarray
 
     @property
+    def stored(self) -> list[RunSpec]:
+        return [s for s, own in zip(self.runs, self.own) if own]
+
+    @property
     def steps(self) -> int:
-        return max(s.steps for s in self.runs)
+        return max(s.steps for s in self.stored)
 
 
 def hyper_class(spec: RunSpec) -> tuple:
@@ -120,41 +138,79 @@ def hyper_class(spec: RunSpec) -> tuple:
 def plan(
     specs: list[RunSpec], wanted: list[bool], batch_size: int | None, chunk_size: int | None
 ) -> list[Chunk]:
-    """The wanted runs as chunks of at most chunk_size (None: whole batches).
+    """The wanted runs as chunks of at most chunk_size (None: whole batches), each one batched
+    program whose runs end bit for bit as in the in-process batch of all specs.
 
-    A batch is what an in-process sweep of all specs trains together: the runs of one structure,
-    in pieces of batch_size. The update core takes faster paths when a batch's runs share p or
-    step rule (a float p instead of a per-run tensor: the same maths, other roundings), and a
-    batch re-checks as its runs end. So a chunk that is only part of its batch (a piece sent to
-    a worker, the unfinished rest of a resumed sweep) also trains, for each hyper-parameter
-    class of the batch, the longest run of that class (up to the chunk's length, not stored):
-    at every step it takes the paths the whole batch takes, and each run ends bit for bit as
-    in the whole batch. It records at the whole batch's steps too (divergence is bracketed by
-    recorded steps)."""
+    That batch is the runs of one structure, in pieces of batch_size; a chunk is part of it (a
+    piece sent to a worker, the unfinished rest of a resumed sweep). Rounding there depends on
+    the batch's composition in two ways, which a chunk reproduces with stand-in runs it trains
+    but does not store:
+    - the update core takes faster paths when the active runs share p or step rule (a float p
+      instead of a per-run tensor): the chunk also trains the longest run of each
+      hyper-parameter class, so at every step the same classes are active;
+    - SIMD blocks (BLOCK): the chunk also trains, after each of its runs, the BLOCK longest runs
+      that follow it in the batch, so up to BLOCK the same number of runs follows it at every
+      step, and before its runs, copies of its longest run, so the number of active runs is
+      the batch's mod BLOCK. Measuring (`train`) pads each step's finished runs likewise.
+    Stand-ins stop with the chunk's last run, so a chunk takes as many steps as its own runs."""
     groups = defaultdict(list)
     for i, spec in enumerate(specs):
         groups[spec.structure].append(i)
     chunks = []
-    for batch in (b for idx in groups.values() for b in split(idx, batch_size)):
-        grid = union_grid([(specs[i].steps, specs[i].grid_points) for i in batch])
+    for index in (b for idx in groups.values() for b in split(idx, batch_size)):
+        batch = [specs[i] for i in index]
+        grid = union_grid([(s.steps, s.grid_points) for s in batch])
+        steps = np.array([s.steps for s in batch])
         longest = {}
-        for i in batch:
-            c = hyper_class(specs[i])
-            if c not in longest or specs[i].steps > specs[longest[c]].steps:
-                longest[c] = i
-        for piece in split([i for i in batch if wanted[i]], chunk_size):
-            runs = [specs[i] for i in piece]
-            steps = max(s.steps for s in runs)
-            covered = defaultdict(int)
-            for s in runs:
-                covered[hyper_class(s)] = max(covered[hyper_class(s)], s.steps)
-            companions = [
-                replace(specs[i], steps=min(specs[i].steps, steps))
-                for c, i in longest.items()
-                if covered[c] < min(specs[i].steps, steps)
-            ]
-            chunks.append(Chunk(runs, companions, grid[grid <= steps]))
+        for k, spec in enumerate(batch):
+            c = hyper_class(spec)
+            if c not in longest or spec.steps > batch[longest[c]].steps:
+                longest[c] = k
+        followers = longest_followers(steps)
+        for piece in split([k for k, i in enumerate(index) if wanted[i]], chunk_size):
+            chunks.append(stand_in(batch, steps, piece, set(longest.values()), followers, grid))
     return chunks
+
+
+def longest_followers(steps: np.ndarray) -> list[list[int]]:
+    """For each position k, the BLOCK longest runs after it."""
+    out, top = [[] for _ in steps], []
+    for k in range(len(steps) - 1, -1, -1):
+        out[k] = list(top)
+        top = sorted([*top, k], key=lambda q: -steps[q])[:BLOCK]
+    return out
+
+
+def stand_in(batch, steps, piece, longest, followers, grid) -> Chunk:
+    """The chunk for positions `piece` of `batch` (see `plan`)."""
+    last = int(steps[piece].max())
+    own = set(piece)
+    members = sorted(own | longest | {q for k in piece for q in followers[k]})
+    runs = [batch[k] if k in own else shorten(batch[k], last) for k in members]
+    # Copies of the longest own run before the rest, keeping the active count ≡ the batch's:
+    # pads[g] copies are active in the g-th interval between the steps where runs end.
+    ends = np.unique(np.minimum(steps, last))
+    active = np.array([(steps > t).sum() - sum(s.steps > t for s in runs) for t in ends - 1])
+    pads = [0] * len(ends)
+    for g in range(len(ends) - 1, -1, -1):
+        above = pads[g + 1] if g + 1 < len(ends) else 0
+        pads[g] = above + (active[g] - above) % BLOCK
+    longest_own = batch[piece[int(np.argmax(steps[piece]))]]
+    copies = [
+        shorten(longest_own, int(ends[max(g for g in range(len(ends)) if pads[g] > c)]))
+        for c in range(pads[0])
+    ]
+    return Chunk(
+        runs=copies + runs,
+        own=[False] * len(copies) + [k in own for k in members],
+        rows_after={batch[k].key: min(int((steps[k + 1 :] == steps[k]).sum()), BLOCK) for k in own},
+        in_step={int(t): int((steps == t).sum()) % BLOCK for t in np.unique(steps[piece])},
+        grid=grid[grid <= last],
+    )
+
+
+def shorten(spec: RunSpec, steps: int) -> RunSpec:
+    return spec if spec.steps <= steps else replace(spec, steps=steps)
 
 
 def split(index: list[int], size: int | None) -> list[list[int]]:
@@ -163,38 +219,60 @@ def split(index: list[int], size: int | None) -> list[list[int]]:
     return [index[at : at + size] for at in range(0, len(index), size)]
 
 
-def train(chunk: Chunk, store: ResultsStore, refs: References, device: str, progress=None):
-    """Train a chunk as one batched program, storing each of its runs as it ends."""
-    runs = chunk.runs + chunk.companions
-    index = np.arange(len(runs))
-    index[len(chunk.runs) :] = -1  # companions: not stored
+def measured_rows(chunk: Chunk, finished: list[RunSpec]) -> list[tuple[int, bool]]:
+    """(which of `finished` (own runs ending at one step, in order), stored?) for each row
+    measured: the own runs with copies of the first between them and before them, so that as
+    many rows follow each (up to BLOCK) and as many are measured (mod BLOCK) as in the whole
+    batch at that step."""
+    rows, after = [], 0
+    for r in range(len(finished) - 1, -1, -1):
+        need = chunk.rows_after[finished[r].key]
+        fill = need - after if need < BLOCK else max(0, BLOCK - after)
+        rows = [(r, True)] + [(0, False)] * fill + rows
+        after += fill + 1
+    lead = (chunk.in_step[finished[0].steps] - len(rows)) % BLOCK
+    return [(0, False)] * lead + rows
+
+
+def train(
+    chunk: Chunk, store: ResultsStore, refs: References, device: str, progress=None, skip=()
+) -> None:
+    """Train a chunk as one batched program, storing each of its runs (but those in `skip`)
+    as it ends."""
 
     def finish(done: Finished):
-        finished = [runs[i] for i in done.index if i >= 0]
-        if finished:
-            kept = Finished(**{**vars(done), **select(done, done.index >= 0)})
-            for spec, result in zip(finished, measure(finished, kept, refs)):
+        at = [r for r, i in enumerate(done.index) if chunk.own[i]]
+        if not at:
+            return
+        finished = [chunk.runs[done.index[r]] for r in at]
+        rows = measured_rows(chunk, finished)
+        pick = [at[r] for r, _ in rows]
+        part = Finished(**{**vars(done), **select(done, pick)})
+        results = measure([finished[r] for r, _ in rows], part, refs)
+        for (r, stored), result in zip(rows, results):
+            spec = finished[r]
+            if stored and spec.key not in skip:
                 store.save(spec.record, result.metrics, result.arrays, result.info, key=spec.key)
 
-    batch = RunBatch.from_specs(runs, index=index, device=device)
+    batch = RunBatch.from_specs(chunk.runs, device=device)
     simulate(batch, chunk.grid, finish, progress=progress)
 
 
-def select(done: Finished, keep: np.ndarray) -> dict:
-    """The per-run fields of `done` for the runs where keep is True."""
-    rows = torch.as_tensor(keep)
+def select(done: Finished, rows: list[int]) -> dict:
+    """The per-run fields of `done` for these rows (repeats allowed)."""
+    at = torch.as_tensor(rows, dtype=torch.long)
     return {
-        "index": done.index[keep],
-        "snapshots": {k: s[rows] for k, s in done.snapshots.items()},
-        "final": {k: w[keep] for k, w in done.final.items()},
-        "first_nonfinite": None if done.first_nonfinite is None else done.first_nonfinite[keep],
+        "index": done.index[rows],
+        "snapshots": {k: s[at] for k, s in done.snapshots.items()},
+        "final": {k: w[rows] for k, w in done.final.items()},
+        "first_nonfinite": None if done.first_nonfinite is None else done.first_nonfinite[rows],
     }
 
 
 def train_here(chunks: list[Chunk], store, device, progress: bool, desc: str) -> int:
     """Train the chunks in this process, sharing SVM solutions; returns the SVMs solved."""
     refs = References()
-    pending = sum(len(c.runs) for c in chunks)
+    pending = sum(len(c.stored) for c in chunks)
     with (
         _threads(1),
         tqdm(
@@ -210,30 +288,20 @@ def train_here(chunks: list[Chunk], store, device, progress: bool, desc: str) ->
 
 
 def train_chunk(chunk: Chunk, root: str, device: str) -> tuple[int, int]:
-    """A cluster task: train the chunk's runs not yet in the store at `root`, with SVM
-    solutions of its own (they are deterministic, so shared or not, the numbers are the same);
-    returns (runs trained, SVMs solved). A retried chunk skips the runs its earlier try stored
-    (its companions keep the rest on the whole batch's paths)."""
+    """A cluster task: train the chunk and store its runs not yet in the store at `root`,
+    with SVM solutions of its own (they are deterministic, so shared or not, the numbers are
+    the same); returns (runs stored, SVMs solved). A retried chunk trains the same program
+    again (so its runs end as they would have) and stores only what its earlier try did not."""
     store = ResultsStore(root)
     problem = store_problem(root)
     if problem is not None:
         raise WorkerCannotWrite(problem)
-    todo = [s for s in chunk.runs if not store.has(s.key)]
+    done = {s.key for s in chunk.stored if store.has(s.key)}
     refs = References()
-    if todo:
+    if len(done) < len(chunk.stored):
         with _threads(1):
-            train(rest(chunk, todo), store, refs, device)
-    return len(todo), refs.solved
-
-
-def rest(chunk: Chunk, todo: list[RunSpec]) -> Chunk:
-    """The chunk with only the runs `todo`, keeping the companions it needs (its stored runs
-    become companions too, shortened to what is left)."""
-    steps = max(s.steps for s in todo)
-    keys = {s.key for s in todo}
-    others = chunk.companions + [s for s in chunk.runs if s.key not in keys]
-    companions = [replace(s, steps=min(s.steps, steps)) for s in others]
-    return Chunk(todo, companions, chunk.grid[chunk.grid <= steps])
+            train(chunk, store, refs, device, skip=done)
+    return len(chunk.stored) - len(done), refs.solved
 
 
 def train_on(cluster: Cluster, chunks: list[Chunk], store, device, progress: bool, desc: str):
@@ -244,13 +312,15 @@ def train_on(cluster: Cluster, chunks: list[Chunk], store, device, progress: boo
     # Workers may run elsewhere: the store by its absolute path, through any staging link.
     root = store.runs.resolve().parent
     cluster.check_writable(root)
-    runs = sum(len(c.runs) for c in chunks)
+    runs = sum(len(c.stored) for c in chunks)
     cluster.announce(f"{desc}: {runs} runs in {len(chunks)} chunk(s)")
     distributed = import_distributed()
     futures = {}
     for chunk in chunks:
-        name = task_name(desc, [s.key for s in chunk.runs])
-        futures[cluster.submit(train_chunk, chunk, str(root), device, name=name)] = len(chunk.runs)
+        keys = [s.key for s in chunk.stored]
+        futures[
+            cluster.submit(train_chunk, chunk, str(root), device, name=task_name(desc, keys))
+        ] = len(keys)
     svms = 0
     with tqdm(
         total=sum(futures.values()),
