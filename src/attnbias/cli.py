@@ -263,7 +263,7 @@ def add_cluster_flags(c) -> None:
         type=int,
         metavar="RUNS",
         help="runs per cluster task of a synthetic sweep (default: runs / (4 × workers), "
-        "at least 32)",
+        "at least 256)",
     )
 
 

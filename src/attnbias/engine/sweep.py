@@ -71,17 +71,14 @@ def run_sweep(
 
     batch_size caps the runs per batched program (None: all runs of one shape together).
     cluster: train on its Dask workers instead, in chunks of cluster.chunk_size_for(runs)
-    runs (capped by batch_size), each worker writing its runs into `store` (engine/cluster.py);
-    the records are the same as in-process."""
+    runs (pieces of those batches), each worker writing its runs into `store`
+    (engine/cluster.py); the records are bit for bit the same as in-process (see `plan`)."""
     start = time.perf_counter()
     keys = [s.key for s in specs]
     if len(set(keys)) != len(keys):
         raise ValueError("two runs of the sweep have identical configs; make their configs differ")
     todo = set(store.heal(keys))
-    if cluster is not None:
-        chunk_size = min(cluster.chunk_size_for(len(todo)), batch_size or len(todo) or 1)
-    else:
-        chunk_size = None
+    chunk_size = None if cluster is None else cluster.chunk_size_for(len(todo))
     chunks = plan(specs, [k in todo for k in keys], batch_size, chunk_size)
     device = device or default_device()
     if cluster is None:
