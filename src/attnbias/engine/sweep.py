@@ -3,6 +3,7 @@ and stored the moment it finishes, so a sweep stopped at any point resumes where
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections import defaultdict
 from contextlib import contextmanager
@@ -164,9 +165,28 @@ def plan(
             if c not in longest or spec.steps > batch[longest[c]].steps:
                 longest[c] = k
         followers = longest_followers(steps)
-        for piece in split([k for k, i in enumerate(index) if wanted[i]], chunk_size):
+        # Runs on the same data side by side: they share SVM solutions within a chunk.
+        todo = sorted((k for k, i in enumerate(index) if wanted[i]), key=data_order(batch))
+        for piece in split(todo, chunk_size):
+            piece = sorted(piece)
             chunks.append(stand_in(batch, steps, piece, set(longest.values()), followers, grid))
     return chunks
+
+
+def data_order(batch: list[RunSpec]):
+    """Sort key of batch positions: by the run's data (first seen first), then position."""
+    digests = {}  # by problem object: specs of one seed usually share theirs
+
+    def digest(problem) -> bytes:
+        if id(problem) not in digests:
+            data = b"".join(np.ascontiguousarray(a).tobytes() for a in (problem.X, problem.z))
+            digests[id(problem)] = hashlib.sha1(data).digest()
+        return digests[id(problem)]
+
+    first = {}
+    for k, spec in enumerate(batch):
+        first.setdefault(digest(spec.problem), k)
+    return lambda k: (first[digest(batch[k].problem)], k)
 
 
 def longest_followers(steps: np.ndarray) -> list[list[int]]:
