@@ -7,10 +7,10 @@ experiment sends each training run as one task. The client only submits, shows p
 reads the store afterwards, so the result table is the in-process one.
 
 Faults: distributed re-runs the tasks of a worker that died (up to the scheduler's
-`allowed-failures`) and a task that raised up to `retries` times; a retried chunk first skips
-the runs its earlier attempt already stored, and two writers of one run leave one copy (the
-store's atomic save). A worker that cannot write the store fails the sweep with
-WorkerCannotWrite, before anything is trained.
+`allowed-failures`) and a task that raised up to `retries` times; a retried chunk trains the
+same program again and stores only the runs its earlier try did not, and two writers of one
+run leave one copy (the store's atomic save). A worker that cannot write the store fails the
+sweep with WorkerCannotWrite, before anything is trained.
 """
 
 from __future__ import annotations
@@ -44,6 +44,13 @@ class ClusterFailed(RuntimeError):
     """A task failed on every try (its workers kept dying); what finished is stored."""
 
 
+def positive_int(value, name: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
+    if value < 1:
+        raise ValueError(f"{name} must be at least 1, got {value}")
+
+
 def import_distributed():
     try:
         import distributed
@@ -60,8 +67,8 @@ class Cluster:
     `Cluster.start(scheduler="tcp://host:8786")`, or wrap a `distributed.Client` you have."""
 
     def __init__(self, client, chunk_size: int | None = None, retries: int = RETRIES):
-        if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
-            raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
+        if chunk_size is not None:
+            positive_int(chunk_size, "chunk_size")
         self.client = client
         self.chunk_size = chunk_size
         self.retries = retries
@@ -78,8 +85,8 @@ class Cluster:
         of the scheduler at `scheduler`; closed (the local cluster stopped) on exit."""
         if (workers is None) == (scheduler is None):
             raise ValueError("give exactly one of workers (a local cluster) or scheduler")
-        if workers is not None and (not isinstance(workers, int) or workers < 1):
-            raise ValueError(f"--workers must be a positive integer, got {workers!r}")
+        if workers is not None:
+            positive_int(workers, "workers")
         distributed = import_distributed()
         if scheduler is not None:
             try:
