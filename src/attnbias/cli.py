@@ -222,7 +222,8 @@ def _run(config: dict, out: Path, reuse_from: Path | None = None, cluster=None) 
     name = config["experiment"]
     print(f"== {name} → {out}", flush=True)
     start = time.perf_counter()
-    summary = run_experiment(config, out, reuse_from, cluster=cluster)
+    on_cluster = {} if cluster is None else {"cluster": cluster}  # in-process: the call as before
+    summary = run_experiment(config, out, reuse_from, **on_cluster)
     print_verdicts(summary)
     print(f"  {time.perf_counter() - start:.1f} s; summary: {out / 'summary.json'}", flush=True)
     return summary

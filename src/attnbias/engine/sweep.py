@@ -232,7 +232,7 @@ def shorten(spec: RunSpec, steps: int) -> RunSpec:
 
 def split(index: list[int], size: int | None) -> list[list[int]]:
     """index in consecutive pieces of `size` (the last may be shorter; None: one piece)."""
-    size = size or len(index)
+    size = size or len(index) or 1
     return [index[at : at + size] for at in range(0, len(index), size)]
 
 
