@@ -164,12 +164,14 @@ def plan(
             c = hyper_class(spec)
             if c not in longest or spec.steps > batch[longest[c]].steps:
                 longest[c] = k
-        followers = longest_followers(steps)
+        followers, ending_after = longest_followers(steps), ending_with_after(steps)
         # Runs on the same data side by side: they share SVM solutions within a chunk.
         todo = sorted((k for k, i in enumerate(index) if wanted[i]), key=data_order(batch))
         for piece in split(todo, chunk_size):
             piece = sorted(piece)
-            chunks.append(stand_in(batch, steps, piece, set(longest.values()), followers, grid))
+            chunks.append(
+                stand_in(batch, steps, piece, set(longest.values()), followers, ending_after, grid)
+            )
     return chunks
 
 
@@ -198,7 +200,16 @@ def longest_followers(steps: np.ndarray) -> list[list[int]]:
     return out
 
 
-def stand_in(batch, steps, piece, longest, followers, grid) -> Chunk:
+def ending_with_after(steps: np.ndarray) -> np.ndarray:
+    """For each position k, how many runs after it end at the same step."""
+    out, seen = np.zeros(len(steps), dtype=np.int64), defaultdict(int)
+    for k in range(len(steps) - 1, -1, -1):
+        out[k] = seen[steps[k]]
+        seen[steps[k]] += 1
+    return out
+
+
+def stand_in(batch, steps, piece, longest, followers, ending_after, grid) -> Chunk:
     """The chunk for positions `piece` of `batch` (see `plan`)."""
     last = int(steps[piece].max())
     own = set(piece)
@@ -220,7 +231,7 @@ def stand_in(batch, steps, piece, longest, followers, grid) -> Chunk:
     return Chunk(
         runs=copies + runs,
         own=[False] * len(copies) + [k in own for k in members],
-        rows_after={batch[k].key: min(int((steps[k + 1 :] == steps[k]).sum()), BLOCK) for k in own},
+        rows_after={batch[k].key: min(int(ending_after[k]), BLOCK) for k in own},
         in_step={int(t): int((steps == t).sum()) % BLOCK for t in np.unique(steps[piece])},
         grid=grid[grid <= last],
     )
