@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.util
 import os
@@ -97,6 +98,7 @@ def parser() -> argparse.ArgumentParser:
         help="reuse the finished runs of this results root (it may be read-only)",
     )
     add_strict(c)
+    add_cluster_flags(c)
     c.set_defaults(command=reproduce)
 
     c = sub.add_parser("run", help="run one experiment from a TOML config file")
@@ -105,6 +107,7 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--out", help="output directory (default: results/NAME)")
     c.add_argument("--quiet", action="store_true", help="no progress bars")
     add_strict(c)
+    add_cluster_flags(c)
     c.set_defaults(command=run_config)
 
     c = sub.add_parser("svm", help="solve the Att-SVM for arrays in a .npz file")
@@ -179,9 +182,10 @@ def reproduce(args) -> int:
     for name in names:
         configs[name] = load_config(name, quick=quick, overrides={"seeds": args.seeds})
         check_ready(name, configs[name])  # every experiment, before training any
-    for name in names:
-        source = Path(args.reuse_from) / name if args.reuse_from else None
-        summaries[name] = _run(configs[name], Path(args.out) / name, source)
+    with cluster_from_flags(args) as cluster:
+        for name in names:
+            source = Path(args.reuse_from) / name if args.reuse_from else None
+            summaries[name] = _run(configs[name], Path(args.out) / name, source, cluster)
     print(f"\n{len(names)} experiment(s) in {time.perf_counter() - start:.1f} s")
     if args.report:
         from .experiments.report import write_report
@@ -209,15 +213,17 @@ def run_config(args) -> int:
         )
     config = load_config(name, quick=args.quick, overrides=fields)
     check_ready(name, config)
-    summary = _run(config, Path(args.out or Path("results") / name))
+    with cluster_from_flags(args) as cluster:
+        summary = _run(config, Path(args.out or Path("results") / name), cluster=cluster)
     return strict_exit({name: summary}, args.strict)
 
 
-def _run(config: dict, out: Path, reuse_from: Path | None = None) -> dict:
+def _run(config: dict, out: Path, reuse_from: Path | None = None, cluster=None) -> dict:
     name = config["experiment"]
     print(f"== {name} → {out}", flush=True)
     start = time.perf_counter()
-    summary = run_experiment(config, out, reuse_from)
+    on_cluster = {} if cluster is None else {"cluster": cluster}  # in-process: the call as before
+    summary = run_experiment(config, out, reuse_from, **on_cluster)
     print_verdicts(summary)
     print(f"  {time.perf_counter() - start:.1f} s; summary: {out / 'summary.json'}", flush=True)
     return summary
@@ -237,6 +243,50 @@ def print_verdicts(summary: dict) -> None:
         )
         more = f" and {len(diverged) - 5} more" if len(diverged) > 5 else ""
         print(f"  {len(diverged)} run(s) diverged and are left out of the claims: {where}{more}")
+
+
+def add_cluster_flags(c) -> None:
+    where = c.add_mutually_exclusive_group()
+    where.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="run on a local Dask cluster of N worker processes (the `dask` extra)",
+    )
+    where.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="run on the Dask cluster of this scheduler, e.g. tcp://host:8786; --out must be "
+        "a directory every worker reaches (docs/CLUSTER.md)",
+    )
+    c.add_argument(
+        "--chunk-size",
+        type=int,
+        metavar="RUNS",
+        help="runs per cluster task of a synthetic sweep (default: runs / (4 × workers), "
+        "at least 256)",
+    )
+
+
+@contextlib.contextmanager
+def cluster_from_flags(args):
+    """The Dask cluster --workers / --scheduler ask for (None without them), closed on exit."""
+    if args.workers is None and args.scheduler is None:
+        if args.chunk_size is not None:
+            raise ValueError("--chunk-size needs --workers N or --scheduler ADDRESS")
+        yield None
+        return
+    if args.workers is not None and args.workers < 1:
+        raise ValueError(f"--workers must be at least 1, got {args.workers}")
+    if args.chunk_size is not None and args.chunk_size < 1:
+        raise ValueError(f"--chunk-size must be at least 1, got {args.chunk_size}")
+    from .engine.cluster import Cluster, ClusterFailed
+
+    try:
+        with Cluster.start(args.workers, args.scheduler, args.chunk_size) as cluster:
+            yield cluster
+    except ClusterFailed as err:
+        raise Unavailable(str(err)) from err
 
 
 def add_strict(c) -> None:

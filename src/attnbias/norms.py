@@ -94,10 +94,12 @@ def lp_norm(x: torch.Tensor, p: Exponent = 2.0, dim=None, *, scratch=None) -> to
     p-th powers underflow) and huge ones (whose powers overflow) get their true norm. NaN in,
     NaN out; an infinite entry gives ∞. `scratch`, one or two tensors shaped like x (the second
     for the powers of a whole exponent), avoids allocating temporaries (the optimisers pass
-    them for large parameters)."""
+    them for large parameters); with it, the ℓ2 norm of a large CPU tensor may take a two-pass
+    unscaled path when that is provably as accurate. Without it (the engine, the metrics) every
+    run's norm is computed alike, whatever else is in the batch."""
     dims = _dims(x, dim)
     first, second = _two(scratch)
-    if not isinstance(p, torch.Tensor) and p == 2.0 and _is_large_on_cpu(x):
+    if first is not None and not isinstance(p, torch.Tensor) and p == 2.0 and _is_large_on_cpu(x):
         direct = _unscaled_two_norm(x, dims, first)
         if direct is not None:
             return direct

@@ -18,6 +18,7 @@ except ModuleNotFoundError:  # Python 3.10
 from .. import __version__
 from ..claims import Claim
 from ..config import validate
+from ..engine.cluster import using
 from ..store import (
     MANIFEST,
     ResultsStore,
@@ -117,7 +118,9 @@ def below(value, full) -> bool:
     return value != full
 
 
-def run_experiment(config: dict, out: str | Path, reuse_from: str | Path | None = None) -> dict:
+def run_experiment(
+    config: dict, out: str | Path, reuse_from: str | Path | None = None, cluster=None
+) -> dict:
     """Run the experiment a resolved config names and publish its outputs under out (see
     store.py for the layout); returns the summary.
 
@@ -126,7 +129,10 @@ def run_experiment(config: dict, out: str | Path, reuse_from: str | Path | None 
     Otherwise out is locked (StoreBusy if another process writes it), damaged runs are redone,
     and config, summary, metrics table and figures are written to a staging directory and
     published together. reuse_from: another results directory (it may be read-only) whose
-    intact runs are copied in first instead of being trained again."""
+    intact runs are copied in first instead of being trained again. cluster: an
+    engine.cluster.Cluster or a distributed.Client: the experiment's sweep chunks, or
+    training runs, are sent to its workers, which write into out (a directory they all
+    reach); the outputs are the same as in-process (docs/CLUSTER.md)."""
     config = validate_config(config)
     out = Path(out)
     store = ResultsStore(out)
@@ -138,7 +144,8 @@ def run_experiment(config: dict, out: str | Path, reuse_from: str | Path | None 
         with store.lock():
             if reuse_from is not None:
                 store.copy_runs_from(ResultsStore(reuse_from))
-            return publish_run(store, config, identity)
+            with using(cluster):
+                return publish_run(store, config, identity)
     except StoreReadOnly as err:
         raise StoreReadOnly(
             f"{err}, and it holds no up-to-date outputs of this config; write elsewhere: "

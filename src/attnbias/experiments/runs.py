@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import torch
 
 from ..config import parse_algorithms
+from ..engine.cluster import active_cluster
 from ..engine.spec import RunSpec
 from ..engine.sweep import SweepReport, run_sweep
 from ..store import DIVERGED, ResultsStore, RunRecord, diverged_runs
@@ -57,8 +58,9 @@ def optimal_token_specs(
 
 
 def sweep(config: dict, out: Path, specs: list[RunSpec]) -> SweepReport:
-    """Run (or resume) the sweep in `out`, then write every run's metrics as one tidy table
-    out/metrics.parquet (run × step × metric, with the run's scalar config fields)."""
+    """Run (or resume) the sweep in `out` (on the active Dask cluster, if any: see
+    base.run_experiment), then write every run's metrics as one tidy table out/metrics.parquet
+    (run × step × metric, with the run's scalar config fields)."""
     store = ResultsStore(out)
     if config["device"] == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"{config['experiment']}: device 'cuda' asked for, but no GPU is visible")
@@ -68,6 +70,7 @@ def sweep(config: dict, out: Path, specs: list[RunSpec]) -> SweepReport:
         batch_size=config["batch_size"] or None,
         device=None if config["device"] == "auto" else config["device"],
         desc=config["experiment"],
+        cluster=active_cluster(),
     )
     table = store.table(records=report.records)
     tmp = Path(out) / ".metrics.parquet.tmp"

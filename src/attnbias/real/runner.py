@@ -14,6 +14,7 @@ import torch
 
 from ..config import named_tables, non_negative_int, positive_int, seed_ids
 from ..data.text import TEXT_DATASETS
+from ..engine.cluster import active_cluster, task_name
 from ..store import ResultsStore, RunRecord, config_key, diverged_runs, tidy
 from .minilm import encode
 from .train import OPTIMIZERS, History
@@ -64,14 +65,54 @@ def run_once(
     store: ResultsStore, run_config: dict, out: Path, train_fn: Callable[[Path], tuple]
 ) -> RunRecord:
     """The stored run for run_config, training it first (train_fn(checkpoint_dir) → (metrics,
-    arrays, info)) unless an intact finished run with that config is already in the store."""
+    arrays, info)) unless an intact finished run with that config is already in the store.
+
+    On the active Dask cluster (engine/cluster.py) the training is one task and the record
+    returned is a RemoteRun, read from the store when first used: an experiment submits all
+    its runs before it reads any. A retried task resumes from the run's last checkpoint."""
     key = config_key(run_config)
-    if store.heal([key]):  # missing, or damaged (reported, then redone)
-        checkpoints = Path(out) / "checkpoints" / key
+    if not store.heal([key]):  # neither missing nor damaged (reported, then redone)
+        return store.load(key)
+    checkpoints = Path(out) / "checkpoints" / key
+    cluster = active_cluster()
+    if cluster is None:
+        return train_and_store(store.root, run_config, key, checkpoints, train_fn)
+    # Workers may run elsewhere: absolute paths, through the staging directory's links.
+    root = store.runs.resolve().parent
+    (Path(out) / "checkpoints").mkdir(parents=True, exist_ok=True)
+    checkpoints = (Path(out) / "checkpoints").resolve() / key
+    cluster.check_writable(root)
+    future = cluster.submit(
+        train_and_store, root, run_config, key, checkpoints, train_fn, name=task_name("run", [key])
+    )
+    return RemoteRun(key, run_config, future)
+
+
+def train_and_store(
+    root: Path, run_config: dict, key: str, checkpoints: Path, train_fn: Callable
+) -> RunRecord:
+    """Train one run (resuming from its checkpoints) and store it; its record. Also a task."""
+    store = ResultsStore(root)
+    if not store.has(key):  # a retried task whose earlier try stored it
         metrics, arrays, info = train_fn(checkpoints)
         store.save(run_config, metrics, arrays, info, key=key)
-        shutil.rmtree(checkpoints, ignore_errors=True)  # the stored run supersedes them
+    shutil.rmtree(checkpoints, ignore_errors=True)  # the stored run supersedes them
     return store.load(key)
+
+
+class RemoteRun:
+    """A run being trained on the cluster: key and config at once, the rest of its RunRecord
+    (metrics, arrays, info, status) once its task has finished."""
+
+    def __init__(self, key: str, config: dict, future):
+        self.key, self.config, self._future = key, config, future
+
+    def __getattr__(self, name):
+        if name.startswith("_"):  # not a RunRecord field (and no recursion while unpickling)
+            raise AttributeError(name)
+        record = self._future.result()
+        self.__dict__.update(vars(record))  # resolved once; later reads are plain attributes
+        return getattr(record, name)
 
 
 def history_table(history: History) -> pa.Table:

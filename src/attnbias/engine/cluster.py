@@ -1,0 +1,208 @@
+"""Sweeps on a Dask cluster (the optional `dask` extra): where the tasks of a sweep run.
+
+A synthetic sweep is cut into chunks, each one batched tensor program trained on a worker
+(`train_chunk`), which writes its finished runs straight into the results store; the store
+must be a directory every worker reaches (the same path on every machine). A real-data
+experiment sends each training run as one task. The client only submits, shows progress and
+reads the store afterwards, so the result table is the in-process one.
+
+Faults: distributed re-runs the tasks of a worker that died (up to the scheduler's
+`allowed-failures`) and a task that raised up to `retries` times; a retried chunk trains the
+same program again and stores only the runs its earlier try did not, and two writers of one
+run leave one copy (the store's atomic save). A worker that cannot write the store fails the
+sweep with WorkerCannotWrite, before anything is trained.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import socket
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from pathlib import Path
+
+from ..store import config_key, say
+
+INSTALL_DASK = "pip install 'attnbias[dask]' (in a clone: pip install -e '.[dask]')"
+# A chunk is worth shipping when its batched program outweighs its fixed costs: a step costs
+# ~0.35 ms plus ~11 µs per run here (flat from ~64 runs on), and a chunk that is part of a batch
+# also trains up to ~35 stand-in runs (engine/sweep.py, plan); at 256 runs those add < 15 %.
+MIN_CHUNK = 256
+CHUNKS_PER_WORKER = 4  # a few chunks each, so a slow or lost worker delays the sweep little
+RETRIES = 2  # re-runs of a task that raised (a dead worker's tasks are re-run by the scheduler)
+
+
+class WorkerCannotWrite(ValueError):
+    """A worker cannot write the results store (a ValueError: on the command line a usage
+    error, exit code 2)."""
+
+
+class ClusterFailed(RuntimeError):
+    """A task failed on every try (its workers kept dying); what finished is stored."""
+
+
+def positive_int(value, name: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
+    if value < 1:
+        raise ValueError(f"{name} must be at least 1, got {value}")
+
+
+def import_distributed():
+    try:
+        import distributed
+    except ImportError as err:
+        raise ImportError(f"--workers / --scheduler need Dask: {INSTALL_DASK}") from err
+    return distributed
+
+
+class Cluster:
+    """A connected Dask client and how sweeps use it.
+
+    chunk_size: runs per chunk of a synthetic sweep (None: automatic, see `chunk_size_for`).
+    Build one with `Cluster.start(workers=N)` (a local cluster of N processes) or
+    `Cluster.start(scheduler="tcp://host:8786")`, or wrap a `distributed.Client` you have."""
+
+    def __init__(self, client, chunk_size: int | None = None, retries: int = RETRIES):
+        if chunk_size is not None:
+            positive_int(chunk_size, "chunk_size")
+        self.client = client
+        self.chunk_size = chunk_size
+        self.retries = retries
+
+    @classmethod
+    @contextmanager
+    def start(
+        cls,
+        workers: int | None = None,
+        scheduler: str | None = None,
+        chunk_size: int | None = None,
+    ) -> Iterator[Cluster]:
+        """A local cluster of `workers` processes (one thread each, on 127.0.0.1), or a client
+        of the scheduler at `scheduler`; closed (the local cluster stopped) on exit."""
+        if (workers is None) == (scheduler is None):
+            raise ValueError("give exactly one of workers (a local cluster) or scheduler")
+        if workers is not None:
+            positive_int(workers, "workers")
+        distributed = import_distributed()
+        if scheduler is not None:
+            try:
+                client = distributed.Client(scheduler, timeout=30)
+            except OSError as err:
+                raise ValueError(
+                    f"--scheduler {scheduler}: no Dask scheduler answers there ({err})"
+                ) from err
+            with client:
+                yield cls(client, chunk_size)
+            return
+        with (
+            distributed.LocalCluster(
+                n_workers=workers,
+                threads_per_worker=1,
+                processes=True,
+                host="127.0.0.1",
+                # the dashboard needs bokeh; without it, ask for none rather than a warning
+                dashboard_address=":0" if has_module("bokeh") else None,
+            ) as local,
+            distributed.Client(local) as client,
+        ):
+            yield cls(client, chunk_size)
+
+    def workers(self) -> int:
+        """Workers connected now (waits for the first one, saying so)."""
+        count = len(self.client.scheduler_info()["workers"])
+        if count == 0:
+            say(f"waiting for a worker to join the scheduler at {self.client.scheduler.address}")
+            self.client.wait_for_workers(1)
+            count = len(self.client.scheduler_info()["workers"])
+        return count
+
+    def dashboard(self) -> str | None:
+        services = self.client.scheduler_info().get("services", {})
+        return self.client.dashboard_link if "dashboard" in services else None
+
+    def chunk_size_for(self, runs: int) -> int:
+        """The set chunk size, or runs / (CHUNKS_PER_WORKER × workers), at least MIN_CHUNK."""
+        if self.chunk_size is not None:
+            return self.chunk_size
+        return max(MIN_CHUNK, math.ceil(runs / (CHUNKS_PER_WORKER * self.workers())))
+
+    def check_writable(self, root: Path) -> None:
+        """WorkerCannotWrite naming the first connected worker that cannot write `root`."""
+        answers = self.client.run(store_problem, str(root))
+        problems = [p for _, p in sorted(answers.items()) if p is not None]
+        if problems:
+            raise WorkerCannotWrite(problems[0])
+
+    def submit(self, fn: Callable, *args, name: str):
+        """One task, retried if it raises; `name` (unique per task) shows on the dashboard."""
+        return self.client.submit(fn, *args, key=name, retries=self.retries, pure=False)
+
+    def announce(self, what: str) -> None:
+        link = self.dashboard()
+        where = self.client.scheduler.address
+        say(f"{what} on {self.workers()} Dask worker(s) at {where}" + (f"; {link}" if link else ""))
+
+
+def has_module(name: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(name) is not None
+
+
+def store_problem(root: str) -> str | None:
+    """Why this process cannot write the results store at `root` (None if it can): a file is
+    created and removed in its runs directory."""
+    runs = Path(root) / "runs"
+    try:
+        runs.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=runs):
+            pass
+    except OSError as err:
+        return (
+            f"the Dask worker on {socket.gethostname()} (PID {os.getpid()}) cannot write the "
+            f"results store {runs}: {err.strerror or err}; give every worker a shared, "
+            "writable --out"
+        )
+    return None
+
+
+def task_name(what: str, keys: list[str]) -> str:
+    """A task key naming what it does, unique for its runs."""
+    return f"attnbias-{what}-{config_key(sorted(keys))}"
+
+
+# --- the cluster an experiment runs on ---------------------------------------------------------
+
+ACTIVE: ContextVar[Cluster | None] = ContextVar("attnbias_cluster", default=None)
+
+
+def as_cluster(cluster) -> Cluster | None:
+    """A Cluster from a Cluster, a distributed.Client, or None (in-process)."""
+    if cluster is None or isinstance(cluster, Cluster):
+        return cluster
+    distributed = import_distributed()
+    if not isinstance(cluster, distributed.Client):
+        raise TypeError(
+            f"cluster must be an attnbias Cluster or a distributed.Client, got {type(cluster)}"
+        )
+    return Cluster(cluster)
+
+
+def active_cluster() -> Cluster | None:
+    """The cluster the running experiment sends its work to (None: in-process)."""
+    return ACTIVE.get()
+
+
+@contextmanager
+def using(cluster) -> Iterator[None]:
+    """Experiments run inside this send their sweeps and training runs to `cluster` (a
+    Cluster, a distributed.Client, or None: in-process)."""
+    token = ACTIVE.set(as_cluster(cluster))
+    try:
+        yield
+    finally:
+        ACTIVE.reset(token)
