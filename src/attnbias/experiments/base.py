@@ -64,12 +64,19 @@ def read_toml(path: str | Path) -> dict:
         raise ValueError(f"config file {path} is not valid TOML: {err}") from err
 
 
-def load_config(name: str, quick: bool = False, overrides: dict | None = None) -> dict:
-    """The experiment's default config, with the [quick] table applied if asked, then overrides."""
+def load_config(
+    name: str, quick: bool = False, overrides: dict | None = None, paper: bool = False
+) -> dict:
+    """The experiment's default config, with the [quick] table (or the [paper] table: the
+    paper's own model size, where the config has one) applied if asked, then overrides."""
     config = read_toml(CONFIG_DIR / f"{name}.toml")
-    quick_table = config.pop("quick", {})
+    quick_table, paper_table = config.pop("quick", {}), config.pop("paper", None)
+    if paper and paper_table is None:
+        raise ValueError(f"--paper: experiment {name} has no paper-size configuration")
     if quick:
         config.update(quick_table)
+    if paper:
+        config.update(paper_table)
     config.update({k: v for k, v in (overrides or {}).items() if v is not None})
     config["experiment"] = name
     return validate_config(config)

@@ -64,14 +64,14 @@ def doc_link(title: str, document: str, report_dir: Path) -> str:
     return f"[{title}]({Path(os.path.relpath(target, report_dir.resolve())).as_posix()})"
 
 
-def _short(value):
+def short_numbers(value):
     """Numbers to 4 significant digits, recursively, for a readable evidence column."""
     if isinstance(value, float):
         return float(f"{value:.4g}")
     if isinstance(value, dict):
-        return {k: _short(v) for k, v in value.items()}
+        return {k: short_numbers(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_short(v) for v in value]
+        return [short_numbers(v) for v in value]
     return value
 
 
@@ -79,7 +79,7 @@ def _markdown_table(rows: list[dict]) -> list[str]:
     columns = list(dict.fromkeys(k for row in rows for k in row))
     lines = ["| " + " | ".join(columns) + " |", "|" + " --- |" * len(columns)]
     for row in rows:
-        lines.append("| " + " | ".join(str(_short(row.get(c, ""))) for c in columns) + " |")
+        lines.append("| " + " | ".join(str(short_numbers(row.get(c, ""))) for c in columns) + " |")
     return lines
 
 
@@ -137,11 +137,16 @@ def write_report(
             lines += [f"**{title}**", "", *_markdown_table(rows), ""]
         lines += ["| claim | supported | evidence |", "| --- | --- | --- |"]
         for claim in summary["claims"]:
-            evidence = json.dumps(_short(claim["evidence"]), ensure_ascii=False).replace("|", "\\|")
+            evidence = json.dumps(short_numbers(claim["evidence"]), ensure_ascii=False).replace(
+                "|", "\\|"
+            )
             mark = {True: "yes", False: "**no**", None: "not applicable"}[claim["supported"]]
             lines.append(f"| {claim['claim']} | {mark} | `{evidence}` |")
         if "slopes" in summary:
-            lines += ["", f"Fitted log-log slopes: `{json.dumps(_short(summary['slopes']))}`"]
+            lines += [
+                "",
+                f"Fitted log-log slopes: `{json.dumps(short_numbers(summary['slopes']))}`",
+            ]
         config = json.dumps(configs[name], ensure_ascii=False)
         lines += ["", f"<details><summary>config</summary>\n\n`{config}`\n</details>", ""]
     path.write_text("\n".join(lines))
