@@ -422,9 +422,9 @@ def table_row(r: dict) -> dict:
         "key word, raw": fmt(*r["keyword_raw"], digits=4),
         "chance (raw)": f"{r['keyword_chance_raw']:.4f}",
         "paper key word": PAPER_KEYWORD_ATTENTION.get(r["p"], ""),
-        "|w| > 0.06 K/Q/V": counts,
+        "count abs(w) > 0.06 K/Q/V": counts,
         "paper K/Q/V": "/".join(f"{paper[m]:,}" for m in "KQV") if paper else "",
-        "|w| > rel. K/Q/V": "/".join(f"{r[f'above_rel_{m}']:,.0f}" for m in "KQV"),
+        "count abs(w) > 3 RMS K/Q/V": "/".join(f"{r[f'above_rel_{m}']:,.0f}" for m in "KQV"),
         "near-zero share K/Q/V": "/".join(f"{r[f'small_{m}']:.3f}" for m in "KQV"),
         "s/run": f"{r['seconds_per_run']:.0f}",
     }
