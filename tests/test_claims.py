@@ -138,19 +138,29 @@ def kq_nuclear_claims(holds: bool):
     return kq_nuclear.claims(final)
 
 
-def text_md_row(p, accuracy, keyword, small):
+def text_md_row(p, accuracy, keyword, above, small):
     return {
         "p": p,
-        "max_accuracy": [accuracy, 1.0],
-        "keyword_attention": [keyword, 0.01],
+        "best_accuracy": [accuracy, 1.0],
+        "reached_target": 5,
+        "keyword_normalised": [keyword, 0.01],
+        "keyword_raw": [keyword / 10, 0.001],
+        "keyword_chance_normalised": 0.2,
+        "keyword_chance_raw": 0.05,
+        **{f"above_abs_{m}": above for m in "KQV"},
+        **{f"above_rel_{m}": above for m in "KQV"},
         **{f"small_{m}": small for m in "KQV"},
         **{f"hoyer_{m}": small for m in "KQV"},
     }
 
 
 def text_md_claims(holds: bool):
-    lo, mid = text_md_row(1.1, 84.0, 0.4, 0.2), text_md_row(2.0, 81.0, 0.3, 0.05)
-    return text_md.keyword_claims(*((lo, mid) if holds else (mid, lo)), chance=0.1)
+    """Holds: ℓ1.1 and ℓ3 above ℓ2 in best accuracy, ℓ1.1 more key-word attention, fewer
+    entries above 0.06 and more near-zero ones; fails: every comparison the other way."""
+    lo, mid = text_md_row(1.1, 84.0, 0.4, 100, 0.2), text_md_row(2.0, 81.0, 0.3, 200, 0.05)
+    hi = text_md_row(3.0, 82.0 if holds else 80.0, 0.3, 150, 0.1)
+    rows = {1.1: lo, 2.0: mid, 3.0: hi} if holds else {1.1: mid | {"p": 1.1}, 2.0: lo, 3.0: hi}
+    return text_md.text_md_claims(rows, {1.1: lo, 2.0: mid})
 
 
 def loss_rows(dataset, growth=1.1, **loss):
@@ -242,8 +252,8 @@ def test_nothing_to_compare_is_not_applicable():
     assert off.supported is None and off.status == "not applicable"
     for claim in ngd_joint_claims(holds=True, names=("GD",)):
         assert claim.supported is None and claim.status == "not applicable"
-    for claim in text_md.keyword_claims(text_md_row(1.1, 84.0, 0.4, 0.2), None, 0.1):
-        assert claim.status == "not applicable"
+    for claim in text_md.text_md_claims({1.1: text_md_row(1.1, 84.0, 0.4, 100, 0.2)}):
+        assert claim.status == "not applicable" and claim.id.startswith("text-md/")
     rows = loss_rows("mnist", SGD=0.5, Adam=0.4)
     statuses = [c.status for c in vision.vision_claims(rows, ["mnist"])]
     assert statuses == ["not applicable", "not applicable", "supported"]
@@ -282,3 +292,20 @@ def test_the_report_counts_not_applicable_claims_apart():
         "1/2 claims supported, 1 not applicable; 1 diverged run(s) left out "
         "(quick: a smoke run, not evidence)"
     )
+
+
+def test_every_claim_has_a_unique_id_the_register_lists():
+    from attnbias.experiments.claims_register import REGISTER, matching
+
+    claims = [c for make in CLAIMS.values() for c in make(holds=True)]
+    ids = [c.id for c in claims]
+    assert all(ids) and len(set(ids)) == len(ids), ids
+    summaries = {}
+    for c in claims:
+        summaries.setdefault(c.id.split("/")[0], {"claims": []})["claims"].append({"id": c.id})
+    unlisted = [
+        i
+        for i in ids
+        if not any({"id": i} in matching(e, summaries.get(e.experiment)) for e in REGISTER)
+    ]
+    assert unlisted == []
