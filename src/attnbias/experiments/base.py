@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 import importlib
 import json
 import shutil
@@ -107,12 +108,22 @@ def code_version() -> str:
     return f"{__version__}+g{git}" if described.returncode == 0 and git else __version__
 
 
+# Fields where 0 means "all of them" (the whole data split): larger than any count.
+ZERO_MEANS_ALL = ("train_size", "test_size")
+
+
 def is_quick(config: dict) -> bool:
     """Is the config below the experiment's full scale: is any field that its [quick] table
     reduces smaller than at full scale (fewer seeds, fewer steps, ...)?"""
     defaults = read_toml(CONFIG_DIR / f"{config['experiment']}.toml")
+
+    def size(key, value):
+        return math.inf if key in ZERO_MEANS_ALL and value == 0 else value
+
     return any(
-        below(config.get(k), defaults.get(k)) for k in defaults.pop("quick", {}) if k in config
+        below(size(k, config.get(k)), size(k, defaults.get(k)))
+        for k in defaults.pop("quick", {})
+        if k in config
     )
 
 

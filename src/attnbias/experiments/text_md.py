@@ -181,7 +181,7 @@ def search_score(train_loss: np.ndarray) -> float:
     return value if math.isfinite(value) else math.inf
 
 
-class Trainer:
+class RunMaker:
     """Trains (or loads from the store) one text-md run: p, lr, the seed of the initial weights
     and the seed of the data order."""
 
@@ -269,7 +269,7 @@ def run(config: dict, out: Path) -> dict:
     for ids_owner in (train_data.inputs, test_data.inputs):
         ids_owner["input_ids"] = table[ids_owner["input_ids"]]
     probe.input_ids = table[probe.input_ids]
-    trainer = Trainer(config, store, out, (train_data, test_data), int(table.max()) + 1,
+    trainer = RunMaker(config, store, out, (train_data, test_data), int(table.max()) + 1,
                       len(classes), probe, device)  # fmt: skip
 
     records, searches, chosen, search_keys = {}, {}, {}, []
