@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import functools
-import math
 import importlib
 import json
+import math
 import shutil
 import subprocess
 from dataclasses import asdict
