@@ -164,3 +164,23 @@ def test_a_missing_cuda_device_is_refused_clearly():
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="no CUDA device here"):
             torch_device("cuda")
+
+
+@pytest.mark.slow
+def test_the_search_keeps_the_rate_that_trains_and_skips_the_one_that_diverges(tmp_path):
+    from attnbias.experiments import load_config, run_experiment
+
+    overrides = {"ps": [2.0], "lrs": [0.04], "lr_search": [1.0, 1e4], "search_steps": 6,
+                 "seeds": 1, "order_seeds": 1, "steps": 8, "eval_every": 4}  # fmt: skip
+    summary = run_experiment(load_config("text-md", quick=True, overrides=overrides), tmp_path)
+    assert summary["learning_rates"] == {"2": 0.04} and summary["search_runs"] == 2
+    scores = summary["lr_search"]["2"]["scores"]
+    assert math.isfinite(scores["0.04"]) and not math.isfinite(float(scores["400"] or "inf"))
+    (row,) = [r for r in summary["rows"] if r["variant"] == "seeds"]
+    assert row["runs"] == 1 and row["reached_target"] == 0 and row["steps_run"] == [8.0, 0.0]
+    assert len(list((tmp_path / "runs").iterdir())) == 4  # 2 search runs, 1 seed, 1 data order
+    assert run_experiment(load_config("text-md", quick=True, overrides=overrides), tmp_path)[
+        "reused_outputs"
+    ]  # the publication lists every run it was made from, the search runs too
+    assert all(c["id"].startswith("text-md/") for c in summary["claims"])
+    assert all(c["supported"] is None for c in summary["claims"])  # one p: nothing to compare
