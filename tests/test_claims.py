@@ -143,6 +143,7 @@ def text_md_row(p, accuracy, keyword, above, small):
         "p": p,
         "best_accuracy": [accuracy, 1.0],
         "reached_target": 5,
+        "runs": 5,
         "keyword_normalised": [keyword, 0.01],
         "keyword_raw": [keyword / 10, 0.001],
         "keyword_chance_normalised": 0.2,
