@@ -184,3 +184,16 @@ def test_the_search_keeps_the_rate_that_trains_and_skips_the_one_that_diverges(t
     ]  # the publication lists every run it was made from, the search runs too
     assert all(c["id"].startswith("text-md/") for c in summary["claims"])
     assert all(c["supported"] is None for c in summary["claims"])  # one p: nothing to compare
+
+
+def test_the_paper_size_configuration_is_the_papers_model():
+    from attnbias.experiments.base import is_quick, load_config
+
+    config = load_config("text-md", paper=True)
+    shape = {k: config[k] for k in ("dim", "heads", "layers", "mlp_ratio", "max_len")}
+    assert shape == {"dim": 384, "heads": 3, "layers": 3, "mlp_ratio": 4, "max_len": 512}
+    assert config["post_norm"] and not config["bias"] and config["dropout"] == 0.2
+    assert config["normalize"] == "none" and config["target_train_accuracy"] == 0.995
+    assert config["train_size"] == 0 and config["device"] == "auto" and not is_quick(config)
+    model = TextTransformer(50, 2, **{k: config[k] for k in (*shape, "post_norm", "bias")})
+    assert model(torch.ones(1, 512, dtype=torch.long)).logits.shape == (1, 2)
