@@ -74,31 +74,53 @@ NGD_CONFIG = {
     "reference": "NGD",
     "baseline": "GD",
     "fast": "Polyak",
+    "momentum": "NGD-mom",
     "target_alignment": 0.99,
     "early_fraction": 0.1,
 }
 
 
 def ngd_fixed_claims(holds: bool):
-    fast = {"alignment/2": lambda t: 1 - 0.5 / (1 + t), "norm/2": lambda t: t}
+    """Holds: NGD aligns as 1/t with ‖W_t‖ = t, GD slower, Polyak and NGD-mom ahead of NGD, and
+    1 − score = e^{−‖W_t‖/100} (Lemma 1); fails: everything the other way round and the score
+    moving away from 1 as ‖W_t‖ grows."""
+    saturating = lambda t: 1 - 0.5 * np.exp(-0.01 * t)  # noqa: E731
+    leaving = lambda t: 0.5 * np.exp(-0.01 * t)  # noqa: E731
+    score = {"score/opt": saturating if holds else leaving}
+    fast = {"alignment/2": lambda t: 1 - 0.5 / (1 + t), "norm/2": lambda t: t, **score}
     slow = {"alignment/2": lambda t: 1 - 0.5 / (1 + t) ** 0.1, "norm/2": lambda t: t**0.2}
     early = {"alignment/2": lambda t: 1 - 0.1 / (1 + t), "norm/2": lambda t: t}
     late = {"alignment/2": constant(0.1), "norm/2": lambda t: t}
     groups = {
         "GD": group(**(slow if holds else fast)),
-        "NGD": group(**(fast if holds else slow)),
+        "NGD": group(**({**fast, **score} if holds else {**slow, **score})),
+        "NGD-mom": group(**(early if holds else late)),
         "Polyak": group(**(early if holds else late)),
     }
     return ngd_fixed.claims(groups, NGD_CONFIG)
 
 
 def ngd_joint_claims(holds: bool, names=("GD", "NGD", "Polyak")):
+    """Holds: the fast algorithms reach loss 1e-4 and alignment 0.999, Polyak lower and higher
+    still; fails: they stay at 0.5 (Polyak no better than NGD) while GD reaches 0.01."""
     fast_loss, gd_loss, align = (1e-4, 0.1, 0.999) if holds else (0.5, 0.01, 0.5)
-    config = {"baseline": "GD", "target_alignment": 0.99, "target_loss": 1e-3}
+    config = {
+        "baseline": "GD",
+        "fastest": "Polyak",
+        "target_alignment": 0.99,
+        "target_loss": 1e-3,
+    }
+
+    def end(name, value, best):
+        return best if holds and name == "Polyak" else value
+
     groups = {
         name: group(
-            loss=falling(0.7, gd_loss if name == "GD" else fast_loss),
-            **{m: constant(align) for m in ("alignment/2", "alignment_v/2", "score/opt")},
+            loss=falling(0.7, gd_loss if name == "GD" else end(name, fast_loss, fast_loss / 10)),
+            **{
+                m: constant(end(name, align, 0.9999))
+                for m in ("alignment/2", "alignment_v/2", "score/opt")
+            },
         )
         for name in names
     }
@@ -116,19 +138,30 @@ def kq_nuclear_claims(holds: bool):
     return kq_nuclear.claims(final)
 
 
-def text_md_row(p, accuracy, keyword, small):
+def text_md_row(p, accuracy, keyword, above, small):
     return {
         "p": p,
-        "max_accuracy": [accuracy, 1.0],
-        "keyword_attention": [keyword, 0.01],
+        "best_accuracy": [accuracy, 1.0],
+        "reached_target": 5,
+        "runs": 5,
+        "keyword_normalised": [keyword, 0.01],
+        "keyword_raw": [keyword / 10, 0.001],
+        "keyword_chance_normalised": 0.2,
+        "keyword_chance_raw": 0.05,
+        **{f"above_abs_{m}": above for m in "KQV"},
+        **{f"above_rel_{m}": above for m in "KQV"},
         **{f"small_{m}": small for m in "KQV"},
         **{f"hoyer_{m}": small for m in "KQV"},
     }
 
 
 def text_md_claims(holds: bool):
-    lo, mid = text_md_row(1.1, 84.0, 0.4, 0.2), text_md_row(2.0, 81.0, 0.3, 0.05)
-    return text_md.keyword_claims(*((lo, mid) if holds else (mid, lo)), chance=0.1)
+    """Holds: ℓ1.1 and ℓ3 above ℓ2 in best accuracy, ℓ1.1 more key-word attention, fewer
+    entries above 0.06 and more near-zero ones; fails: every comparison the other way."""
+    lo, mid = text_md_row(1.1, 84.0, 0.4, 100, 0.2), text_md_row(2.0, 81.0, 0.3, 200, 0.05)
+    hi = text_md_row(3.0, 82.0 if holds else 80.0, 0.3, 150, 0.1)
+    rows = {1.1: lo, 2.0: mid, 3.0: hi} if holds else {1.1: mid | {"p": 1.1}, 2.0: lo, 3.0: hi}
+    return text_md.text_md_claims(rows, {1.1: lo, 2.0: mid})
 
 
 def loss_rows(dataset, growth=1.1, **loss):
@@ -155,7 +188,7 @@ def vision_claims(holds: bool):
     loss = (
         {"SGD": 0.5, "SNGD": 0.8, "Adam": 0.4} if holds else {"SGD": 0.5, "SNGD": 0.3, "Adam": 0.1}
     )
-    return vision.vision_claims(loss_rows("mnist", **loss), ["mnist"])
+    return vision.vision_claims(loss_rows("mnist", 1.1 if holds else 0.9, **loss), ["mnist"])
 
 
 ATLAS_OWN = {"SignGD": "inf", "SpectralDescent": "spectral"}
@@ -211,10 +244,11 @@ def test_nothing_to_compare_is_not_applicable():
     assert off.supported is None and off.status == "not applicable"
     for claim in ngd_joint_claims(holds=True, names=("GD",)):
         assert claim.supported is None and claim.status == "not applicable"
-    for claim in text_md.keyword_claims(text_md_row(1.1, 84.0, 0.4, 0.2), None, 0.1):
-        assert claim.status == "not applicable"
+    for claim in text_md.text_md_claims({1.1: text_md_row(1.1, 84.0, 0.4, 100, 0.2)}):
+        assert claim.status == "not applicable" and claim.id.startswith("text-md/")
     rows = loss_rows("mnist", SGD=0.5, Adam=0.4)
-    assert [c.status for c in vision.vision_claims(rows, ["mnist"])] == ["not applicable"] * 2
+    statuses = [c.status for c in vision.vision_claims(rows, ["mnist"])]
+    assert statuses == ["not applicable", "not applicable", "supported"]
     statuses = [
         c.status for c in text_finetune.finetune_claims(loss_rows("sst2", SGD=1.0), ["sst2"])
     ]
@@ -250,3 +284,20 @@ def test_the_report_counts_not_applicable_claims_apart():
         "1/2 claims supported, 1 not applicable; 1 diverged run(s) left out "
         "(quick: a smoke run, not evidence)"
     )
+
+
+def test_every_claim_has_a_unique_id_the_register_lists():
+    from attnbias.experiments.claims_register import REGISTER, matching
+
+    claims = [c for make in CLAIMS.values() for c in make(holds=True)]
+    ids = [c.id for c in claims]
+    assert all(ids) and len(set(ids)) == len(ids), ids
+    summaries = {}
+    for c in claims:
+        summaries.setdefault(c.id.split("/")[0], {"claims": []})["claims"].append({"id": c.id})
+    unlisted = [
+        i
+        for i in ids
+        if not any({"id": i} in matching(e, summaries.get(e.experiment)) for e in REGISTER)
+    ]
+    assert unlisted == []

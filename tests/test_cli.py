@@ -289,3 +289,26 @@ def test_report_written_elsewhere_links_only_files_that_exist(tmp_path, monkeypa
     assert main([*args, str(report)]) == 0
     text = report.read_text()
     assert "REAL_DATA.md in the attnbias repository" in text and "](" not in text
+
+
+def test_claims_register_is_written_from_a_results_root(tmp_path, capsys):
+    root = tmp_path / "res"
+    assert main(["reproduce", "ngd-joint", "--quick", "--quiet", "--out", str(root)]) == 0
+    register = tmp_path / "CLAIMS.md"
+    assert main(["claims", "--out", str(root), "--write", str(register)]) == 0
+    text = register.read_text()
+    rows = {line.split(" | ")[0][2:]: line for line in text.splitlines() if line.startswith("| ")}
+    fastest = rows["ngd-joint/polyak-fastest"]
+    assert "(quick scale: not evidence)" in fastest and '"final_mean_loss"' in fastest
+    assert "not run yet at full scale on the current code" in rows["text-md/keyword-attention"]
+    assert "## Claims not tested here" in text
+    assert main(["claims", "--out", str(tmp_path / "missing"), "--write", str(register)]) == 2
+    assert "no such results root" in capsys.readouterr().err
+
+
+def test_device_and_paper_options_are_refused_where_they_do_not_apply(tmp_path, capsys):
+    out = str(tmp_path / "res")
+    assert main(["reproduce", "vision", "--device", "cpu", "--out", out]) == 2
+    assert "experiment vision has no device option" in capsys.readouterr().err
+    assert main(["reproduce", "md-joint", "--paper", "--out", out]) == 2
+    assert "md-joint has no paper-size configuration" in capsys.readouterr().err

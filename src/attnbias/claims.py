@@ -18,6 +18,7 @@ class Claim:
     claim: str
     supported: bool | None
     evidence: dict = field(default_factory=dict)
+    id: str = ""  # stable "experiment/slug", set by the experiment (docs/CLAIMS.md links by it)
     status: str = field(init=False)
 
     def __post_init__(self):
@@ -26,5 +27,15 @@ class Claim:
         self.status = {True: SUPPORTED, False: NOT_SUPPORTED, None: NOT_APPLICABLE}[self.supported]
 
 
-def not_applicable(claim: str, why: str) -> Claim:
-    return Claim(claim, None, {"not_applicable": why})
+def not_applicable(claim: str, why: str, id: str = "") -> Claim:
+    return Claim(claim, None, {"not_applicable": why}, id)
+
+
+def identified(prefix: str, claims: list[Claim], slugs) -> list[Claim]:
+    """The claims, each given the id "prefix/slug" (one slug per claim, in order)."""
+    slugs = list(slugs)
+    if len(slugs) != len(claims):
+        raise ValueError(f"{prefix}: {len(claims)} claims but {len(slugs)} ids {slugs}")
+    for claim, slug in zip(claims, slugs):
+        claim.id = f"{prefix}/{slug}"
+    return claims

@@ -1,4 +1,4 @@
-"""The `attnbias` command line: list, reproduce, run, svm."""
+"""The `attnbias` command line: list, reproduce, run, claims, svm."""
 
 from __future__ import annotations
 
@@ -16,7 +16,14 @@ from pathlib import Path
 
 from . import __version__, metrics
 from .data.fetch import DataMissingError
-from .experiments.base import EXPERIMENTS, SYNTHETIC, load_config, read_toml, run_experiment
+from .experiments.base import (
+    EXPERIMENTS,
+    SYNTHETIC,
+    experiment_module,
+    load_config,
+    read_toml,
+    run_experiment,
+)
 
 NORMS = "2 (= fro), a number p ≥ 1, inf (= max), spectral or nuc"
 INSTALL_REAL = (
@@ -87,7 +94,14 @@ def parser() -> argparse.ArgumentParser:
     scale = c.add_mutually_exclusive_group()
     scale.add_argument("--quick", action="store_true", help="small scale (seconds)")
     scale.add_argument("--full", action="store_true", help="the papers' scale")
+    scale.add_argument(
+        "--paper",
+        action="store_true",
+        help="full scale with the paper's own model size (experiments with a [paper] table: "
+        "text-md); meant for a GPU",
+    )
     c.add_argument("--seeds", type=int, help="override the number of seeds")
+    add_device(c)
     c.add_argument("--out", default="results", help="output root (default: ./results)")
     c.add_argument("--quiet", action="store_true", help="no progress bars")
     c.add_argument("--report", help="also write a Markdown report (figures + claim tables) here")
@@ -106,9 +120,18 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--quick", action="store_true", help="start from the quick-scale defaults")
     c.add_argument("--out", help="output directory (default: results/NAME)")
     c.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_device(c)
     add_strict(c)
     add_cluster_flags(c)
     c.set_defaults(command=run_config)
+
+    c = sub.add_parser(
+        "claims",
+        help="write the claims register (docs/CLAIMS.md) from the summaries of a results root",
+    )
+    c.add_argument("--out", default="results", help="results root to read (default: ./results)")
+    c.add_argument("--write", default="docs/CLAIMS.md", help="the Markdown file to write")
+    c.set_defaults(command=write_claims_register)
 
     c = sub.add_parser("svm", help="solve the Att-SVM for arrays in a .npz file")
     c.add_argument("file", help=".npz with X (n,T,d), z (n,d) and alpha (n,), or W, or y and v")
@@ -176,11 +199,12 @@ def reproduce(args) -> int:
                 f"unknown experiment {name!r}; choose from all, {', '.join(EXPERIMENTS)}"
             )
         names += [n for n in (SYNTHETIC if name == "all" else [name]) if n not in names]
-    quick = args.quick or (args.names == ["all"] and not args.full)
+    quick = args.quick or (args.names == ["all"] and not (args.full or args.paper))
     start = time.perf_counter()
     summaries, configs = {}, {}
     for name in names:
-        configs[name] = load_config(name, quick=quick, overrides={"seeds": args.seeds})
+        overrides = {"seeds": args.seeds, **device_override(name, args.device)}
+        configs[name] = load_config(name, quick=quick, overrides=overrides, paper=args.paper)
         check_ready(name, configs[name])  # every experiment, before training any
     with cluster_from_flags(args) as cluster:
         for name in names:
@@ -191,7 +215,7 @@ def reproduce(args) -> int:
         from .experiments.report import write_report
 
         seeds = f" --seeds {args.seeds}" if args.seeds else ""
-        scale = "--quick" if quick else "--full"
+        scale = "--quick" if quick else "--paper" if args.paper else "--full"
         command = (
             f"attnbias reproduce {' '.join(args.names)} {scale}{seeds} --out {args.out} "
             f"--report {args.report}"
@@ -211,11 +235,43 @@ def run_config(args) -> int:
         raise ValueError(
             f"{args.config}: unknown experiment {name!r}; choose from {', '.join(EXPERIMENTS)}"
         )
-    config = load_config(name, quick=args.quick, overrides=fields)
+    config = load_config(
+        name, quick=args.quick, overrides={**fields, **device_override(name, args.device)}
+    )
     check_ready(name, config)
     with cluster_from_flags(args) as cluster:
         summary = _run(config, Path(args.out or Path("results") / name), cluster=cluster)
     return strict_exit({name: summary}, args.strict)
+
+
+def add_device(c) -> None:
+    c.add_argument(
+        "--device",
+        choices=("auto", "cpu", "cuda"),
+        help="where to train (experiments with a device field; 'auto': CUDA when present)",
+    )
+
+
+def device_override(name: str, device: str | None) -> dict:
+    """{"device": device} for an experiment whose config has a device field; refuses --device
+    for one that has none (it would be silently ignored)."""
+    if device is None:
+        return {}
+    if "device" not in getattr(experiment_module(name), "SCHEMA", {}):
+        raise ValueError(f"--device: experiment {name} has no device option; leave it out")
+    return {"device": device}
+
+
+def write_claims_register(args) -> int:
+    from .experiments.claims_register import write_claims
+
+    root = Path(args.out)
+    if not root.is_dir():
+        raise ValueError(f"--out {root}: no such results root (run attnbias reproduce first)")
+    writable_dir(Path(args.write).parent, "--write")
+    command = f"attnbias claims --out {args.out} --write {args.write}"
+    print(f"claims register: {write_claims(root, args.write, command)}")
+    return 0
 
 
 def _run(config: dict, out: Path, reuse_from: Path | None = None, cluster=None) -> dict:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..claims import Claim, not_applicable
+from ..claims import Claim, identified, not_applicable
 from ..config import (
     COMMON,
     GAUSSIAN_UNIT,
@@ -271,7 +271,13 @@ def claims(groups, labels, own, like, threshold, rate_start, max_slope) -> list[
             },
         )
     )
-    return out
+    slugs = [
+        "own-norm-gap",
+        "owner-smallest",
+        *(f"{n.lower()}-like-{o.lower()}" for n, o in like.items()),
+        "own-norm-rate",
+    ]
+    return identified("atlas", out, slugs)
 
 
 def _median_final(c, label: str) -> float:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import importlib
 import json
+import math
 import shutil
 import subprocess
 from dataclasses import asdict
@@ -65,12 +66,19 @@ def read_toml(path: str | Path) -> dict:
         raise ValueError(f"config file {path} is not valid TOML: {err}") from err
 
 
-def load_config(name: str, quick: bool = False, overrides: dict | None = None) -> dict:
-    """The experiment's default config, with the [quick] table applied if asked, then overrides."""
+def load_config(
+    name: str, quick: bool = False, overrides: dict | None = None, paper: bool = False
+) -> dict:
+    """The experiment's default config, with the [quick] table (or the [paper] table: the
+    paper's own model size, where the config has one) applied if asked, then overrides."""
     config = read_toml(CONFIG_DIR / f"{name}.toml")
-    quick_table = config.pop("quick", {})
+    quick_table, paper_table = config.pop("quick", {}), config.pop("paper", None)
+    if paper and paper_table is None:
+        raise ValueError(f"--paper: experiment {name} has no paper-size configuration")
     if quick:
         config.update(quick_table)
+    if paper:
+        config.update(paper_table)
     config.update({k: v for k, v in (overrides or {}).items() if v is not None})
     config["experiment"] = name
     return validate_config(config)
@@ -101,12 +109,22 @@ def code_version() -> str:
     return f"{__version__}+g{git}" if described.returncode == 0 and git else __version__
 
 
+# Fields where 0 means "all of them" (the whole data split): larger than any count.
+ZERO_MEANS_ALL = ("train_size", "test_size")
+
+
 def is_quick(config: dict) -> bool:
     """Is the config below the experiment's full scale: is any field that its [quick] table
     reduces smaller than at full scale (fewer seeds, fewer steps, ...)?"""
     defaults = read_toml(CONFIG_DIR / f"{config['experiment']}.toml")
+
+    def size(key, value):
+        return math.inf if key in ZERO_MEANS_ALL and value == 0 else value
+
     return any(
-        below(config.get(k), defaults.get(k)) for k in defaults.pop("quick", {}) if k in config
+        below(size(k, config.get(k)), size(k, defaults.get(k)))
+        for k in defaults.pop("quick", {})
+        if k in config
     )
 
 

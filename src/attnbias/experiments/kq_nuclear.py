@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..claims import Claim
+from ..claims import Claim, identified
 from ..config import COMMON, LOSS, choice, positive, positive_int
 from ..data import GENERATORS
 from ..engine import Algorithm, RunSpec
@@ -92,7 +92,7 @@ def claims(final) -> list[Claim]:
         }
 
     kq, direct = evidence(KQ), evidence(DIRECT)
-    return [
+    return identified("kq-nuclear", [
         Claim(
             "W = KQᵀ trained by NGD aligns better with the nuclear-norm Att-SVM than with the "
             "Frobenius one (mean final alignment)",
@@ -105,7 +105,7 @@ def claims(final) -> list[Claim]:
             direct["mean_alignment_frobenius"] > direct["mean_alignment_nuclear"],
             direct,
         ),
-    ]
+    ], ("kq-nuclear-svm", "direct-frobenius-svm"))  # fmt: skip
 
 
 def figure(groups, out) -> list[str]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..claims import Claim
+from ..claims import Claim, identified
 from ..config import (
     COMMON,
     LOSS,
@@ -83,7 +83,7 @@ def claims(groups, names, threshold) -> list[Claim]:
     div_W = final(lambda p: f"divergence/{p}")
     div_v = final(lambda p: f"divergence_v/{p}")
     score, prob = final(lambda p: "score/opt"), final(lambda p: "prob")
-    return [
+    return identified("md-joint", [
         Claim(
             f"W converges in direction to the ℓp-AttSVM of the optimal tokens for each p "
             f"(final divergence < {threshold:g})",
@@ -102,7 +102,7 @@ def claims(groups, names, threshold) -> list[Claim]:
             all(v > 0.99 for v in score.values()) and all(v > 0.99 for v in prob.values()),
             {"final_score_opt": score, "final_probability": prob},
         ),
-    ]
+    ], ("W-own-p-svm", "v-own-p-svm", "selects-and-classifies"))  # fmt: skip
 
 
 def figure(groups, names, out) -> list[str]:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..claims import Claim, not_applicable
+from ..claims import Claim, identified, not_applicable
 from ..config import COMMON, GAUSSIAN_UNIT, numbers, positive, positive_int
 from ..data import gaussian_unit
 from ..engine import Algorithm, RunSpec
@@ -107,7 +107,7 @@ def claims(random, zero, ps, names, threshold) -> list[Claim]:
             "smallest_is_own_p": min(medians, key=medians.get) == name,
             "nearest_other_over_own": min(others, default=np.inf) / max(medians[name], 1e-300),
         }
-    return [
+    return identified("md-local", [
         Claim(
             "Each ℓp-MD run converges in direction to the ℓp-AttSVM of its own p: the diagonal "
             f"divergence falls below {threshold:g} (final mean over seeds)",
@@ -127,7 +127,7 @@ def claims(random, zero, ps, names, threshold) -> list[Claim]:
             all(v < threshold for v in zero_final.values()),
             {"final_divergence": zero_final},
         ),
-    ]
+    ], ("own-p-diagonal", "own-p-nearest", "zero-init"))  # fmt: skip
 
 
 def figure(grid, zero, ps, names, out) -> list[str]:

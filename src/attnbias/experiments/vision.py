@@ -12,7 +12,7 @@ from ..claims import Claim, not_applicable
 from ..config import choices, positive_int
 from ..data.fetch import DataMissingError
 from ..data.vision import IMAGE_DATASETS, check_image_dataset
-from ..real.compare import compare_optimizers, train_compared
+from ..real.compare import compare_optimizers, norm_growth_claim, train_compared
 from ..real.runner import (
     OPTIMIZER_TABLES,
     REAL_COMMON,
@@ -139,12 +139,21 @@ def vision_claims(rows, datasets) -> list[Claim]:
         loss = {r["optimizer"]: r["final_train_loss"][0] for r in rows if r["dataset"] == dataset}
         if not {"SGD", "SNGD", "Adam"} <= set(loss):
             claims += [
-                not_applicable(c, "needs runs of SGD, SNGD and Adam") for c in (slower, little)
+                not_applicable(c, "needs runs of SGD, SNGD and Adam", f"vision/{slug}-{dataset}")
+                for c, slug in ((slower, "sngd-slower"), (little, "adam-little"))
             ]
-            continue
-        evidence = {k: round(v, 4) for k, v in loss.items()}
-        claims += [
-            Claim(slower, loss["SNGD"] > loss["SGD"], evidence),
-            Claim(little, loss["Adam"] >= 0.5 * loss["SGD"], evidence),
-        ]
+        else:
+            evidence = {k: round(v, 4) for k, v in loss.items()}
+            claims += [
+                Claim(
+                    slower, loss["SNGD"] > loss["SGD"], evidence, f"vision/sngd-slower-{dataset}"
+                ),
+                Claim(
+                    little,
+                    loss["Adam"] >= 0.5 * loss["SGD"],
+                    evidence,
+                    f"vision/adam-little-{dataset}",
+                ),
+            ]
+        claims.append(norm_growth_claim(rows, dataset, f"vision/norm-growth-{dataset}"))  # Fig. 7
     return claims

@@ -34,9 +34,12 @@ class PolyakStep(Optimizer):
         loss for a fixed head).
     c: the constant c > 0.
 
-    step(closure) needs the closure: it returns the loss (it may just return a loss already
-    computed, with gradients already in .grad). A NaN or infinite loss or gradient raises
-    FloatingPointError. The step size taken is left in each group's "step_size".
+    step(closure) needs the loss: from the closure (it may just return a loss already
+    computed, with gradients already in .grad), or, for training loops that call step()
+    without one (the Hugging Face Trainer: real/hf.py), handed beforehand with hand_loss(loss)
+    — the losses handed since the last step are summed, as the gradients of gradient
+    accumulation are. A NaN or infinite loss or gradient raises FloatingPointError. The step
+    size taken is left in each group's "step_size".
     """
 
     def __init__(self, params, lr_max, f_star: float = 0.0, c: float = 1.0):
@@ -45,16 +48,28 @@ class PolyakStep(Optimizer):
         c = check_scalar(c, "c", low=0.0, include_low=False)
         super().__init__(params, dict(lr=lr_max, f_star=f_star, c=c))
         self.workspace = Workspace()
+        self.handed_loss = None  # losses handed since the last step (not optimiser state)
+
+    def hand_loss(self, loss) -> None:
+        """Add `loss` (the loss whose gradient backward() put in .grad) to the loss the next
+        step() without a closure uses."""
+        loss = torch.as_tensor(loss).detach().double().sum()
+        self.handed_loss = loss if self.handed_loss is None else self.handed_loss + loss
 
     @torch.no_grad()
     def step(self, closure=None):
-        if closure is None:
+        if closure is None and self.handed_loss is None:
             raise ValueError(
-                "PolyakStep.step needs closure, a callable returning the loss; "
-                "with the loss already computed use optimizer.step(lambda: loss)"
+                "PolyakStep.step needs the loss: pass closure, a callable returning it "
+                "(optimizer.step(lambda: loss) if already computed), or call "
+                "optimizer.hand_loss(loss) before step() (the Hugging Face Trainer: use "
+                "attnbias.real.hf.LossHandingTrainer)"
             )
-        with torch.enable_grad():
-            loss = closure()
+        if closure is None:
+            loss, self.handed_loss = self.handed_loss, None
+        else:
+            with torch.enable_grad():
+                loss = closure()
         gathered = [params_with_grad(group) for group in self.param_groups]
         params = [w for ws, _ in gathered for w in ws]
         grads = [g for _, gs in gathered for g in gs]

@@ -56,3 +56,34 @@ def uniform_mass(token_mask: torch.Tensor, attention_mask: torch.Tensor) -> floa
     """The token mass a uniform attention over the real tokens would give (the chance level)."""
     share = token_mask.sum(1).double() / attention_mask.sum(1).double()
     return float(share.mean())
+
+
+def keyword_attention(attentions, word_mask: torch.Tensor, attention_mask: torch.Tensor) -> dict:
+    """The MD paper's key-word attention: in the last layer, the [CLS] query's attention row
+    averaged over heads, min–max normalised over the sentence's real tokens ([CLS] and [SEP]
+    included); the key word's value (word_mask: one True per row), averaged over sentences.
+
+    Also: "raw", the unnormalised head-mean attention on the word; "chance_raw", 1/(real
+    tokens), what uniform attention would give it; "chance_normalised", the mean normalised
+    value of all real tokens (what a token picked at random gets); "flat_rows", rows whose
+    attention is constant (min–max undefined; left out of the normalised means)."""
+    if not bool((word_mask.sum(1) == 1).all()):
+        raise ValueError("word_mask must mark exactly one token per row")
+    row = attentions[-1][:, :, 0, :].double().mean(1)  # (batch, key)
+    real = attention_mask.bool()
+    low = torch.where(real, row, torch.inf).amin(1, keepdim=True)
+    high = torch.where(real, row, -torch.inf).amax(1, keepdim=True)
+    spread = (high - low).squeeze(1)
+    varied = spread > 0
+    normalised = (row - low) / torch.where(spread > 0, spread, 1.0)[:, None]
+    word = word_mask.to(row.dtype)
+    n_real = real.sum(1).double()
+    mean_normalised = (normalised * real).sum(1) / n_real
+    return {
+        "normalised": float((normalised * word).sum(1)[varied].mean()),
+        "raw": float((row * word).sum(1).mean()),
+        "chance_normalised": float(mean_normalised[varied].mean()),
+        "chance_raw": float((1.0 / n_real).mean()),
+        "sentences": len(row),
+        "flat_rows": int((~varied).sum()),
+    }

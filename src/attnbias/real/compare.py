@@ -92,6 +92,7 @@ def compare_optimizers(records, datasets, labels, seeds, steps, out: Path, name:
                     "seconds_per_step": float(np.mean([r.info["seconds"] / steps for r in runs])),
                     "diverged": sum(bool(r.info.get("diverged")) for r in runs),
                     "norm_growth": norm_growth(runs[0]),
+                    "norm_growth_by_seed": [norm_growth(r) for r in runs],
                 }
             )
         ax_loss.set(xlabel="step", ylabel=f"train loss (moving average of {window})", yscale="log")
@@ -126,6 +127,36 @@ def plot_movement(records, dataset, labels, seed, out: Path, name: str) -> list[
     fig.suptitle(f"per-layer parameter norms, {dataset} (seed {seed})")
     fig.tight_layout()
     return save_figure(fig, out, f"{name}_{dataset}_norms")
+
+
+def norm_growth_claim(rows, dataset: str, id: str) -> Claim:
+    """Does every layer's parameter norm end above its start, for every optimiser and seed?
+    Evidence: per optimiser and layer, ‖θ_T‖/‖θ_0‖ − 1 (mean and smallest over seeds) — a
+    relative change of 1e-5 is invisible as a ratio printed to 4 digits."""
+    growth = {
+        r["optimizer"]: r.get("norm_growth_by_seed", [r["norm_growth"]])
+        for r in rows
+        if r["dataset"] == dataset
+    }
+    change = {
+        name: {
+            layer: {
+                "mean": float(np.mean([s[layer] - 1 for s in seeds])),
+                "min": float(np.min([s[layer] - 1 for s in seeds])),
+            }
+            for layer in seeds[0]
+        }
+        for name, seeds in growth.items()
+    }
+    return Claim(
+        f"every layer's parameter norm grows during training, for every optimiser and seed "
+        f"({dataset})",
+        all(v["min"] > 0 for layers in change.values() for v in layers.values())
+        if change
+        else None,
+        {"relative_norm_change": change},
+        id,
+    )
 
 
 def loss_claims(rows, datasets, faster: tuple[str, ...], than: str, note: str):

@@ -72,3 +72,55 @@ def build_probe(tokenizer, positive_label: int = 1, negative_label: int = 0) -> 
         attention_mask[i, : len(ids)] = 1
         word_mask[i, list(span)] = True
     return Probe(texts, words, torch.tensor(labels), input_ids, attention_mask, word_mask)
+
+
+def lexicon_probe(
+    tokenizer, texts, labels, lexicon, size: int, max_len: int, known=None
+) -> tuple[Probe, dict]:
+    """(probe, stats): the first `size` of `texts` (held-out sentences, in their given order)
+    that contain exactly one word of `lexicon` — that word a single tokenizer token, within
+    the first max_len − 2 tokens, and (if `known`, a set of token ids, is given) one of those
+    — with the word marked in word_mask. Nothing is hand-picked: the lexicon and the split
+    decide. stats counts the texts scanned and kept."""
+    rows, kept_texts, words, kept_labels = [], [], [], []
+    scanned = 0
+    for text, label in zip(texts, labels):
+        if len(rows) == size:
+            break
+        scanned += 1
+        pieces = tokenizer.tokenize(text)
+        spans = []  # (word, first piece, pieces) of each whole word
+        for i, piece in enumerate(pieces):
+            if piece.startswith("##") and spans:
+                word, first, n = spans[-1]
+                spans[-1] = (word + piece[2:], first, n + 1)
+            else:
+                spans.append((piece, i, 1))
+        hits = [(word, first, n) for word, first, n in spans if word in lexicon]
+        if len(hits) != 1 or hits[0][2] != 1 or hits[0][1] >= max_len - 2:
+            continue
+        word, position, _ = hits[0]
+        if known is not None and tokenizer.convert_tokens_to_ids(word) not in known:
+            continue  # a word never seen in training has no trained embedding
+        ids = [tokenizer.cls_token_id, *tokenizer.convert_tokens_to_ids(pieces[: max_len - 2])]
+        rows.append(([*ids, tokenizer.sep_token_id], position + 1))
+        kept_texts.append(text)
+        words.append(word)
+        kept_labels.append(int(label))
+    if len(rows) < size:
+        raise ValueError(
+            f"probe_size {size}: only {len(rows)} of {scanned} held-out texts have exactly one "
+            "single-token lexicon word; lower probe_size or use a larger test split"
+        )
+    T = max(len(ids) for ids, _ in rows)
+    input_ids = torch.full((len(rows), T), tokenizer.pad_token_id, dtype=torch.long)
+    attention_mask = torch.zeros(len(rows), T, dtype=torch.long)
+    word_mask = torch.zeros(len(rows), T, dtype=torch.bool)
+    for i, (ids, position) in enumerate(rows):
+        input_ids[i, : len(ids)] = torch.tensor(ids)
+        attention_mask[i, : len(ids)] = 1
+        word_mask[i, position] = True
+    probe = Probe(
+        kept_texts, words, torch.tensor(kept_labels), input_ids, attention_mask, word_mask
+    )
+    return probe, {"sentences": len(rows), "scanned": scanned, "distinct_words": len(set(words))}

@@ -42,6 +42,15 @@ def start_run(config: dict, out: str | Path) -> tuple[dict, Path, ResultsStore]:
     return config, Path(out), ResultsStore(out)
 
 
+def torch_device(name: str) -> torch.device:
+    """The device a config's `device` names: "auto" is CUDA when present, else the CPU."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device 'cuda': no CUDA device here; use --device cpu (or auto)")
+    return torch.device(name)
+
+
 def subset(n: int, size: int) -> np.ndarray:
     """Indices of a fixed random subset of `size` of n examples (all n, shuffled, if size is 0)."""
     order = np.random.default_rng(0).permutation(n)

@@ -94,6 +94,11 @@ class History:
     evals: list[dict] = field(default_factory=list)  # {"step": s, metric: value, ...}
     seconds: float = 0.0  # training wall time (evaluation excluded)
     diverged: bool = False
+    # Per finished epoch: {"step": s, "train_accuracy": share of that epoch's minibatch examples
+    # classified right, in training mode, as they were trained on}.
+    epochs: list[dict] = field(default_factory=list)
+    epoch_correct: int = 0  # tally of the epoch under way (kept in checkpoints)
+    reached_target: bool = False  # stopped because an epoch reached the target train accuracy
 
     def eval_table(self) -> dict[str, np.ndarray]:
         """Evaluations as columns: {"step": [...], metric: [...]}."""
@@ -112,14 +117,21 @@ def batch_indices(n: int, batch_size: int, seed: int, step: int) -> torch.Tensor
     return perm[j * batch_size : (j + 1) * batch_size]
 
 
+def to_device(batch: tuple[dict, torch.Tensor], device) -> tuple[dict, torch.Tensor]:
+    inputs, labels = batch
+    return {k: v.to(device) for k, v in inputs.items()}, labels.to(device)
+
+
 @torch.no_grad()
-def evaluate(model: nn.Module, data: TensorData, batch_size: int = 256) -> dict[str, float]:
+def evaluate(
+    model: nn.Module, data: TensorData, batch_size: int = 256, device="cpu"
+) -> dict[str, float]:
     """Mean cross-entropy and accuracy, without gradients, in eval mode."""
     was_training = model.training
     model.eval()
     loss, correct = 0.0, 0
     for start in range(0, len(data), batch_size):
-        inputs, labels = data.batch(slice(start, start + batch_size))
+        inputs, labels = to_device(data.batch(slice(start, start + batch_size)), device)
         logits = model(**inputs).logits
         loss += float(F.cross_entropy(logits, labels, reduction="sum"))
         correct += int((logits.argmax(-1) == labels).sum())
@@ -150,22 +162,28 @@ def train(
     eval_batch_size: int = 256,
     progress: bool = True,  # a bar on terminals only
     desc: str = "train",
+    device: str | torch.device = "cpu",
+    target_train_accuracy: float | None = None,
 ) -> History:
-    """Train `model` on cross-entropy for `steps` minibatch steps.
+    """Train `model` on cross-entropy for `steps` minibatch steps (a cap, with a target).
 
     optimizer: a make_optimizer config. Every `eval_every` steps (default: one epoch) and at the
     end, the test loss/accuracy and `extra_metrics(model)` are recorded (step 0 too). With a
     checkpoint_dir, state is saved every `checkpoint_every` steps (default: one epoch) and at the
-    end, and training resumes from the latest checkpoint there.
+    end, and training resumes from the latest checkpoint there. device: where the model and
+    each batch go (the data stay where they are). target_train_accuracy: stop at the end of the
+    first epoch whose minibatches were classified at least this well (history.reached_target);
+    `steps` is then only the cap.
     """
     per_epoch = len(train_data) // batch_size
     eval_every = eval_every or per_epoch
     checkpoint_every = checkpoint_every or per_epoch
+    model.to(device)
     opt = make_optimizer(model.parameters(), optimizer)
     history, step = History(), 0
     checkpoint = Path(checkpoint_dir) / "last.pt" if checkpoint_dir else None
     if checkpoint is not None and checkpoint.exists():
-        state = torch.load(checkpoint, weights_only=False)
+        state = torch.load(checkpoint, weights_only=False, map_location=device)
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["optimizer"])
         torch.set_rng_state(state["rng"])
@@ -174,9 +192,8 @@ def train(
     def record_eval():
         row = {"step": step}
         if test_data is not None:
-            row.update(
-                {f"test_{k}": v for k, v in evaluate(model, test_data, eval_batch_size).items()}
-            )
+            scores = evaluate(model, test_data, eval_batch_size, device)
+            row.update({f"test_{k}": v for k, v in scores.items()})
         if extra_metrics is not None:
             row.update(extra_metrics(model))
         history.evals.append(row)
@@ -192,11 +209,14 @@ def train(
     bar = tqdm(
         total=steps, initial=step, desc=desc, disable=None if progress else True, leave=False
     )
-    while step < steps and not history.diverged:
-        inputs, labels = train_data.batch(batch_indices(len(train_data), batch_size, seed, step))
+    while step < steps and not history.diverged and not history.reached_target:
+        inputs, labels = to_device(
+            train_data.batch(batch_indices(len(train_data), batch_size, seed, step)), device
+        )
         start = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(model(**inputs).logits, labels)
+        logits = model(**inputs).logits
+        loss = F.cross_entropy(logits, labels)
         loss.backward()
         opt.step(lambda loss=loss: loss)  # the closure only hands SPS the loss already computed
         history.seconds += time.perf_counter() - start
@@ -205,11 +225,20 @@ def train(
         history.train_loss.append(loss.item())
         history.step_size.append(opt.param_groups[0].get("step_size", math.nan))
         history.diverged = not math.isfinite(history.train_loss[-1])
+        history.epoch_correct += int((logits.detach().argmax(-1) == labels).sum())
+        if step % per_epoch == 0:
+            accuracy = history.epoch_correct / (per_epoch * batch_size)
+            history.epochs.append({"step": step, "train_accuracy": accuracy})
+            history.epoch_correct = 0
+            history.reached_target = (
+                target_train_accuracy is not None and accuracy >= target_train_accuracy
+            )
         bar.update()
         bar.set_postfix(loss=f"{history.train_loss[-1]:.3f}")
-        if step % eval_every == 0 or step == steps or history.diverged:
+        done = step == steps or history.diverged or history.reached_target
+        if step % eval_every == 0 or done:
             record_eval()
-        if step % checkpoint_every == 0 or step == steps:
+        if step % checkpoint_every == 0 or done:
             save()
     bar.close()
     return history

@@ -1,4 +1,5 @@
-"""A small pre-LayerNorm encoder transformer with a [CLS] classification head.
+"""A small encoder transformer with a [CLS] classification head: pre-LayerNorm by default, or
+post-LayerNorm without biases and with dropout as in the MD paper's IMDb model.
 
 Key, query and value are separate linear maps so their weights can be inspected one by one
 (the MD paper's K, Q, V sparsity), and every layer can return its attention probabilities in
@@ -22,15 +23,15 @@ class ClassifierOutput:
 
 
 class SelfAttention(nn.Module):
-    def __init__(self, dim: int, heads: int):
+    def __init__(self, dim: int, heads: int, bias: bool = True):
         super().__init__()
         if dim % heads:
             raise ValueError(f"dim {dim} is not divisible by heads {heads}")
         self.heads = heads
-        self.query = nn.Linear(dim, dim)
-        self.key = nn.Linear(dim, dim)
-        self.value = nn.Linear(dim, dim)
-        self.out = nn.Linear(dim, dim)
+        self.query = nn.Linear(dim, dim, bias=bias)
+        self.key = nn.Linear(dim, dim, bias=bias)
+        self.value = nn.Linear(dim, dim, bias=bias)
+        self.out = nn.Linear(dim, dim, bias=bias)
 
     def forward(self, x, pad_mask=None):
         """x: (B, T, dim); pad_mask: (B, T) bool, True at padding. Returns (output, probs)."""
@@ -48,29 +49,50 @@ class SelfAttention(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, dim: int, heads: int, mlp_ratio: int = 4):
+    """post_norm: x ← LN(x + f(x)) (the original transformer), else x ← x + f(LN(x))."""
+
+    def __init__(
+        self,
+        dim: int,
+        heads: int,
+        mlp_ratio: int = 4,
+        post_norm: bool = False,
+        bias: bool = True,
+        dropout: float = 0.0,
+    ):
         super().__init__()
-        self.norm1 = nn.LayerNorm(dim)
-        self.attention = SelfAttention(dim, heads)
-        self.norm2 = nn.LayerNorm(dim)
+        self.post_norm = post_norm
+        self.norm1 = nn.LayerNorm(dim, bias=bias)
+        self.attention = SelfAttention(dim, heads, bias)
+        self.norm2 = nn.LayerNorm(dim, bias=bias)
         self.mlp = nn.Sequential(
-            nn.Linear(dim, mlp_ratio * dim), nn.GELU(), nn.Linear(mlp_ratio * dim, dim)
+            nn.Linear(dim, mlp_ratio * dim, bias=bias),
+            nn.GELU(),
+            nn.Linear(mlp_ratio * dim, dim, bias=bias),
         )
+        self.drop = nn.Dropout(dropout)
 
     def forward(self, x, pad_mask=None):
+        if self.post_norm:
+            mixed, probs = self.attention(x, pad_mask)
+            x = self.norm1(x + self.drop(mixed))
+            return self.norm2(x + self.drop(self.mlp(x))), probs
         mixed, probs = self.attention(self.norm1(x), pad_mask)
-        x = x + mixed
-        return x + self.mlp(self.norm2(x)), probs
+        x = x + self.drop(mixed)
+        return x + self.drop(self.mlp(self.norm2(x))), probs
 
 
 class Encoder(nn.Module):
     """A stack of blocks over already-embedded tokens; the classifier reads position 0."""
 
-    def __init__(self, dim: int, heads: int, layers: int, num_classes: int, mlp_ratio: int = 4):
+    def __init__(
+        self, dim: int, heads: int, layers: int, num_classes: int, mlp_ratio: int = 4, **block
+    ):
         super().__init__()
-        self.blocks = nn.ModuleList(Block(dim, heads, mlp_ratio) for _ in range(layers))
-        self.norm = nn.LayerNorm(dim)
-        self.head = nn.Linear(dim, num_classes)
+        self.blocks = nn.ModuleList(Block(dim, heads, mlp_ratio, **block) for _ in range(layers))
+        # post-norm blocks end normalised already
+        self.norm = nn.Identity() if block.get("post_norm") else nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, num_classes, bias=block.get("bias", True))
 
     def forward(self, x, pad_mask=None, output_attentions=False) -> ClassifierOutput:
         attentions = []
@@ -82,7 +104,8 @@ class Encoder(nn.Module):
 
 
 class TextTransformer(nn.Module):
-    """Token + learned position embeddings → Encoder; input_ids start with [CLS]."""
+    """Token + learned position embeddings → Encoder; input_ids start with [CLS]. block:
+    post_norm, bias, dropout (see Block; dropout also after the embeddings)."""
 
     def __init__(
         self,
@@ -93,11 +116,13 @@ class TextTransformer(nn.Module):
         layers: int = 2,
         max_len: int = 64,
         mlp_ratio: int = 4,
+        **block,
     ):
         super().__init__()
         self.tokens = nn.Embedding(vocab_size, dim)
         self.positions = nn.Parameter(torch.zeros(max_len, dim))
-        self.encoder = Encoder(dim, heads, layers, num_classes, mlp_ratio)
+        self.drop = nn.Dropout(block.get("dropout", 0.0))
+        self.encoder = Encoder(dim, heads, layers, num_classes, mlp_ratio, **block)
         self.apply(init_weights)
         nn.init.normal_(self.positions, std=0.02)
 
@@ -105,7 +130,7 @@ class TextTransformer(nn.Module):
         T = input_ids.shape[1]
         if T > self.positions.shape[0]:
             raise ValueError(f"sequence length {T} exceeds max_len {self.positions.shape[0]}")
-        x = self.tokens(input_ids) + self.positions[:T]
+        x = self.drop(self.tokens(input_ids) + self.positions[:T])
         pad_mask = None if attention_mask is None else attention_mask == 0
         return self.encoder(x, pad_mask, output_attentions)
 
