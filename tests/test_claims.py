@@ -301,3 +301,34 @@ def test_every_claim_has_a_unique_id_the_register_lists():
         if not any({"id": i} in matching(e, summaries.get(e.experiment)) for e in REGISTER)
     ]
     assert unlisted == []
+
+
+def test_real_data_rows_leave_diverged_runs_out(tmp_path):
+    """compare_optimizers: a diverged seed is counted, not averaged into the numbers."""
+    import numpy as np
+
+    from attnbias.real.compare import compare_optimizers
+    from attnbias.store import RunRecord, tidy
+
+    def record(loss: float, diverged: bool) -> RunRecord:
+        steps = np.arange(1, 11)
+        table = tidy(
+            steps,
+            {
+                "train_loss": np.full(10, loss),
+                "test_accuracy": np.full(10, 0.5),
+                "norm/layer": np.linspace(1.0, 1.1, 10),
+                "moved/layer": np.linspace(0.0, 0.1, 10),
+            },
+        )
+        return RunRecord("k", {}, table, {}, {"seconds": 1.0, "diverged": diverged})
+
+    records = {
+        ("d", "SGD", 0): record(1.0, False),
+        ("d", "SGD", 1): record(float("nan"), True),
+        ("d", "SNGD", 0): record(0.5, False),
+        ("d", "SNGD", 1): record(0.5, False),
+    }
+    rows, _ = compare_optimizers(records, ["d"], ["SGD", "SNGD"], [0, 1], 10, tmp_path, "t", "t")
+    sgd = next(r for r in rows if r["optimizer"] == "SGD")
+    assert sgd["diverged"] == 1 and sgd["final_train_loss"][0] == 1.0

@@ -73,7 +73,10 @@ def compare_optimizers(records, datasets, labels, seeds, steps, out: Path, name:
     for dataset in datasets:
         fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(10, 3.8))
         for label in labels:
-            runs = [records[(dataset, label, s)] for s in seeds]
+            every = [records[(dataset, label, s)] for s in seeds]
+            # A diverged run is a result of its own kind: counted, left out of the numbers (if
+            # every run diverged they are NaN, and no comparison with them holds).
+            runs = [r for r in every if not r.info.get("diverged")] or every
             mean, std = mean_std([smooth(series(r, "train_loss")[1], window) for r in runs])
             x = np.arange(1, len(mean) + 1)
             ax_loss.plot(x, mean, label=label)
@@ -90,7 +93,7 @@ def compare_optimizers(records, datasets, labels, seeds, steps, out: Path, name:
                     "final_train_loss": [float(np.mean(tail)), float(np.std(tail))],
                     "final_test_accuracy": [float(np.mean(final)), float(np.std(final))],
                     "seconds_per_step": float(np.mean([r.info["seconds"] / steps for r in runs])),
-                    "diverged": sum(bool(r.info.get("diverged")) for r in runs),
+                    "diverged": sum(bool(r.info.get("diverged")) for r in every),
                     "norm_growth": norm_growth(runs[0]),
                     "norm_growth_by_seed": [norm_growth(r) for r in runs],
                 }
