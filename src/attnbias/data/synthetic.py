@@ -1,7 +1,7 @@
 """Synthetic data sets of the seed papers, reproducible from their seed
 (docs/theory.md#synthetic-data).
 
-Where a paper's constants were lost, the choice is documented in the docstring.
+Where a paper gives no constant, our choice is documented in the docstring.
 """
 
 from __future__ import annotations

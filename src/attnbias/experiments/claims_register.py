@@ -24,7 +24,7 @@ PAPERS = {
     "Machines*, arXiv:2308.16898 (the setting both seed papers build on)",
     "ours": "attnbias's own extension beyond the seeds (docs/theory.md, the atlas)",
 }
-SYNTHETIC_CONSTANTS = "the paper's constants were lost; ours are in the experiment's config"
+SYNTHETIC_CONSTANTS = "the paper does not give every constant; ours are in the experiment's config"
 MINILM = (
     "pretrained all-MiniLM-L6-v2 (6 layers) instead of bert-base-uncased; Rotten Tomatoes and "
     "3-class tweets instead of MultiNLI / CivilComments; far fewer steps (2 CPU cores)"
