@@ -216,3 +216,21 @@ def test_infinite_norm_survives_the_json_record():
     a = Algorithm("inf", "steepest", 0.1, norm=math.inf)
     assert a.to_dict()["norm"] == "inf"
     assert Algorithm.from_dict(a.to_dict()).norm == math.inf
+
+
+def test_without_torch_muon_the_atlas_leaves_muon_out(monkeypatch, capsys):
+    """torch < 2.9 has no torch.optim.Muon: the package still imports, the atlas drops the Muon
+    runs (saying so), and building Muon says which torch it needs."""
+    from attnbias.engine import algorithms
+    from attnbias.experiments import atlas
+
+    monkeypatch.delitem(algorithms.TORCH_OPTIMIZERS, "muon")
+    tables = [
+        {"name": "Adam", "optimizer": "adam", "lr": 0.1},
+        {"name": "Muon", "optimizer": "muon", "lr": 0.1},
+    ]
+    assert [t["name"] for t in atlas.runnable(tables)] == ["Adam"]
+    assert "Muon left out" in capsys.readouterr().out
+    muon = algorithms.Algorithm("Muon", "muon", 0.1)
+    with pytest.raises(ValueError, match=r"needs torch.optim.Muon \(torch >= 2.9\)"):
+        muon.torch_optimizer([torch.nn.Parameter(torch.zeros(2, 2))])

@@ -32,7 +32,19 @@ FAMILY = {
     "adam": "torch",
     "muon": "torch",
 }
-TORCH_OPTIMIZERS = {"adam": torch.optim.Adam, "muon": torch.optim.Muon}
+# torch.optim.Muon exists from torch 2.9 on; with an older torch "muon" is refused by name.
+TORCH_OPTIMIZERS = {
+    name: cls
+    for name, cls in (("adam", torch.optim.Adam), ("muon", getattr(torch.optim, "Muon", None)))
+    if cls is not None
+}
+
+
+def available(optimizer: str) -> bool:
+    """Whether this torch has the optimiser (all but torch's Muon always do)."""
+    return optimizer in TORCH_OPTIMIZERS or FAMILY.get(optimizer) != "torch"
+
+
 # How each optimiser may normalise its gradient (None: plain steps). "loss" divides by L.
 NORMALIZE = {
     "gd": (None, "loss"),
@@ -107,7 +119,7 @@ class Algorithm:
         _number(self, "norm", low=1.0, include_low=False, allow_inf=True)
         if self.method not in METHODS:
             raise _FieldError(f"method must be one of {METHODS}, got {self.method!r}")
-        if opt in TORCH_OPTIMIZERS:
+        if opt in TORCH_OPTIMIZERS:  # (Muon's options cannot be checked without Muon)
             self._check_options()
         # As in MirrorDescent: False is plain, True is per-tensor normalisation.
         normalize = {"default": NORMALIZE[opt][0], False: None}.get(self.normalize, self.normalize)
@@ -197,6 +209,11 @@ class Algorithm:
             return SpectralDescent(params, self.lr, self.momentum, self.method)
         if self.optimizer == "steepest":
             return SteepestDescent(params, self.lr, self.norm, self.momentum)
+        if not available(self.optimizer):
+            raise ValueError(
+                f"algorithm {self.name!r}: optimizer {self.optimizer!r} needs torch.optim.Muon "
+                f"(torch >= 2.9); this torch is {torch.__version__}: upgrade torch or leave it out"
+            )
         if self.optimizer in TORCH_OPTIMIZERS:
             return TORCH_OPTIMIZERS[self.optimizer](params, lr=self.lr, **self.options)
         normalize = False if self.normalize in (None, "loss") else self.normalize
