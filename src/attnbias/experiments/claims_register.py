@@ -121,14 +121,14 @@ REGISTER: list[PaperClaim] = [
                "NGD instead of GD (faster; same limit in the theory)"),
     PaperClaim("kq-nuclear/direct-frobenius-svm", "SVM", "W parameterisation theorem",
                "W trained directly converges to the Frobenius Att-SVM", ""),
-    PaperClaim("atlas/own-norm-gap", "ours", "theory: atlas", "steepest descent in a norm maximises "
+    PaperClaim("atlas/own-norm-gap", "ours", "§atlas", "steepest descent in a norm maximises "
                "the margin in that norm", ""),
-    PaperClaim("atlas/owner-smallest", "ours", "theory: atlas", "in each norm the optimiser of that "
+    PaperClaim("atlas/owner-smallest", "ours", "§atlas", "in each norm the optimiser of that "
                "norm has the smallest margin gap", ""),
-    PaperClaim("atlas/adam-like-signgd", "ours", "theory: atlas", "Adam behaves like SignGD (ℓ∞)", ""),
-    PaperClaim("atlas/muon-like-spectraldescent", "ours", "theory: atlas",
+    PaperClaim("atlas/adam-like-signgd", "ours", "§atlas", "Adam behaves like SignGD (ℓ∞)", ""),
+    PaperClaim("atlas/muon-like-spectraldescent", "ours", "§atlas",
                "Muon behaves like spectral descent", ""),
-    PaperClaim("atlas/own-norm-rate", "ours", "theory: atlas", "the own-norm margin gap falls as a "
+    PaperClaim("atlas/own-norm-rate", "ours", "§atlas", "the own-norm margin gap falls as a "
                "power of t", ""),
     PaperClaim("text-md/best-accuracy", "MD", "§real data, IMDb table (3 blocks)",
                "ℓ1.1-MD reaches a higher best test accuracy than ℓ2-MD (GD): 83.47 vs 81.66 %",
