@@ -63,15 +63,7 @@ def build_probe(tokenizer, positive_label: int = 1, negative_label: int = 0) -> 
             texts.append(template.format(word))
             words.append(word)
             labels.append(label)
-    T = max(len(ids) for ids, _ in rows)
-    input_ids = torch.full((len(rows), T), tokenizer.pad_token_id, dtype=torch.long)
-    attention_mask = torch.zeros(len(rows), T, dtype=torch.long)
-    word_mask = torch.zeros(len(rows), T, dtype=torch.bool)
-    for i, (ids, span) in enumerate(rows):
-        input_ids[i, : len(ids)] = torch.tensor(ids)
-        attention_mask[i, : len(ids)] = 1
-        word_mask[i, list(span)] = True
-    return Probe(texts, words, torch.tensor(labels), input_ids, attention_mask, word_mask)
+    return Probe(texts, words, torch.tensor(labels), *padded(rows, tokenizer.pad_token_id))
 
 
 def lexicon_probe(
@@ -112,15 +104,21 @@ def lexicon_probe(
             f"probe_size {size}: only {len(rows)} of {scanned} held-out texts have exactly one "
             "single-token lexicon word; lower probe_size or use a larger test split"
         )
-    T = max(len(ids) for ids, _ in rows)
-    input_ids = torch.full((len(rows), T), tokenizer.pad_token_id, dtype=torch.long)
-    attention_mask = torch.zeros(len(rows), T, dtype=torch.long)
-    word_mask = torch.zeros(len(rows), T, dtype=torch.bool)
-    for i, (ids, position) in enumerate(rows):
-        input_ids[i, : len(ids)] = torch.tensor(ids)
-        attention_mask[i, : len(ids)] = 1
-        word_mask[i, position] = True
     probe = Probe(
-        kept_texts, words, torch.tensor(kept_labels), input_ids, attention_mask, word_mask
+        kept_texts, words, torch.tensor(kept_labels), *padded(rows, tokenizer.pad_token_id)
     )
     return probe, {"sentences": len(rows), "scanned": scanned, "distinct_words": len(set(words))}
+
+
+def padded(rows, pad_id: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(input_ids, attention_mask, word_mask) of token rows (ids, positions of the word: an
+    index or a range), right-padded to the longest."""
+    T = max(len(ids) for ids, _ in rows)
+    input_ids = torch.full((len(rows), T), pad_id, dtype=torch.long)
+    attention_mask = torch.zeros(len(rows), T, dtype=torch.long)
+    word_mask = torch.zeros(len(rows), T, dtype=torch.bool)
+    for i, (ids, positions) in enumerate(rows):
+        input_ids[i, : len(ids)] = torch.tensor(ids)
+        attention_mask[i, : len(ids)] = 1
+        word_mask[i, list(positions) if isinstance(positions, range) else positions] = True
+    return input_ids, attention_mask, word_mask
