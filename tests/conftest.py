@@ -48,3 +48,15 @@ def random_problem(rng, n=5, T=4, d=3):
     y = torch.as_tensor(rng.choice([-1.0, 1.0], size=n))
     v = torch.as_tensor(rng.standard_normal(d))
     return X, z, y, v
+
+
+@pytest.fixture
+def float32_one_thread():
+    """Real models run in float32 (float64 is the default here, for the maths tests), on one
+    thread as the experiments do (small models are slower with two on a busy machine)."""
+    dtype, threads = torch.get_default_dtype(), torch.get_num_threads()
+    torch.set_default_dtype(torch.float32)
+    torch.set_num_threads(1)
+    yield
+    torch.set_default_dtype(dtype)
+    torch.set_num_threads(threads)

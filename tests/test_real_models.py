@@ -11,19 +11,7 @@ from attnbias.real.train import TensorData, make_optimizer, seed_everything, tra
 from attnbias.real.transformer import TextTransformer
 from attnbias.real.vit import ViT
 
-pytestmark = pytest.mark.real
-
-
-@pytest.fixture(autouse=True)
-def float32_one_thread():
-    """Real models run in float32 (conftest makes float64 the default for the maths tests), on
-    one thread as the experiments do (small models are slower with two on a busy machine)."""
-    dtype, threads = torch.get_default_dtype(), torch.get_num_threads()
-    torch.set_default_dtype(torch.float32)
-    torch.set_num_threads(1)
-    yield
-    torch.set_default_dtype(dtype)
-    torch.set_num_threads(threads)
+pytestmark = [pytest.mark.real, pytest.mark.usefixtures("float32_one_thread")]
 
 
 OPTIMIZERS = [

@@ -12,17 +12,7 @@ from attnbias.real.attention import keyword_attention
 from attnbias.real.train import TensorData, seed_everything, train
 from attnbias.real.transformer import TextTransformer
 
-pytestmark = pytest.mark.real
-
-
-@pytest.fixture(autouse=True)
-def float32_one_thread():
-    dtype, threads = torch.get_default_dtype(), torch.get_num_threads()
-    torch.set_default_dtype(torch.float32)
-    torch.set_num_threads(1)
-    yield
-    torch.set_default_dtype(dtype)
-    torch.set_num_threads(threads)
+pytestmark = [pytest.mark.real, pytest.mark.usefixtures("float32_one_thread")]
 
 
 def test_keyword_attention_is_the_papers_min_max_normalised_cls_row():
