@@ -103,7 +103,13 @@ def nan_duals(solve):
 
 @pytest.mark.parametrize(
     "norm, in_house",
-    [(3.0, "solve_lp"), (1.0, "solve_l1"), (np.inf, "solve_linf"), ("nuc", "solve_nuclear")],
+    [
+        (3.0, "solve_lp"),
+        (1.0, "solve_l1"),
+        (np.inf, "solve_linf"),
+        ("nuc", "solve_nuclear"),
+        ("spectral", "solve_spectral"),
+    ],
 )
 def test_nan_multipliers_fall_back_to_a_verified_solver(monkeypatch, norm, in_house):
     X, z, alpha = gaussian_unit(2)
@@ -115,10 +121,11 @@ def test_nan_multipliers_fall_back_to_a_verified_solver(monkeypatch, norm, in_ho
     assert result.norm == pytest.approx(expected.norm, rel=1e-6)
 
 
-@pytest.mark.parametrize("norm", [3.0, "nuc"])
+@pytest.mark.parametrize("norm", [3.0, "nuc", "spectral"])
 def test_nan_multipliers_are_never_optimal(monkeypatch, norm):
     monkeypatch.setattr(svm_solver, "solve_lp", nan_duals(svm_solver.solve_lp))
     monkeypatch.setattr(svm_solver, "solve_nuclear", nan_duals(svm_solver.solve_nuclear))
+    monkeypatch.setattr(svm_solver, "solve_spectral", nan_duals(svm_solver.solve_spectral))
     monkeypatch.setattr(svm_solver, "conic_solve", nan_duals(svm_solver.conic_solve))
     monkeypatch.setattr(svm_api, "parametric_conic", lambda shape, norm_type: None)  # → conic_solve
     X, z, alpha = gaussian_unit(3)

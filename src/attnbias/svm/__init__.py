@@ -12,12 +12,12 @@ Multipliers use the norm (not squared-norm) convention: λ ≥ 0 with Aᵀλ ∈
 
 Solvers: ℓ2 — primal-dual active set on the Gram matrix, non-negative least squares as fallback
 (both exact); 1 < p < ∞ — a primal-dual interior point method followed by a Newton polish on the
-support; p = 1 and p = ∞ — LPs by HiGHS; nuclear — for the Att-SVM a primal-dual interior point
-that uses its rank-one rows (sdp), else cvxpy/Clarabel; spectral (largest singular value) —
-cvxpy/Clarabel (an SDP); cvxpy/Clarabel is the fallback for every norm. Every answer is verified
-by one NaN-aware, scale-safe check, whichever solver produced it: `kkt_residual` is the largest
-violation of the KKT conditions, and the status is "optimal" only when it is at most 1e-6 (every
-p ≥ 1 is supported, p = 1000, p = 1.001 and ∞ too).
+support; p = 1 and p = ∞ — LPs by HiGHS; nuclear and spectral (largest singular value) — for
+the Att-SVM one primal-dual interior point that uses its rank-one rows (sdp; nuclear through its
+dual, spectral directly), else cvxpy/Clarabel; cvxpy/Clarabel is the fallback for every norm.
+Every answer is verified by one NaN-aware, scale-safe check, whichever solver produced it:
+`kkt_residual` is the largest violation of the KKT conditions, and the status is "optimal" only
+when it is at most 1e-6 (every p ≥ 1 is supported, p = 1000, p = 1.001 and ∞ too).
 A single instance raises InfeasibleSVMError (also when a solution would need ‖w‖ beyond what
 float64 can verify, with the true reason) or SVMSolveError; a batch reports a status per instance.
 

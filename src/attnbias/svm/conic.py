@@ -1,5 +1,5 @@
-"""The conic solver, cvxpy + Clarabel: the reference for the nuclear and spectral norms (SDPs) and
-the fallback for every norm.
+"""The conic solver, cvxpy + Clarabel: the nuclear and spectral norms (SDPs) of rows without the
+Att-SVM's rank-one structure, and the fallback for every norm.
 
 ℓp goes through power cones (approx=False): cvxpy's default rational SOC approximation changes p
 (p = 1.0005 is solved as another p) and loses accuracy for p near 1 and large p.

@@ -59,8 +59,8 @@ def _nnls_l2(A: np.ndarray, norm_type, labels, scale):
 
     u = argmin_{u≥0} ‖E u − f‖ with E = [Aᵀ; 1ᵀ], f = (0, …, 0, 1); r = E u − f. Then
     r = (Aᵀu, 1ᵀu − 1) and, if r ≠ 0, w = −r_{:D} / r_D with multipliers λ = u / (−r_D). As
-    r_D = −‖r‖² is lost to rounding once ‖w‖ ≳ 1e7, w is taken as the direction −r_{:D} scaled
-    to margin 1, and λ as u scaled so that Aᵀλ = w along w.
+    r_D = −‖r‖² < 0 is lost to rounding once ‖w‖ ≳ 1e7, w is taken as the direction r_{:D} = Aᵀu
+    scaled to margin 1, and λ as u scaled so that Aᵀλ = w along w.
     If r = 0, u is a Farkas certificate (Aᵀu = 0, 1ᵀu = 1): the problem is infeasible, if the
     certificate stands up (diagnose_infeasible); else None (undecided).
     """
@@ -70,7 +70,7 @@ def _nnls_l2(A: np.ndarray, norm_type, labels, scale):
     f[-1] = 1.0
     u, _ = nnls(E, f, maxiter=50 * max(m, D))
     r = E @ u - f
-    direction = -r[:D]
+    direction = r[:D]  # = −r_{:D} / r_D up to the positive factor ‖r‖²
     margin = np.min(A @ direction)
     # ‖r‖ = 1/√(1+‖w‖²) on unit rows: small means no w, or none float64 can verify
     if np.linalg.norm(r) * NUMERICAL_LIMIT > 1 and margin > 0:

@@ -21,7 +21,7 @@ from .l2 import solve_l2
 from .linf import solve_linf
 from .lp import solve_lp
 from .norms import MATRIX_NORMS, kkt_residual
-from .sdp import solve_nuclear
+from .sdp import solve_nuclear, solve_spectral
 
 KKT_TOL = 1e-6  # a verified solution: "optimal"
 INACCURATE_TOL = 1e-3  # up to this: "optimal_inaccurate" (warned); beyond: no solution
@@ -67,6 +67,8 @@ def _attempts(As, scale, norm_type, labels, lifted, conic, rank_one):
         yield "interior-point", lambda: solve_lp(As, norm_type, l2[0], l2[1])
     elif norm_type == "nuc" and rank_one is not None:
         yield "interior-point-sdp", lambda: solve_nuclear(rank_one[0] / scale, rank_one[1])
+    elif norm_type == "spectral" and rank_one is not None and l2 is not None:
+        yield "interior-point-sdp", lambda: solve_spectral(rank_one[0] / scale, rank_one[1], l2[0])
     if conic is not None:
         yield "clarabel", lambda: conic(As)
     else:
