@@ -155,6 +155,19 @@ def text_md_row(p, accuracy, keyword, above, small):
     }
 
 
+def test_text_md_evidence_keeps_each_quantity_apart():
+    """The evidence names what each claim compared: the normalised key-word score beside the
+    raw one, counts above 0.06 beside those above 3 RMS (one must not overwrite the other)."""
+    lo = text_md_row(1.1, 84.0, 0.4, 100, 0.2) | {"above_rel_K": 7, "hoyer_K": 0.9}
+    mid = text_md_row(2.0, 81.0, 0.3, 200, 0.05)
+    _, _, keyword, count, share = text_md.text_md_claims({1.1: lo, 2.0: mid})
+    assert keyword.evidence["keyword_normalised"]["l1.1"] == [0.4, 0.01]
+    assert keyword.evidence["keyword_raw"]["l1.1"] == [0.04, 0.001]
+    assert count.evidence["K"] == {"above_abs_K": {"l1.1": 100, "l2": 200},
+                                   "above_rel_K": {"l1.1": 7, "l2": 200}}  # fmt: skip
+    assert share.evidence["K"]["small_K"] == {"l1.1": 0.2, "l2": 0.05}
+
+
 def text_md_claims(holds: bool):
     """Holds: ℓ1.1 and ℓ3 above ℓ2 in best accuracy, ℓ1.1 more key-word attention, fewer
     entries above 0.06 and more near-zero ones; fails: every comparison the other way."""

@@ -454,9 +454,12 @@ def text_md_claims(by_p: dict[float, dict], order: dict[float, dict] | None = No
         return identified("text-md", [not_applicable(c, why) for c in TEXT_MD_CLAIMS.values()],
                           TEXT_MD_CLAIMS)  # fmt: skip
 
-    def evidence(key, ps=(1.1, 2.0)):
-        found = {f"l{p:g}": by_p[p][key] for p in ps if p in by_p}
-        found.update({f"l{p:g} same init": order[p][key] for p in ps if p in order})
+    def evidence(*keys, ps=(1.1, 2.0)):
+        """{key: {"l1.1": …, "l2": …, "l1.1 same init": …}} for each key."""
+        found = {}
+        for key in keys:
+            found[key] = {f"l{p:g}": by_p[p][key] for p in ps if p in by_p}
+            found[key].update({f"l{p:g} same init": order[p][key] for p in ps if p in order})
         return found
 
     others = [p for p in by_p if p != 2.0]
@@ -465,15 +468,15 @@ def text_md_claims(by_p: dict[float, dict], order: dict[float, dict] | None = No
         Claim(text[0], lo["best_accuracy"][0] > mid["best_accuracy"][0],
               evidence("best_accuracy")),
         Claim(text[1], all(by_p[p]["best_accuracy"][0] > mid["best_accuracy"][0] for p in others),
-              evidence("best_accuracy", sorted(by_p))),
+              evidence("best_accuracy", ps=sorted(by_p))),
         Claim(text[2], lo["keyword_normalised"][0] > mid["keyword_normalised"][0],
-              {**evidence("keyword_normalised"), **evidence("keyword_raw"),
+              {**evidence("keyword_normalised", "keyword_raw"),
                "chance_normalised": mid["keyword_chance_normalised"],
                "chance_raw": mid["keyword_chance_raw"]}),
         Claim(text[3], all(lo[f"above_abs_{m}"] < mid[f"above_abs_{m}"] for m in "KQV"),
-              {m: {**evidence(f"above_abs_{m}"), **evidence(f"above_rel_{m}")} for m in "KQV"}),
+              {m: evidence(f"above_abs_{m}", f"above_rel_{m}") for m in "KQV"}),
         Claim(text[4], all(lo[f"small_{m}"] > mid[f"small_{m}"] for m in "KQV"),
-              {m: {**evidence(f"small_{m}"), **evidence(f"hoyer_{m}")} for m in "KQV"}),
+              {m: evidence(f"small_{m}", f"hoyer_{m}") for m in "KQV"}),
     ]  # fmt: skip
     # The claims are about the fitted (separable) regime: say how many runs reached it.
     at_target = {f"l{p:g}": f"{r['reached_target']}/{r['runs']}" for p, r in by_p.items()}
