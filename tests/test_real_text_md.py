@@ -187,3 +187,48 @@ def test_the_paper_size_configuration_is_the_papers_model():
     assert config["train_size"] == 0 and config["device"] == "auto" and not is_quick(config)
     model = TextTransformer(50, 2, **{k: config[k] for k in (*shape, "post_norm", "bias")})
     assert model(torch.ones(1, 512, dtype=torch.long)).logits.shape == (1, 2)
+
+
+def test_the_papers_initialisation_is_pytorchs_default():
+    """init="pytorch": embeddings N(0, 1) (tokens and positions), linear layers uniform within
+    ±1/√fan_in; "small": N(0, 0.02²). Anything else is refused, naming the argument."""
+    torch.manual_seed(0)
+    model = TextTransformer(500, 2, dim=32, heads=2, layers=1, max_len=64, init="pytorch")
+    assert model.tokens.weight.std().item() == pytest.approx(1.0, abs=0.05)
+    assert model.positions.std().item() == pytest.approx(1.0, abs=0.1)
+    mlp_in = model.encoder.blocks[0].mlp[0].weight  # fan_in 32
+    assert mlp_in.abs().max() <= 1 / math.sqrt(32) and mlp_in.std() > 0.1
+    small = TextTransformer(500, 2, dim=32, heads=2, layers=1, max_len=64, init="small")
+    assert small.tokens.weight.std().item() == pytest.approx(0.02, rel=0.1)
+    with pytest.raises(ValueError, match="init must be"):
+        TextTransformer(500, 2, init="xavier")
+
+
+def run_record(p, accuracy, keyword, diverged=False):
+    from attnbias.store import RunRecord, tidy
+
+    metrics = tidy([0, 10], {"test_accuracy": [0.5, math.nan if diverged else accuracy]})
+    kinds = ("above_abs", "above_rel", "hoyer", "small", "rms")
+    counts = {f"{k}_{m}": math.nan if diverged else 1.0 for k in kinds for m in "KQV"}
+    info = {"seconds": 1.0, "diverged": diverged, "steps_run": 10, "reached_target": False,
+            "final_train_accuracy": 0.9, "keyword_normalised": None if diverged else keyword,
+            "keyword_raw": None if diverged else keyword / 10, "keyword_chance_normalised": 0.5,
+            "keyword_chance_raw": 0.05, "probe_accuracy": 0.6, **counts}  # fmt: skip
+    return RunRecord(f"{p}-{accuracy}", {"p": p}, metrics, {}, info)
+
+
+def test_diverged_runs_are_counted_and_left_out_of_the_rows():
+    """A diverged run (its NaNs stored as JSON null) is counted, not averaged; if every run of
+    a p diverged its numbers are NaN, and the summary does not crash."""
+    records = {
+        ("seeds", 1.1, 0): run_record(1.1, 0.8, 0.4),
+        ("seeds", 1.1, 1): run_record(1.1, 0.7, 0.2),
+        ("seeds", 1.1, 2): run_record(1.1, 0.0, 0.0, diverged=True),
+        ("seeds", 2.0, 0): run_record(2.0, 0.0, 0.0, diverged=True),
+    }
+    rows = text_md.variant_rows({"ps": [1.1, 2.0]}, records, "seeds")
+    assert rows[1.1]["runs"] == 3 and rows[1.1]["diverged"] == 1
+    assert rows[1.1]["best_accuracy"] == pytest.approx([75.0, 5.0])
+    assert rows[1.1]["keyword_normalised"] == pytest.approx([0.3, 0.1])
+    assert rows[2.0]["diverged"] == 1 and math.isnan(rows[2.0]["best_accuracy"][0])
+    assert math.isnan(rows[2.0]["keyword_normalised"][0]) and math.isnan(rows[2.0]["small_K"])

@@ -63,7 +63,6 @@ PAPER_ACCURACY = {1.1: (83.47, 0.09), 2.0: (81.66, 0.09), 3.0: (82.57, 0.10)}
 PAPER_KEYWORD_ATTENTION = {1.1: 0.4387, 2.0: 0.3122}
 PAPER_COUNTS = {1.1: {"K": 18206, "Q": 13964, "V": 7643}, 2.0: {"K": 27224, "Q": 14654, "V": 10127}}
 ABSOLUTE_THRESHOLD = 0.06  # the paper's |w| threshold
-INIT_STD = 0.02  # our initialisation (transformer.init_weights): 0.06 = 3 × INIT_STD
 SEARCH_TAIL = 0.25  # a search run is scored by its mean train loss over its last quarter
 
 SCHEMA = {
@@ -89,6 +88,8 @@ SCHEMA = {
     "post_norm": Field(bool, "post-LayerNorm blocks (the paper's) instead of pre-LayerNorm"),
     "bias": Field(bool, "biases in the linear and LayerNorm layers"),
     "dropout": fraction("dropout after the embeddings, attention and MLP"),
+    "init": choice("initial weights: PyTorch's defaults (the paper's) or N(0, 0.02²)", "pytorch",
+                   "small"),
     "device": choice("where to train ('auto': CUDA when present)", "auto", "cpu", "cuda"),
     "relative_threshold": positive("scale-relative count: |w| > this × the matrix's RMS entry"),
 }  # fmt: skip
@@ -192,7 +193,7 @@ class RunMaker:
         self.model_config = {
             k: config[k]
             for k in ("dim", "heads", "layers", "max_len", "mlp_ratio", "post_norm", "bias",
-                      "dropout")
+                      "dropout", "init")
         }  # fmt: skip
 
     def run(self, role: str, p: float, lr: float, init_seed: int, order_seed: int, steps: int):
@@ -305,41 +306,46 @@ def run(config: dict, out: Path) -> dict:
 def variant_rows(config, records, variant: str) -> dict[float, dict]:
     """Per p, over the runs of one variant ("seeds": different initial weights; "order": the
     first seed's initial weights, different data orders): [mean, std] of the accuracies and
-    key-word scores, mean weight counts, and how many runs reached the target."""
+    key-word scores, mean weight counts, and how many runs reached the target. Diverged runs
+    are counted and left out of the numbers (if all diverged, the numbers are NaN)."""
+
+    def spread(values):
+        values = np.asarray(values, dtype=float)  # a NaN stored as JSON null comes back None
+        return [float(values.mean()), float(values.std())]
+
+    def mean(values):
+        return float(np.mean(np.asarray(values, dtype=float)))
+
     rows = {}
     for p in map(float, config["ps"]):
-        runs = [r for (v, q, _), r in records.items() if v == variant and q == p]
-        if not runs:
+        every = [r for (v, q, _), r in records.items() if v == variant and q == p]
+        if not every:
             continue
-        accs = [series(r, "test_accuracy")[1] for r in runs]
-
-        def spread(values):
-            values = np.asarray(values, dtype=float)
-            return [float(values.mean()), float(values.std())]
-
-        info = [r.info for r in runs]
+        runs = [r for r in every if r.status != "diverged"]
+        accs = [series(r, "test_accuracy")[1] for r in runs] or [np.full(1, np.nan)]
+        info = [r.info for r in runs] or [{}]
         rows[p] = {
             "p": p,
             "variant": variant,
-            "runs": len(runs),
-            "reached_target": sum(bool(i["reached_target"]) for i in info),
-            "steps_run": spread([i["steps_run"] for i in info]),
-            "final_train_accuracy": spread([100 * i["final_train_accuracy"] for i in info]),
+            "runs": len(every),
+            "reached_target": sum(bool(i.get("reached_target")) for i in info),
+            "steps_run": spread([i.get("steps_run") for i in info]),
+            "final_train_accuracy": spread([100 * i.get("final_train_accuracy", np.nan)
+                                            for i in info]),
             "best_accuracy": spread([100 * a.max() for a in accs]),
             "final_accuracy": spread([100 * a[-1] for a in accs]),
-            "keyword_normalised": spread([i["keyword_normalised"] for i in info]),
-            "keyword_raw": spread([i["keyword_raw"] for i in info]),
-            "keyword_chance_normalised": float(np.mean([i["keyword_chance_normalised"]
-                                                        for i in info])),
-            "keyword_chance_raw": float(np.mean([i["keyword_chance_raw"] for i in info])),
-            "probe_accuracy": float(np.mean([i["probe_accuracy"] for i in info])),
+            "keyword_normalised": spread([i.get("keyword_normalised") for i in info]),
+            "keyword_raw": spread([i.get("keyword_raw") for i in info]),
+            "keyword_chance_normalised": mean([i.get("keyword_chance_normalised") for i in info]),
+            "keyword_chance_raw": mean([i.get("keyword_chance_raw") for i in info]),
+            "probe_accuracy": mean([i.get("probe_accuracy") for i in info]),
             **{
-                f"{k}_{m}": float(np.mean([i[f"{k}_{m}"] for i in info]))
+                f"{k}_{m}": mean([i.get(f"{k}_{m}") for i in info])
                 for k in ("above_abs", "above_rel", "hoyer", "small", "rms")
                 for m in "KQV"
             },
-            "seconds_per_run": float(np.mean([i["seconds"] for i in info])),
-            "diverged": sum(r.status == "diverged" for r in runs),
+            "seconds_per_run": mean([r.info["seconds"] for r in every]),
+            "diverged": len(every) - len(runs),
         }  # fmt: skip
     return rows
 

@@ -105,7 +105,9 @@ class Encoder(nn.Module):
 
 class TextTransformer(nn.Module):
     """Token + learned position embeddings → Encoder; input_ids start with [CLS]. block:
-    post_norm, bias, dropout (see Block; dropout also after the embeddings)."""
+    post_norm, bias, dropout (see Block; dropout also after the embeddings). init: "small"
+    (init_weights) or "pytorch" (PyTorch's defaults: embeddings N(0, 1), linear layers uniform
+    ±1/√fan_in, as the MD paper's model)."""
 
     def __init__(
         self,
@@ -116,15 +118,21 @@ class TextTransformer(nn.Module):
         layers: int = 2,
         max_len: int = 64,
         mlp_ratio: int = 4,
+        init: str = "small",
         **block,
     ):
         super().__init__()
+        if init not in ("small", "pytorch"):
+            raise ValueError(f'init must be "small" or "pytorch", got {init!r}')
         self.tokens = nn.Embedding(vocab_size, dim)
         self.positions = nn.Parameter(torch.zeros(max_len, dim))
         self.drop = nn.Dropout(block.get("dropout", 0.0))
         self.encoder = Encoder(dim, heads, layers, num_classes, mlp_ratio, **block)
-        self.apply(init_weights)
-        nn.init.normal_(self.positions, std=0.02)
+        if init == "small":
+            self.apply(init_weights)
+            nn.init.normal_(self.positions, std=0.02)
+        else:  # an nn.Embedding of positions: N(0, 1), like the tokens
+            nn.init.normal_(self.positions)
 
     def forward(self, input_ids, attention_mask=None, output_attentions=False):
         T = input_ids.shape[1]
