@@ -400,7 +400,8 @@ def summarize(config, records, out: Path, probe_stats: dict) -> dict:
     fig.suptitle(f"key-word attention, last layer, {probe_stats['sentences']} held-out sentences")
     figures += save_figure(fig, out, "text_md_keyword_attention")
 
-    table = [table_row(row) for rows in by_variant.values() for row in rows.values()]
+    relative = config["relative_threshold"]
+    table = [table_row(row, relative) for rows in by_variant.values() for row in rows.values()]
     return {
         "claims": text_md_claims(main, by_variant["order"]),
         "tables": {"text_md": table},
@@ -411,7 +412,7 @@ def summarize(config, records, out: Path, probe_stats: dict) -> dict:
     }
 
 
-def table_row(r: dict) -> dict:
+def table_row(r: dict, relative: float) -> dict:
     counts = "/".join(f"{r[f'above_abs_{m}']:,.0f}" for m in "KQV")
     paper = PAPER_COUNTS.get(r["p"])
     return {
@@ -430,7 +431,9 @@ def table_row(r: dict) -> dict:
         "paper key word": PAPER_KEYWORD_ATTENTION.get(r["p"], ""),
         "count abs(w) > 0.06 K/Q/V": counts,
         "paper K/Q/V": "/".join(f"{paper[m]:,}" for m in "KQV") if paper else "",
-        "count abs(w) > 3 RMS K/Q/V": "/".join(f"{r[f'above_rel_{m}']:,.0f}" for m in "KQV"),
+        f"count abs(w) > {relative:g} RMS K/Q/V": "/".join(
+            f"{r[f'above_rel_{m}']:,.0f}" for m in "KQV"
+        ),
         "near-zero share K/Q/V": "/".join(f"{r[f'small_{m}']:.3f}" for m in "KQV"),
         "s/run": f"{r['seconds_per_run']:.0f}",
     }
