@@ -387,7 +387,7 @@ def summarize(config, records, out: Path, probe_stats: dict) -> dict:
     axes[0].legend()
     figures += save_figure(fig, out, "text_md_weight_histograms")
 
-    fig, (ax_norm, ax_raw) = plt.subplots(1, 2, figsize=(8, 3.5))
+    fig, (ax_norm, ax_raw) = plt.subplots(1, 2, figsize=(8, 3.5), layout="constrained")
     labels = [f"ℓ{p:g}" for p in ps if p in main]
     for ax, key, title in ((ax_norm, "keyword_normalised", "min–max normalised (paper)"),
                            (ax_raw, "keyword_raw", "raw attention")):  # fmt: skip
@@ -395,8 +395,9 @@ def summarize(config, records, out: Path, probe_stats: dict) -> dict:
         ax.bar(labels, [v[0] for v in values], yerr=[v[1] for v in values], capsize=4)
         chance = np.mean([main[p][key.replace("keyword_", "keyword_chance_")] for p in main])
         ax.axhline(chance, color="k", ls="--", lw=1, label=f"chance ({chance:.3f})")
-        ax.set(title=title, ylabel="[CLS] attention on the key word")
+        ax.set_title(title)
         ax.legend()
+    ax_norm.set_ylabel("[CLS] attention on the key word")
     fig.suptitle(f"key-word attention, last layer, {probe_stats['sentences']} held-out sentences")
     figures += save_figure(fig, out, "text_md_keyword_attention")
 
