@@ -168,6 +168,11 @@ def test_the_search_keeps_the_rate_that_trains_and_skips_the_one_that_diverges(t
     assert math.isfinite(scores["0.04"]) and not math.isfinite(float(scores["400"] or "inf"))
     (row,) = [r for r in summary["rows"] if r["variant"] == "seeds"]
     assert row["runs"] == 1 and row["reached_target"] == 0 and row["steps_run"] == [8.0, 0.0]
+    per_run = summary["tables"]["text_md_runs"]  # every run, not only the means
+    assert [(r["variant"], r["steps"], r["stopped by"]) for r in per_run] == [
+        ("different init", 8, "step cap"),
+        ("same init, data order", 8, "step cap"),
+    ]
     assert len(list((tmp_path / "runs").iterdir())) == 4  # 2 search runs, 1 seed, 1 data order
     assert run_experiment(load_config("text-md", quick=True, overrides=overrides), tmp_path)[
         "reused_outputs"

@@ -405,12 +405,34 @@ def summarize(config, records, out: Path, probe_stats: dict) -> dict:
     table = [table_row(row, relative) for rows in by_variant.values() for row in rows.values()]
     return {
         "claims": text_md_claims(main, by_variant["order"]),
-        "tables": {"text_md": table},
+        "tables": {"text_md": table, "text_md_runs": run_rows(records)},
         "rows": [row for rows in by_variant.values() for row in rows.values()],
         "probe": {**probe_stats, "lexicon": "VADER (vaderSentiment 3.3.2, MIT)"},
         "figures": figures,
         **run_totals(records),
     }
+
+
+def run_rows(records) -> list[dict]:
+    """One row per run: where it stopped and why, its final train and best test accuracy."""
+    rows = []
+    for (variant, p, _), r in sorted(
+        records.items(), key=lambda kv: (kv[0][0] != "seeds", *kv[0][1:])
+    ):
+        accuracy = series(r, "test_accuracy")[1]
+        stop = "diverged" if r.status == "diverged" else (
+            "99.5 % reached" if r.info["reached_target"] else "step cap")  # fmt: skip
+        rows.append({
+            "p": p,
+            "variant": {"seeds": "different init", "order": "same init, data order"}[variant],
+            "init seed": r.config["init_seed"],
+            "order seed": r.config["order_seed"],
+            "steps": r.info["steps_run"],
+            "stopped by": stop,
+            "final train acc. (%)": f"{100 * r.info['final_train_accuracy']:.2f}",
+            "best test acc. (%)": f"{100 * np.nanmax(accuracy):.2f}",
+        })  # fmt: skip
+    return rows
 
 
 def table_row(r: dict, relative: float) -> dict:
