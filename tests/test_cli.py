@@ -312,3 +312,23 @@ def test_device_and_paper_options_are_refused_where_they_do_not_apply(tmp_path, 
     assert "experiment vision has no device option" in capsys.readouterr().err
     assert main(["reproduce", "md-joint", "--paper", "--out", out]) == 2
     assert "md-joint has no paper-size configuration" in capsys.readouterr().err
+
+
+def test_the_report_says_when_a_sweep_found_its_runs_finished(tmp_path):
+    """A sweep regenerated from stored runs times only this invocation: the line says so."""
+    from attnbias.experiments.report import write_report
+
+    summary = {
+        "runs": 40,
+        "trained": 0,
+        "reused": 40,
+        "svms_solved": 0,
+        "seconds": 0.1,
+        "claims": [],
+    }
+    report = tmp_path / "RESULTS.md"
+    write_report({"ngd-fixed": summary}, {"ngd-fixed": {}}, report, "attnbias reproduce")
+    assert "40 runs (40 found finished), 0 SVMs solved, 0.1 s" in report.read_text()
+    trained = {**summary, "trained": 40, "reused": 0}
+    write_report({"ngd-fixed": trained}, {"ngd-fixed": {}}, report, "attnbias reproduce")
+    assert "40 runs, 0 SVMs solved, 0.1 s" in report.read_text()

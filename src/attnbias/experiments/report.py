@@ -129,10 +129,12 @@ def write_report(
     ]
     for name, summary in summaries.items():
         svms = f", {summary['svms_solved']} SVMs solved" if "svms_solved" in summary else ""
+        # a sweep's seconds are this invocation's: say how many runs it found finished
+        reused = f" ({summary['reused']} found finished)" if summary.get("reused") else ""
         lines += [
             f"## {name}",
             "",
-            f"{summary.get('runs', '?')} runs{svms}, {summary.get('seconds', '?')} s; "
+            f"{summary.get('runs', '?')} runs{reused}{svms}, {summary.get('seconds', '?')} s; "
             f"{verdict_counts(summary)}.",
             "",
         ]
