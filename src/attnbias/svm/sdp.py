@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.linalg as sla
+import scipy.sparse as sp
 
 
 def _blocks(Y: np.ndarray, d: int):
@@ -47,13 +48,14 @@ def _vec_step(y: np.ndarray, dy: np.ndarray) -> float:
 
 
 class _NuclearDual:
-    """y = λ: C = I, 𝒜(λ) = [[0, G], [Gᵀ, 0]] with G = Σ_k λ_k u_k v_kᵀ, z = λ (G = I, h = 0)."""
+    """y = λ: C = I, 𝒜(λ) = [[0, Σ_k λ_k u_k v_kᵀ], [·ᵀ, 0]], z = λ (G = I, h = 0)."""
 
     def __init__(self, U, V):
         self.U, self.V = U, V
         self.d = U.shape[1]
         self.b = np.ones(len(U))
         self.C = np.eye(2 * self.d)
+        self.h = 0.0
 
     def lift(self, lam):
         return _off_diagonal(self.U.T @ (lam[:, None] * self.V))
@@ -72,10 +74,10 @@ class _NuclearDual:
             cross + cross.T + (V @ X22 @ V.T) * (U @ R11 @ U.T) + (U @ X11 @ U.T) * (V @ R22 @ V.T)
         )
 
-    def linear(self, lam):
+    def G(self, lam):
         return lam
 
-    def linear_adjoint(self, v):
+    def Gt(self, v):
         return v
 
     def add_linear_schur(self, M, D):
@@ -98,12 +100,16 @@ class _SpectralPrimal:
         self.b = np.zeros(d * d + 1)
         self.b[-1] = -1.0
         self.C = np.zeros((2 * d, 2 * d))
+        self.h = 1.0
         self.w_feasible = w_feasible
-        # rows grouped by their query v: Σ_k D_k a_k a_kᵀ = Σ_v (Σ_{k: v} D_k u_k u_kᵀ) ⊗ v vᵀ
+        # rows grouped by their query v: Σ_k D_k a_k a_kᵀ = Σ_v (Σ_{k: v} D_k u_k u_kᵀ) ⊗ v vᵀ;
+        # row k of `spread` holds u_k in the d columns of its query's block
         self.queries, group = np.unique(V, axis=0, return_inverse=True)
-        self.membership = np.zeros((len(self.queries), len(V)))
-        self.membership[group.ravel(), np.arange(len(V))] = 1.0
-        self.u_outer = np.einsum("ka,kc->kac", U, U).reshape(len(U), -1)
+        m = len(U)
+        columns = group.reshape(-1, 1) * d + np.arange(d)
+        self.spread = sp.csr_matrix(
+            (U.ravel(), (np.repeat(np.arange(m), d), columns.ravel())), (m, len(self.queries) * d)
+        )
         self.schur_buffer = np.empty((d * d + 1, d * d + 1))
         self.term_buffer = np.empty((d, d, d, d))
 
@@ -136,18 +142,18 @@ class _SpectralPrimal:
         M[-1, -1] = np.sum(X * R.T)
         return M
 
-    def linear(self, y):
+    def G(self, y):
         W = y[:-1].reshape(self.d, self.d)
-        return np.sum((self.U @ W) * self.V, axis=1) - 1.0
+        return np.sum((self.U @ W) * self.V, axis=1)
 
-    def linear_adjoint(self, v):
+    def Gt(self, v):
         return np.append((self.U.T @ (v[:, None] * self.V)).ravel(), 0.0)
 
     def add_linear_schur(self, M, D):
         """M += Σ_k D_k vec(a_k) vec(a_k)ᵀ = Σ_v (Σ_{k: v} D_k u_k u_kᵀ) ⊗ v vᵀ, the rows grouped
         by query v, as one batched product that lands in M's (a, b), (c, e) layout."""
         d = self.d
-        weighted = (self.membership @ (D[:, None] * self.u_outer)).reshape(-1, d, d)  # (v, a, c)
+        weighted = (self.spread.T @ (D[:, None] * self.U)).reshape(-1, d, d)  # (v, a, c)
         per_a = np.einsum("gac,ge->agce", weighted, self.queries).reshape(d, -1, d * d)
         M[:-1, :-1] += np.matmul(self.queries.T, per_a).reshape(d * d, d * d)
 
@@ -161,16 +167,16 @@ class _SpectralPrimal:
         return y[:-1].copy(), mu
 
 
-def _step(problem, X, y, mu):
-    """One Mehrotra predictor-corrector HKM step: the next (X, y, μ)."""
-    S, z = problem.C - problem.lift(y), problem.linear(y)
+def _step(problem, X, y, mu, S, z):
+    """One Mehrotra predictor-corrector HKM step from (X, y, μ) with S = C − 𝒜(y), z = Gy − h:
+    the next (X, y, μ)."""
     R = np.linalg.inv(S)
     R = (R + R.T) / 2
     nu = (np.sum(X * S) + mu @ z) / (len(S) + len(z))
     M = problem.schur(X, R)
     problem.add_linear_schur(M, mu / z)
     factor = sla.cho_factor(M, overwrite_a=True, check_finite=False)
-    AR, Gz = problem.adjoint(R), problem.linear_adjoint(1.0 / z)
+    AR, Gz = problem.adjoint(R), problem.Gt(1.0 / z)
 
     def direction(sigma_nu, corrector=None):
         # (M + Gᵀ diag(μ/z) G) Δy = b − σν 𝒜*(S⁻¹) + σν Gᵀ(1/z) [+ Mehrotra's second-order
@@ -181,10 +187,9 @@ def _step(problem, X, y, mu):
             dX0, dS0, dz0, dmu0 = corrector
             dX_extra, dmu_extra = dX0 @ dS0 @ R, dmu0 * dz0 / z
             rhs = rhs + problem.adjoint((dX_extra + dX_extra.T) / 2)
-            rhs = rhs - problem.linear_adjoint(dmu_extra)
+            rhs = rhs - problem.Gt(dmu_extra)
         dy = sla.cho_solve(factor, rhs)
-        dS = -problem.lift(dy)
-        dz = problem.linear(y + dy) - z
+        dS, dz = -problem.lift(dy), problem.G(dy)
         dX = sigma_nu * R - X - X @ dS @ R - dX_extra
         dmu = (sigma_nu - mu * dz) / z - mu - dmu_extra
         return dy, dS, (dX + dX.T) / 2, dz, dmu
@@ -214,9 +219,9 @@ def _interior_point(problem, tol, max_iter, patience=2):
     y, X, mu = problem.start()
     best, since_best = (np.inf, y, X, mu), 0
     for _ in range(max_iter):
-        S, z = problem.C - problem.lift(y), problem.linear(y)
+        S, z = problem.C - problem.lift(y), problem.G(y) - problem.h
         gap = (np.sum(X * S) + mu @ z) / abs(problem.b @ y)
-        infeasibility = np.abs(problem.adjoint(X) - problem.linear_adjoint(mu) - problem.b).max()
+        infeasibility = np.abs(problem.adjoint(X) - problem.Gt(mu) - problem.b).max()
         merit = max(gap, infeasibility)
         if merit < best[0]:
             best, since_best = (merit, y, X, mu), 0
@@ -225,7 +230,7 @@ def _interior_point(problem, tol, max_iter, patience=2):
         if merit <= tol or since_best >= patience:
             break
         try:
-            X, y, mu = _step(problem, X, y, mu)
+            X, y, mu = _step(problem, X, y, mu, S, z)
         except np.linalg.LinAlgError:
             break
     return problem.solution(*best[1:])
