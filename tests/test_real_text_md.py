@@ -237,3 +237,19 @@ def test_diverged_runs_are_counted_and_left_out_of_the_rows():
     assert rows[1.1]["keyword_normalised"] == pytest.approx([0.3, 0.1])
     assert rows[2.0]["diverged"] == 1 and math.isnan(rows[2.0]["best_accuracy"][0])
     assert math.isnan(rows[2.0]["keyword_normalised"][0]) and math.isnan(rows[2.0]["small_K"])
+
+
+@pytest.mark.parametrize("init", ["pytorch", "small"])
+def test_the_initialisation_pilots_are_valid_configs_differing_only_in_init(init):
+    """docs/REAL_DATA.md quotes `attnbias run benchmarks/pilots/text-md-init-*.toml`."""
+    from pathlib import Path
+
+    from attnbias.experiments.base import load_config, read_toml, validate_config
+
+    pilots = Path(__file__).parents[1] / "benchmarks" / "pilots"
+    fields = read_toml(pilots / f"text-md-init-{init}.toml")
+    other = read_toml(pilots / f"text-md-init-{'small' if init == 'pytorch' else 'pytorch'}.toml")
+    assert fields.pop("experiment") == "text-md" and fields.pop("init") == init
+    assert fields == {k: v for k, v in other.items() if k not in ("experiment", "init")}
+    config = validate_config(load_config("text-md", overrides={**fields, "init": init}))
+    assert config["steps"] == 900 and config["ps"] == [2.0] and config["lr_search"] == [1.0]
