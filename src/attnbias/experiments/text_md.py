@@ -63,6 +63,7 @@ PAPER_ACCURACY = {1.1: (83.47, 0.09), 2.0: (81.66, 0.09), 3.0: (82.57, 0.10)}
 PAPER_KEYWORD_ATTENTION = {1.1: 0.4387, 2.0: 0.3122}
 PAPER_COUNTS = {1.1: {"K": 18206, "Q": 13964, "V": 7643}, 2.0: {"K": 27224, "Q": 14654, "V": 10127}}
 ABSOLUTE_THRESHOLD = 0.06  # the paper's |w| threshold
+VARIANTS = {"seeds": "different init", "order": "same init, data order"}  # their table labels
 SEARCH_TAIL = 0.25  # a search run is scored by its mean train loss over its last quarter
 
 SCHEMA = {
@@ -424,7 +425,7 @@ def run_rows(records) -> list[dict]:
             "99.5 % reached" if r.info["reached_target"] else "step cap")  # fmt: skip
         rows.append({
             "p": p,
-            "variant": {"seeds": "different init", "order": "same init, data order"}[variant],
+            "variant": VARIANTS[variant],
             "init seed": r.config["init_seed"],
             "order seed": r.config["order_seed"],
             "steps": r.info["steps_run"],
@@ -440,7 +441,7 @@ def table_row(r: dict, relative: float) -> dict:
     paper = PAPER_COUNTS.get(r["p"])
     return {
         "p": r["p"],
-        "variant": {"seeds": "different init", "order": "same init, data order"}[r["variant"]],
+        "variant": VARIANTS[r["variant"]],
         "runs at 99.5 % / runs": f"{r['reached_target']}/{r['runs']}",
         "steps": fmt(*r["steps_run"], digits=0),
         "final train acc. (%)": fmt(*r["final_train_accuracy"]),
