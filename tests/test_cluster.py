@@ -225,6 +225,30 @@ def test_a_worker_that_cannot_write_the_store_fails_the_sweep_in_one_line(client
     assert len(err) == 1 and "cannot write the results store" in err[0]
 
 
+class AnswersOf:
+    """A client stand-in whose workers give these answers to `run`."""
+
+    def __init__(self, answers):
+        self.answers = answers
+
+    def run(self, function, *args, on_error="raise"):
+        assert on_error == "return"  # one lost worker must not fail the whole check
+        return self.answers
+
+
+def test_a_restarting_worker_is_skipped_by_the_store_check_but_other_errors_are_not():
+    from distributed.comm import CommClosedError
+
+    gone = CommClosedError("in <TCP (closed) Scheduler Broadcast>: Stream is closed")
+    Cluster(AnswersOf({"tcp://a": gone, "tcp://b": None})).check_writable(Path("/x"))
+    with pytest.raises(WorkerCannotWrite, match="worker b"):
+        Cluster(AnswersOf({"tcp://a": gone, "tcp://b": "worker b"})).check_writable(Path("/x"))
+    with pytest.raises(ZeroDivisionError):
+        Cluster(AnswersOf({"tcp://a": ZeroDivisionError(), "tcp://b": None})).check_writable(
+            Path("/x")
+        )
+
+
 def test_cluster_flags_are_checked(tmp_path, capsys):
     (tmp_path / "c.toml").write_text(TOML)
     assert main(["run", str(tmp_path / "c.toml"), "--chunk-size", "4"]) == 2

@@ -132,8 +132,15 @@ class Cluster:
 
     def check_writable(self, root: Path) -> None:
         """WorkerCannotWrite naming the first connected worker that cannot write `root`."""
-        answers = self.client.run(store_problem, str(root))
-        problems = [p for _, p in sorted(answers.items()) if p is not None]
+        from distributed.comm import CommClosedError
+
+        # a worker whose last task killed it is restarting and cannot answer: skip it, like a
+        # worker that joins later (comm errors only; an error of the check itself is raised)
+        answers = self.client.run(store_problem, str(root), on_error="return")
+        for answer in answers.values():
+            if isinstance(answer, Exception) and not isinstance(answer, CommClosedError):
+                raise answer
+        problems = [p for _, p in sorted(answers.items()) if isinstance(p, str)]
         if problems:
             raise WorkerCannotWrite(problems[0])
 
