@@ -3,6 +3,8 @@ is supported where the numbers bear it out, not supported where they do not, and
 applicable" where there is nothing to compare. Inverting any comparison in a claim fails the
 "holds" case (every conjunct is true there) or the "fails" case."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -166,6 +168,17 @@ def test_text_md_evidence_keeps_each_quantity_apart():
     assert count.evidence["K"] == {"above_abs_K": {"l1.1": 100, "l2": 200},
                                    "above_rel_K": {"l1.1": 7, "l2": 200}}  # fmt: skip
     assert share.evidence["K"]["small_K"] == {"l1.1": 0.2, "l2": 0.05}
+
+
+def test_text_md_accuracy_claims_say_the_lead_in_pooled_stds():
+    lo, mid = text_md_row(1.1, 84.0, 0.4, 100, 0.2), text_md_row(2.0, 81.0, 0.3, 200, 0.05)
+    hi = text_md_row(3.0, 80.0, 0.3, 100, 0.2) | {"best_accuracy": [80.0, 0.0]}
+    best, every, *_ = text_md.text_md_claims({1.1: lo, 2.0: mid, 3.0: hi})
+    assert best.evidence["lead_over_l2_in_pooled_stds"] == {"l1.1": pytest.approx(3.0)}
+    lead = every.evidence["lead_over_l2_in_pooled_stds"]
+    assert lead == {"l1.1": pytest.approx(3.0), "l3": pytest.approx(-1 / math.sqrt(0.5))}
+    assert text_md.standardized_difference([1.0, 0.0], [1.0, 0.0]) == 0.0
+    assert text_md.standardized_difference([2.0, 0.0], [1.0, 0.0]) == math.inf
 
 
 def text_md_claims(holds: bool):

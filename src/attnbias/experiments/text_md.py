@@ -477,6 +477,14 @@ TEXT_MD_CLAIMS = {
 }
 
 
+def standardized_difference(a, b) -> float:
+    """(mean_a − mean_b) / √((std_a² + std_b²) / 2) of two [mean, std] pairs (Cohen's d)."""
+    lead, pooled = a[0] - b[0], math.sqrt((a[1] ** 2 + b[1] ** 2) / 2)
+    if pooled > 0 or math.isnan(pooled):
+        return lead / pooled
+    return math.copysign(math.inf, lead) if lead else 0.0
+
+
 def text_md_claims(by_p: dict[float, dict], order: dict[float, dict] | None = None) -> list:
     """The MD paper's IMDb findings from the per-p rows of the runs with different initial
     weights; the same numbers of the same-init variant (order) go into the evidence."""
@@ -495,13 +503,19 @@ def text_md_claims(by_p: dict[float, dict], order: dict[float, dict] | None = No
             found[key].update({f"l{p:g} same init": order[p][key] for p in ps if p in order})
         return found
 
+    def in_stds(ps):
+        """Each p's lead over ℓ2 in pooled stds: the claims compare means; this says by how much."""
+        return {"lead_over_l2_in_pooled_stds": {
+            f"l{p:g}": standardized_difference(by_p[p]["best_accuracy"], mid["best_accuracy"])
+            for p in ps}}  # fmt: skip
+
     others = [p for p in by_p if p != 2.0]
     text = list(TEXT_MD_CLAIMS.values())
     claims = [
         Claim(text[0], lo["best_accuracy"][0] > mid["best_accuracy"][0],
-              evidence("best_accuracy")),
+              {**evidence("best_accuracy"), **in_stds([1.1])}),
         Claim(text[1], all(by_p[p]["best_accuracy"][0] > mid["best_accuracy"][0] for p in others),
-              evidence("best_accuracy", ps=sorted(by_p))),
+              {**evidence("best_accuracy", ps=sorted(by_p)), **in_stds(sorted(others))}),
         Claim(text[2], lo["keyword_normalised"][0] > mid["keyword_normalised"][0],
               {**evidence("keyword_normalised", "keyword_raw"),
                "chance_normalised": mid["keyword_chance_normalised"],
