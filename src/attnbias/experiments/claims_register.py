@@ -34,7 +34,8 @@ TEXT_MD = (
     "(text-md.toml; the paper's 384/1536, 3 blocks, length 512: `attnbias reproduce text-md "
     "--paper --device cuda`); "
     "2-class cross-entropy (mean) = the paper's sigmoid + BCE, its summed-loss learning rates "
-    "× batch size; 1,000 training snippets and a 1,500-step cap, which runs may hit before "
+    "× batch size; 1,000 training snippets and a 6,000-step cap (400 epochs; the paper's is "
+    "1,000), which runs may hit before "
     "99.5 % train accuracy (the evidence counts those that reached it)"
 )
 VIT = "ViT on MNIST (5,000) and Fashion-MNIST instead of MNIST and CIFAR-10; fewer steps"

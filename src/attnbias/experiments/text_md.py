@@ -274,19 +274,27 @@ def run(config: dict, out: Path) -> dict:
     trainer = RunMaker(config, store, out, (train_data, test_data), int(table.max()) + 1,
                       len(classes), probe, device)  # fmt: skip
 
-    records, searches, chosen, search_keys = {}, {}, {}, []
     first = config["seeds"][0]
-    for p, base in zip(map(float, config["ps"]), map(float, config["lrs"])):
-        candidates = [base * m for m in config["lr_search"]]
-        if len(candidates) > 1:
-            searches[p] = {}
-            for lr in candidates:
-                record = trainer.run("search", p, lr, first, first, config["search_steps"])
-                searches[p][lr] = search_score(series(record, "train_loss")[1])
-                search_keys.append(record.key)
-            chosen[p] = choose_lr(searches[p])
-        else:
-            chosen[p] = candidates[0]
+    candidates = {
+        p: [base * m for m in config["lr_search"]]
+        for p, base in zip(map(float, config["ps"]), map(float, config["lrs"]))
+    }
+    # Every search run is started before any is read: on a cluster they train side by side.
+    search_runs = {
+        p: {lr: trainer.run("search", p, lr, first, first, config["search_steps"]) for lr in lrs}
+        for p, lrs in candidates.items()
+        if len(lrs) > 1
+    }
+    search_keys = [r.key for runs in search_runs.values() for r in runs.values()]
+    searches = {
+        p: {lr: search_score(series(r, "train_loss")[1]) for lr, r in runs.items()}
+        for p, runs in search_runs.items()
+    }
+    chosen = {
+        p: choose_lr(searches[p]) if p in searches else lrs[0] for p, lrs in candidates.items()
+    }
+    records = {}
+    for p in candidates:
         for seed in config["seeds"]:
             records[("seeds", p, seed)] = trainer.run("seed", p, chosen[p], seed, seed,
                                                       config["steps"])  # fmt: skip
