@@ -225,6 +225,21 @@ def test_a_worker_that_cannot_write_the_store_fails_the_sweep_in_one_line(client
     assert len(err) == 1 and "cannot write the results store" in err[0]
 
 
+def worker_malloc_setting():
+    return os.environ.get("MALLOC_TRIM_THRESHOLD_")
+
+
+def test_local_workers_keep_freed_memory_for_reuse():
+    """Dask's MALLOC_TRIM_THRESHOLD_=65536 makes a text-md step about twice as slow
+    (benchmarks/bench_worker_malloc.py): our local workers start without it, and the user's
+    own Dask configuration is left as it was."""
+    import dask
+
+    with Cluster.start(workers=1) as cluster:
+        assert list(cluster.client.run(worker_malloc_setting).values()) == [None]
+    assert dask.config.get("distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_") == 65536
+
+
 class AnswersOf:
     """A client stand-in whose workers give these answers to `run`."""
 

@@ -40,6 +40,13 @@ class WorkerCannotWrite(ValueError):
     error, exit code 2)."""
 
 
+# Dask starts worker processes with MALLOC_TRIM_THRESHOLD_=65536, which turns off glibc's
+# reuse of freed large blocks: every tensor of a step is then mapped afresh and page-faulted in,
+# and a text-md step takes about twice as long (benchmarks/bench_worker_malloc.py). Our local
+# workers start without it.
+KEEP_FREED_MEMORY = "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_"
+
+
 class ClusterFailed(RuntimeError):
     """A task failed on every try (its workers kept dying); what finished is stored."""
 
@@ -88,6 +95,8 @@ class Cluster:
         if workers is not None:
             positive_int(workers, "workers")
         distributed = import_distributed()
+        import dask
+
         if scheduler is not None:
             try:
                 client = distributed.Client(scheduler, timeout=30)
@@ -99,6 +108,7 @@ class Cluster:
                 yield cls(client, chunk_size)
             return
         with (
+            dask.config.set({KEEP_FREED_MEMORY: None}),  # read by each nanny as it starts
             distributed.LocalCluster(
                 n_workers=workers,
                 threads_per_worker=1,

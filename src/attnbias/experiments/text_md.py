@@ -429,8 +429,9 @@ def run_rows(records) -> list[dict]:
         records.items(), key=lambda kv: (kv[0][0] != "seeds", *kv[0][1:])
     ):
         accuracy = series(r, "test_accuracy")[1]
+        target = f"{100 * r.config['target_train_accuracy']:g} % reached"
         stop = "diverged" if r.status == "diverged" else (
-            "99.5 % reached" if r.info["reached_target"] else "step cap")  # fmt: skip
+            target if r.info["reached_target"] else "step cap")  # fmt: skip
         rows.append({
             "p": p,
             "variant": VARIANTS[variant],
