@@ -230,7 +230,7 @@ def worker_malloc_setting():
 
 
 def test_local_workers_keep_freed_memory_for_reuse():
-    """Dask's MALLOC_TRIM_THRESHOLD_=65536 makes a text-md step about twice as slow
+    """Dask's MALLOC_TRIM_THRESHOLD_=65536 makes a text-md step 1.8× as slow
     (benchmarks/bench_worker_malloc.py): our local workers start without it, and the user's
     own Dask configuration is left as it was."""
     import dask

@@ -42,7 +42,7 @@ class WorkerCannotWrite(ValueError):
 
 # Dask starts worker processes with MALLOC_TRIM_THRESHOLD_=65536, which turns off glibc's
 # reuse of freed large blocks: every tensor of a step is then mapped afresh and page-faulted in,
-# and a text-md step takes about twice as long (benchmarks/bench_worker_malloc.py). Our local
+# and a text-md step takes 1.8× as long (benchmarks/bench_worker_malloc.py). Our local
 # workers start without it.
 KEEP_FREED_MEMORY = "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_"
 
