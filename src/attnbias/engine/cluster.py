@@ -43,8 +43,10 @@ class WorkerCannotWrite(ValueError):
 # Dask starts worker processes with MALLOC_TRIM_THRESHOLD_=65536, which turns off glibc's
 # reuse of freed large blocks: every tensor of a step is then mapped afresh and page-faulted in,
 # and a text-md step takes 1.8× as long (benchmarks/bench_worker_malloc.py). Our local
-# workers start without it.
-KEEP_FREED_MEMORY = "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_"
+# workers start without it: not in Dask's config, nor inherited from this process, where any
+# earlier Dask nanny has left it.
+MALLOC_TRIM = "MALLOC_TRIM_THRESHOLD_"
+KEEP_FREED_MEMORY = f"distributed.nanny.pre-spawn-environ.{MALLOC_TRIM}"
 
 
 class ClusterFailed(RuntimeError):
@@ -109,6 +111,7 @@ class Cluster:
             return
         with (
             dask.config.set({KEEP_FREED_MEMORY: None}),  # read by each nanny as it starts
+            environ_without(MALLOC_TRIM),  # for the cluster's life: restarted workers too
             distributed.LocalCluster(
                 n_workers=workers,
                 threads_per_worker=1,
@@ -162,6 +165,17 @@ class Cluster:
         link = self.dashboard()
         where = self.client.scheduler.address
         say(f"{what} on {self.workers()} Dask worker(s) at {where}" + (f"; {link}" if link else ""))
+
+
+@contextmanager
+def environ_without(name: str) -> Iterator[None]:
+    """os.environ without `name` inside the block (what child processes inherit)."""
+    saved = os.environ.pop(name, None)
+    try:
+        yield
+    finally:
+        if saved is not None:
+            os.environ[name] = saved
 
 
 def has_module(name: str) -> bool:
