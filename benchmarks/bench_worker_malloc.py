@@ -81,15 +81,13 @@ def main() -> None:
     pinned = {k: "1" for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
     env = {k: v for k, v in os.environ.items() if k not in DASK_SETTING}
     command = [sys.executable, __file__, "--child", "--repeats", str(args.repeats)]
-    times = {}
-    for label, extra in (
-        ("unset (attnbias workers)", {}),
-        ("65536 (Dask's default)", DASK_SETTING),
-    ):
+
+    def timed(extra: dict) -> dict:
         done = subprocess.run(command, env={**env, **pinned, **extra}, capture_output=True,
                               text=True, check=True)  # fmt: skip
-        times[label] = json.loads(done.stdout.strip().splitlines()[-1])
-    ours, dasks = times.values()
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    ours, dasks = timed({}), timed(DASK_SETTING)
     print("one thread per process; best of", args.repeats)
     print("| work | MALLOC_TRIM_THRESHOLD_ unset (s) | 65536, Dask's default (s) | ratio |")
     print("|---|---|---|---|")

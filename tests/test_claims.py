@@ -179,6 +179,7 @@ def test_text_md_accuracy_claims_say_the_lead_in_pooled_stds():
     assert lead == {"l1.1": pytest.approx(3.0), "l3": pytest.approx(-1 / math.sqrt(0.5))}
     assert text_md.standardized_difference([1.0, 0.0], [1.0, 0.0]) == 0.0
     assert text_md.standardized_difference([2.0, 0.0], [1.0, 0.0]) == math.inf
+    assert math.isnan(text_md.standardized_difference([math.nan, 0.0], [1.0, 0.0]))
 
 
 def text_md_claims(holds: bool):

@@ -145,13 +145,12 @@ class Cluster:
 
     def check_writable(self, root: Path) -> None:
         """WorkerCannotWrite naming the first connected worker that cannot write `root`."""
-        from distributed.comm import CommClosedError
-
         # a worker whose last task killed it is restarting and cannot answer: skip it, like a
-        # worker that joins later (comm errors only; an error of the check itself is raised)
+        # worker that joins later. Comm errors are OSErrors (store_problem returns its own as
+        # text); any other error of the check is raised.
         answers = self.client.run(store_problem, str(root), on_error="return")
         for answer in answers.values():
-            if isinstance(answer, Exception) and not isinstance(answer, CommClosedError):
+            if isinstance(answer, Exception) and not isinstance(answer, OSError):
                 raise answer
         problems = [p for _, p in sorted(answers.items()) if isinstance(p, str)]
         if problems:

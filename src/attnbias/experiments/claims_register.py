@@ -34,9 +34,9 @@ TEXT_MD = (
     "(text-md.toml; the paper's 384/1536, 3 blocks, length 512: `attnbias reproduce text-md "
     "--paper --device cuda`); "
     "2-class cross-entropy (mean) = the paper's sigmoid + BCE, its summed-loss learning rates "
-    "× batch size; 1,000 training snippets and a 6,000-step cap (400 epochs; the paper's is "
-    "1,000), which runs may hit before "
-    "99.5 % train accuracy (the evidence counts those that reached it)"
+    "× batch size; 1,000 training snippets and a step cap (`steps` in text-md.toml) below the "
+    "paper's 1,000 epochs, which runs may hit before 99.5 % train accuracy (the evidence counts "
+    "those that reached it)"
 )
 VIT = "ViT on MNIST (5,000) and Fashion-MNIST instead of MNIST and CIFAR-10; fewer steps"
 NOT_RUN = "not run yet at full scale on the current code"

@@ -489,9 +489,11 @@ TEXT_MD_CLAIMS = {
 def standardized_difference(a, b) -> float:
     """(mean_a − mean_b) / √((std_a² + std_b²) / 2) of two [mean, std] pairs (Cohen's d)."""
     lead, pooled = a[0] - b[0], math.sqrt((a[1] ** 2 + b[1] ** 2) / 2)
-    if pooled > 0 or math.isnan(pooled):
-        return lead / pooled
-    return math.copysign(math.inf, lead) if lead else 0.0
+    if math.isnan(lead) or math.isnan(pooled):  # a p whose runs all diverged
+        return math.nan
+    if pooled == 0:
+        return math.copysign(math.inf, lead) if lead else 0.0
+    return lead / pooled
 
 
 def text_md_claims(by_p: dict[float, dict], order: dict[float, dict] | None = None) -> list:
