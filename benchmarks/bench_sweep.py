@@ -13,6 +13,18 @@ naive: as the MD paper's code, one process per (seed, p): it imports, makes the 
     run for --naive-seeds seeds and every p, and extrapolated to the sweep's 100 seeds.
 Prints both times and their ratio (goal ≥ 100×), and the ratio against the same reference run as
 a loop inside one process (no per-run start-up).
+
+    python benchmarks/bench_sweep.py --against REV [--experiments md-local ngd-fixed atlas]
+                                     [--rounds 1] [--device cpu]
+
+against: this working tree against git revision REV (e.g. 4eb1df4) side by side: REV is checked
+    out into a temporary `git worktree` under the system's temporary directory (removed after;
+    the working tree is not touched), and each experiment is run at full scale as
+    `attnbias reproduce NAME --full` in a fresh process per tree (PYTHONPATH at that tree's
+    src), the two interleaved, best of --rounds. Prints each one's CPU and wall time (start-up
+    included, the same for both), its sweep's own seconds and peak memory, and REV / this
+    tree in both (goal: ≥ 2.5× for md-local, and a speed-up on ngd-fixed and the atlas). On a
+    busy machine compare CPU times: wall times there measure the other load.
 """
 
 import argparse
@@ -26,13 +38,101 @@ parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--naive-seeds", type=int, default=1, help="seeds per p for the reference")
 parser.add_argument("--threads", type=int, default=1, help="BLAS/torch threads (default 1)")
 parser.add_argument("--naive-run", nargs=2, metavar=("SEED", "P"), help=argparse.SUPPRESS)
+parser.add_argument("--against", metavar="REV", help="compare with this git revision instead")
+parser.add_argument(
+    "--experiments",
+    nargs="+",
+    default=["md-local", "ngd-fixed", "atlas"],
+    help="with --against: the experiments to time (full scale)",
+)
+parser.add_argument("--rounds", type=int, default=1, help="with --against: best of this many")
+parser.add_argument("--device", default="cpu", help="with --against: --device of both runs")
 args = parser.parse_args()
 for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[var] = str(args.threads)  # before numpy loads BLAS
 os.environ["TQDM_DISABLE"] = "1"
 
+import json  # noqa: E402
+import shutil  # noqa: E402
+import signal  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
+
+HERE = Path(__file__).resolve().parent.parent  # this working tree
+
+
+def reproduce(src: Path, name: str, out: Path) -> dict:
+    """`attnbias reproduce NAME --full` from the package at `src`, in a fresh process: its wall
+    time, its CPU time (user + system: on one thread, the work done, which a busy machine
+    changes much less than the wall time), its sweep's own seconds (summary.json) and its peak
+    memory (GiB)."""
+    code = "import sys; from attnbias.cli import main; sys.exit(main(sys.argv[1:]))"
+    command = [sys.executable, "-c", code, "reproduce", name, "--full", "--quiet"]
+    command += ["--out", str(out), "--device", args.device]
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    with tempfile.TemporaryFile() as errors:  # (a pipe could fill and block the child)
+        start = time.perf_counter()
+        child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=errors)
+        try:
+            _, status, usage = os.wait4(child.pid, 0)
+        except BaseException:
+            child.kill()
+            raise
+        seconds = time.perf_counter() - start
+        child.returncode = os.waitstatus_to_exitcode(status)
+        if child.returncode != 0:
+            errors.seek(0)
+            raise SystemExit(f"{src}: reproduce {name} failed:\n{errors.read().decode()}")
+    summary = json.loads((out / name / "summary.json").read_text())
+    return {
+        "seconds": seconds,
+        "cpu": usage.ru_utime + usage.ru_stime,
+        "sweep": summary.get("seconds"),
+        "peak": usage.ru_maxrss / 2**20,
+    }
+
+
+def against(rev: str) -> None:
+    """This tree against `rev`, side by side (see the module text)."""
+    with tempfile.TemporaryDirectory(prefix="attnbias-against-") as tmp:
+        tree = Path(tmp) / "tree"
+        subprocess.run(
+            ["git", "-C", str(HERE), "worktree", "add", "--detach", "--quiet", str(tree), rev],
+            check=True,
+        )
+        try:
+            print(f"this tree ({HERE}) against {rev}, {args.threads} thread(s), {args.device}")
+            for name in args.experiments:
+                best = {}
+                for r in range(args.rounds):
+                    for label, src in (("this tree", HERE / "src"), (rev, tree / "src")):
+                        out = Path(tmp) / f"out-{len(best)}-{r}"
+                        result = reproduce(src, name, out)
+                        shutil.rmtree(out)
+                        if label not in best or result["cpu"] < best[label]["cpu"]:
+                            best[label] = result
+                print(f"{name} (--full, best of {args.rounds} by CPU time):")
+                for label, result in best.items():
+                    print(
+                        f"  {label:>10}: {result['cpu']:6.1f} s CPU, {result['seconds']:6.1f} s "
+                        f"wall (sweep {result['sweep']} s), peak memory {result['peak']:.2f} GiB"
+                    )
+                this, other = best["this tree"], best[rev]
+                print(
+                    f"  speed-up, {rev} / this tree: {other['cpu'] / this['cpu']:.2f}× CPU time, "
+                    f"{other['seconds'] / this['seconds']:.2f}× wall time"
+                )
+        finally:
+            subprocess.run(
+                ["git", "-C", str(HERE), "worktree", "remove", "--force", str(tree)], check=False
+            )
+            subprocess.run(["git", "-C", str(HERE), "worktree", "prune"], check=False)
+
+
+if args.against:
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # so the worktree is removed
+    against(args.against)
+    sys.exit(0)
 
 import cvxpy as cp  # noqa: E402
 import torch  # noqa: E402

@@ -1,9 +1,17 @@
-import numpy as np
-import pytest
-import torch
+import os
 
-from attnbias.data.fetch import DataMissingError
-from attnbias.data.vision import check_image_dataset
+# One BLAS/OpenMP thread unless the caller says otherwise (set before numpy and torch load): the
+# tests solve tiny problems, and on a busy two-core machine OpenBLAS's threads made the SDP tests
+# up to 8x slower.
+for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(variable, "1")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from attnbias.data.fetch import DataMissingError  # noqa: E402
+from attnbias.data.vision import check_image_dataset  # noqa: E402
 
 torch.set_default_dtype(torch.float64)
 

@@ -101,6 +101,7 @@ def manifests(out: Path) -> dict:
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("chunk_size", [4, WHOLE])
 def test_cluster_sweep_gives_the_in_process_table(client, config, in_process, tmp_path, chunk_size):
     out, expected = in_process
@@ -112,6 +113,7 @@ def test_cluster_sweep_gives_the_in_process_table(client, config, in_process, tm
     assert summary["trained"] == 15 and summary["svms_solved"] > 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("chunk_size", [1, 7, 33])
 def test_chunks_of_a_larger_batch_end_bit_for_bit_as_in_it(tmp_path, chunk_size, one_thread):
     """123 runs: chunks need stand-ins for the hyper-parameter classes, the runs that follow
@@ -123,6 +125,7 @@ def test_chunks_of_a_larger_batch_end_bit_for_bit_as_in_it(tmp_path, chunk_size,
     assert_same_results(tmp_path / "whole", tmp_path / "chunked")
 
 
+@pytest.mark.slow
 def test_a_resumed_in_process_sweep_ends_as_an_uninterrupted_one(config, in_process, tmp_path):
     out = tmp_path / "out"
     shutil.copytree(in_process[0] / "runs", out / "runs")
@@ -210,6 +213,7 @@ class CannotWrite(distributed.WorkerPlugin):
         tempfile.TemporaryFile = self.saved
 
 
+@pytest.mark.slow
 def test_a_worker_that_cannot_write_the_store_fails_the_sweep_in_one_line(client, tmp_path, capsys):
     (tmp_path / "c.toml").write_text(TOML)
     client.register_plugin(CannotWrite(), name="cannot-write")
@@ -229,6 +233,7 @@ def worker_malloc_setting():
     return os.environ.get("MALLOC_TRIM_THRESHOLD_")
 
 
+@pytest.mark.slow
 def test_local_workers_keep_freed_memory_for_reuse(monkeypatch):
     """Dask's MALLOC_TRIM_THRESHOLD_=65536 makes a text-md step 1.8× as slow
     (benchmarks/bench_worker_malloc.py): our local workers start without it, even when this
@@ -288,8 +293,8 @@ def cli(*args: str, **kwargs) -> subprocess.Popen:
 @pytest.mark.slow
 def test_a_killed_client_is_resumed_by_a_rerun(tmp_path, in_process):
     (tmp_path / "c.toml").write_text(TOML)
-    out = tmp_path / "out"
-    args = ["run", str(tmp_path / "c.toml"), "--out", str(out), "--quiet", "--workers", "2"]
+    out = tmp_path / "out" / "md-local"  # run --out names the results root
+    args = ["run", str(tmp_path / "c.toml"), "--out", str(out.parent), "--quiet", "--workers", "2"]
     first = cli(*args, "--chunk-size", "3", start_new_session=True)
     try:
         deadline = time.monotonic() + 120
@@ -344,9 +349,9 @@ def test_dask_scheduler_and_worker_processes_with_scheduler_flag(tmp_path, in_pr
                     start_new_session=True,
                 )
             )
-        out = tmp_path / "out"
+        out = tmp_path / "out" / "md-local"  # run --out names the results root
         run = cli(
-            "run", str(tmp_path / "c.toml"), "--out", str(out), "--quiet",
+            "run", str(tmp_path / "c.toml"), "--out", str(out.parent), "--quiet",
             "--scheduler", address, "--chunk-size", "6",
         )  # fmt: skip
         output, _ = run.communicate(timeout=240)

@@ -163,7 +163,7 @@ def test_log_grid():
     ("spec", "message"),
     [
         ({"name": "a", "optimizer": "md", "lr": -1}, r"algorithms\[0\]\.lr must be > 0"),
-        ({"name": "a", "optimizer": "sgd", "lr": 1}, r"algorithms\[0\]\.optimizer must be one of"),
+        ({"name": "a", "optimizer": "lion", "lr": 1}, r"algorithms\[0\]\.optimizer must be one of"),
         ({"name": "a", "optimizer": "gd"}, r"algorithms\[0\]\.lr is missing"),
         ({"name": "a", "optimizer": "gd", "lr": 1, "momentum": 0.9}, r"momentum applies only"),
         ({"name": "a", "optimizer": "ngd", "lr": 1, "normalize": "loss"}, r"normalize must be"),

@@ -133,3 +133,23 @@ def test_gradient_direction_is_exact_when_attention_saturates():
     ).mean()
     (g,) = torch.autograd.grad(naive, Wn)
     assert (g / g.norm() - ref_dir).abs().max() > 1e-6
+
+
+def test_the_classifier_follows_its_input_dtype_and_prints_its_sizes():
+    """dtype=None: v's dtype, else torch's default (float64 in this test session, set by
+    conftest; float32 in a fresh interpreter)."""
+    assert AttentionClassifier(3).dtype == torch.get_default_dtype()
+    assert AttentionClassifier(3, v=torch.ones(3, dtype=torch.float64)).W.dtype == torch.float64
+    assert AttentionClassifier(3, dtype=torch.float16).v.dtype == torch.float16
+    model = AttentionClassifier(3, v=torch.ones(3, dtype=torch.float32))
+    assert model.W.dtype == torch.float32
+    X, z = torch.randn(5, 4, 3, dtype=torch.float32), torch.randn(5, 3, dtype=torch.float32)
+    assert model(X, z).dtype == torch.float32
+    with pytest.raises(TypeError, match=r"X is float64 but the model is float32"):
+        model(X.double(), z.double())
+    with pytest.raises(TypeError, match="dtype must be a real floating"):
+        AttentionClassifier(3, dtype=torch.int64)
+    assert repr(AttentionClassifier(3, parameterization="KQ", m=2, train_head=True)) == (
+        "AttentionClassifier(d=3, K, Q: 3×2 each (W = K Qᵀ), query='cross', head v: trained, "
+        f"dtype={str(torch.get_default_dtype()).removeprefix('torch.')})"
+    )

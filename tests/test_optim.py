@@ -48,7 +48,7 @@ def test_md_p2_plain_is_sgd():
 def test_md_p2_normalized_is_ngd(mode):
     _assert_same_trace(
         _train(lambda ps: MirrorDescent(ps, lr=0.1, p=2.0, normalize=mode)),
-        _train(lambda ps: NormalizedGD(ps, lr=0.1, norm=mode)),
+        _train(lambda ps: NormalizedGD(ps, lr=0.1, normalize=mode)),
     )
 
 
@@ -88,11 +88,11 @@ def test_ngd_momentum_by_hand():
 def test_ngd_per_tensor_vs_global():
     a, b = _param([3.0, 4.0]), _param([1.0])
     a.grad, b.grad = torch.tensor([3.0, 4.0]), torch.tensor([12.0])
-    NormalizedGD([a, b], lr=1.0, norm="global").step()  # ‖g‖ = 13
+    NormalizedGD([a, b], lr=1.0, normalize="global").step()  # ‖g‖ = 13
     torch.testing.assert_close(b.detach(), torch.tensor([1.0 - 12 / 13]))
     a, b = _param([3.0, 4.0]), _param([1.0])
     a.grad, b.grad = torch.tensor([3.0, 4.0]), torch.tensor([12.0])
-    NormalizedGD([a, b], lr=1.0, norm="per_tensor").step()
+    NormalizedGD([a, b], lr=1.0, normalize="per_tensor").step()
     torch.testing.assert_close(a.detach(), torch.tensor([2.4, 3.2]))
     torch.testing.assert_close(b.detach(), torch.tensor([0.0]))
 
@@ -104,7 +104,7 @@ def test_ngd_per_tensor_vs_global():
 def test_polyak_step_by_hand(loss, f_star, cap, eta):
     w = _param([1.0, 1.0])
     w.grad = torch.tensor([3.0, 4.0])
-    opt = PolyakStep([w], lr_max=cap, f_star=f_star, c=2.0)
+    opt = PolyakStep([w], lr=cap, f_star=f_star, c=2.0)
     assert opt.step(lambda: torch.tensor(loss)).item() == loss
     torch.testing.assert_close(w.detach(), torch.tensor([1 - 3 * eta, 1 - 4 * eta]))
     assert opt.param_groups[0]["step_size"] == pytest.approx(eta)
@@ -114,7 +114,7 @@ def test_polyak_needs_closure():
     w = _param([1.0])
     w.grad = torch.tensor([1.0])
     with pytest.raises(ValueError, match="closure"):
-        PolyakStep([w], lr_max=1.0).step()
+        PolyakStep([w], lr=1.0).step()
 
 
 @pytest.mark.parametrize(
@@ -123,7 +123,7 @@ def test_polyak_needs_closure():
         lambda ps: MirrorDescent(ps, lr=0.1, p=1.75, normalize=True),
         lambda ps: MirrorDescent(ps, lr=0.1, p=3.0, normalize="global"),
         lambda ps: NormalizedGD(ps, lr=0.1, momentum=0.9),
-        lambda ps: PolyakStep(ps, lr_max=1.0),
+        lambda ps: PolyakStep(ps, lr=1.0),
     ],
 )
 def test_zero_gradient_and_missing_gradient(make):
@@ -141,7 +141,7 @@ def test_zero_gradient_and_missing_gradient(make):
     [
         (lambda ps: NormalizedGD(ps, lr=0.05, momentum=0.8), False),
         (lambda ps: MirrorDescent(ps, lr=0.05, p=3.0, normalize=True), False),
-        (lambda ps: PolyakStep(ps, lr_max=0.5, f_star=0.01), True),
+        (lambda ps: PolyakStep(ps, lr=0.5, f_star=0.01), True),
     ],
 )
 def test_state_dict_round_trip_resumes_exactly(make, polyak):
@@ -178,9 +178,10 @@ def test_state_dict_round_trip_resumes_exactly(make, polyak):
         (lambda ps: MirrorDescent(ps, lr=-1.0), "lr must be > 0"),
         (lambda ps: MirrorDescent(ps, lr=0.1, normalize="l2"), "normalize must be"),
         (lambda ps: NormalizedGD(ps, lr=0.1, momentum=1.0), "momentum must be < 1"),
-        (lambda ps: NormalizedGD(ps, lr=0.1, norm="layer"), "norm must be"),
-        (lambda ps: PolyakStep(ps, lr_max=0.0), "lr_max must be"),
-        (lambda ps: PolyakStep(ps, lr_max=1.0, c=0), "c must be"),
+        (lambda ps: NormalizedGD(ps, lr=0.1, normalize="layer"), "normalize must be"),
+        (lambda ps: NormalizedGD(ps, lr=0.1, normalize=False), "normalize must be True"),
+        (lambda ps: PolyakStep(ps, lr=0.0), "lr must be"),
+        (lambda ps: PolyakStep(ps, lr=1.0, c=0), "c must be"),
     ],
 )
 def test_bad_arguments_are_named(make, match):

@@ -100,16 +100,71 @@ def clamp_then_zero_step(opt_class, **kwargs):
     return w, opt
 
 
+def clamp_in_place(w: torch.Tensor, form: str, low: float, high: float) -> None:
+    """The two ways to project a parameter in place: through `.data` (the WGAN clipping idiom,
+    unseen by torch's version counter) and under no_grad (seen by it)."""
+    if form == "data":
+        w.data.clamp_(low, high)
+    else:
+        with torch.no_grad():
+            w.clamp_(low, high)
+
+
+@pytest.mark.parametrize("form", ["data", "no_grad"])
 @pytest.mark.parametrize("p", [1.5, 3.0])
-def test_an_in_place_edit_between_steps_is_kept(p):
-    """W.data.clamp_ then a zero-gradient step: on eac3930 MirrorDescent restored the unclamped
-    weights from its cached dual iterate; torch.optim.SGD keeps the edit, and so must we."""
+def test_an_in_place_edit_between_steps_is_kept(p, form):
+    """A projection in place (w.data.clamp_, or clamp_ under no_grad) then a zero-gradient
+    step: on eac3930 MirrorDescent restored the unclamped weights from its cached dual
+    iterate; torch.optim.SGD keeps the edit, and so must we, whichever way it was made."""
     w, opt = clamp_then_zero_step(MirrorDescent, p=p)
-    w.data.clamp_(-0.5, 0.5)
+    clamp_in_place(w, form, -0.5, 0.5)
     clamped = w.detach().clone()
+    assert not torch.equal(clamped, opt.state[w]["weight"])  # the clamp changed something
     w.grad = torch.zeros_like(w)
     opt.step()
     torch.testing.assert_close(w.detach(), clamped, rtol=1e-15, atol=0)
+
+
+def mirror_15(w: torch.Tensor) -> torch.Tensor:
+    """∇ψ at p = 1.5, sign(w)|w|^{1/2}."""
+    return w.sign() * w.abs() ** 0.5
+
+
+def inverse_mirror_15(theta: torch.Tensor) -> torch.Tensor:
+    """(∇ψ)⁻¹ at p = 1.5, sign(θ)θ²."""
+    return theta.sign() * theta.abs() ** 2
+
+
+@pytest.mark.parametrize("edit", ["mul", "clamp"])
+def test_a_data_edit_between_steps_restarts_the_edited_entries_from_the_edited_weights(edit):
+    """w.data.mul_(0.5) or w.data.clamp_ between two ℓ1.5-MD steps, by hand: the entries the
+    edit changed step from θ = ∇ψ(w) of their edited value (what a fresh optimiser would
+    start from), the others from the θ carried by the first step."""
+    grads = [torch.randn(6, 5, generator=torch.Generator().manual_seed(s)) for s in (1, 2)]
+    w = torch.nn.Parameter(torch.randn(6, 5, generator=torch.Generator().manual_seed(0)))
+    opt = MirrorDescent([w], lr=0.1, p=1.5)
+    theta = mirror_15(w.detach()) - 0.1 * grads[0]
+    w.grad = grads[0]
+    opt.step()
+    before = w.detach().clone()
+    torch.testing.assert_close(before, inverse_mirror_15(theta), rtol=1e-14, atol=0)
+    if edit == "mul":
+        w.data.mul_(0.5)
+    else:
+        w.data.clamp_(-0.3, 0.3)
+    edited = w.detach().clone()
+    changed = edited != before
+    if edit == "mul":
+        assert bool(changed.all())
+    else:  # some entries clamped, some not: both rules are tested
+        assert 0 < int(changed.sum()) < changed.numel()
+    theta = torch.where(changed, mirror_15(edited), theta) - 0.1 * grads[1]
+    w.grad = grads[1]
+    opt.step()
+    torch.testing.assert_close(w.detach(), inverse_mirror_15(theta), rtol=1e-14, atol=0)
+    # the step that would undo the edit (continuing from the stale θ) is far from this one
+    stale = inverse_mirror_15(mirror_15(before) - 0.1 * grads[1])
+    assert float((w.detach() - stale)[changed].abs().max()) > 0.01
 
 
 @pytest.mark.parametrize("p", [1.5, 3.0])
@@ -148,10 +203,10 @@ def test_unedited_weights_keep_the_exact_dual_iterate():
     "make",
     [
         lambda ps: NormalizedGD(ps, lr=0.1),
-        lambda ps: NormalizedGD(ps, lr=0.1, momentum=0.5, norm="per_tensor"),
+        lambda ps: NormalizedGD(ps, lr=0.1, momentum=0.5, normalize="per_tensor"),
         lambda ps: MirrorDescent(ps, lr=0.1, p=1.75, normalize=True),
         lambda ps: MirrorDescent(ps, lr=0.1, p=3.0, normalize="global"),
-        lambda ps: PolyakStep(ps, lr_max=1.0),
+        lambda ps: PolyakStep(ps, lr=1.0),
     ],
 )
 @pytest.mark.parametrize("bad", [float("nan"), float("inf")])
@@ -169,7 +224,7 @@ def test_a_nonfinite_gradient_is_an_error_naming_the_parameter(make, bad):
 
 def test_polyak_nonfinite_loss_is_an_error():
     w = torch.nn.Parameter(torch.ones(3))
-    opt = PolyakStep([w], lr_max=1.0)
+    opt = PolyakStep([w], lr=1.0)
     w.grad = torch.ones(3)
     with pytest.raises(FloatingPointError, match="the loss"):
         opt.step(lambda: torch.tensor(float("nan")))
@@ -182,8 +237,8 @@ def test_polyak_nonfinite_loss_is_an_error():
         (lambda ps: MirrorDescent(ps, lr=0.1, p="3"), TypeError, "p must be a real number"),
         (lambda ps: MirrorDescent(ps, lr=float("nan")), ValueError, "lr must be finite"),
         (lambda ps: NormalizedGD(ps, lr=0.1, momentum=True), TypeError, "momentum must be"),
-        (lambda ps: PolyakStep(ps, lr_max=1.0, f_star=float("nan")), ValueError, "f_star"),
-        (lambda ps: PolyakStep(ps, lr_max=1.0, c="1"), TypeError, "c must be a real number"),
+        (lambda ps: PolyakStep(ps, lr=1.0, f_star=float("nan")), ValueError, "f_star"),
+        (lambda ps: PolyakStep(ps, lr=1.0, c="1"), TypeError, "c must be a real number"),
     ],
 )
 def test_wrong_types_and_values_are_refused(make, error, match):

@@ -52,16 +52,18 @@ def assert_consistent(out: Path):
 def test_summary_records_config_hash_and_code_version(tmp_path):
     config = load_config("ngd-fixed", quick=True, overrides=TINY)
     summary = run_experiment(config, tmp_path)
-    assert summary["config_hash"] == config_key(config)
+    assert summary["config_hash"] == config_key(config.to_dict())
     assert summary["code_version"].startswith(base.__version__)
     assert_consistent(tmp_path)
 
 
+@pytest.mark.slow
 def test_a_rerun_of_another_config_killed_at_random_moments_never_mixes_outputs(tmp_path):
     """Config A published; config B (more seeds) started and SIGKILLed at random moments:
     every time, what out/ shows is all of A or all of B, never B's config beside A's summary."""
     first = load_config("ngd-fixed", quick=True, overrides=TINY)
-    run_experiment(first, tmp_path)
+    out = tmp_path / "ngd-fixed"  # run --out names the results root
+    run_experiment(first, out)
     other = tmp_path / "other.toml"
     other.write_text('experiment = "ngd-fixed"\nseeds = 4\nsteps = 400\n')
     rng = random.Random(1)
@@ -70,16 +72,17 @@ def test_a_rerun_of_another_config_killed_at_random_moments_never_mixes_outputs(
         time.sleep(rng.uniform(1.0, 4.0))
         proc.send_signal(signal.SIGKILL)
         proc.communicate()
-        assert_consistent(tmp_path)
+        assert_consistent(out)
     proc = attnbias_process("run", str(other), "--quick", "--out", str(tmp_path))
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err
-    assert_consistent(tmp_path)
-    assert json.loads((tmp_path / "config.json").read_text())["seeds"] == 4
+    assert_consistent(out)
+    assert json.loads((out / "config.json").read_text())["seeds"] == 4
     # the first config's publication stays in its own place
-    assert (tmp_path / "outputs" / config_key(first) / "summary.json").exists()
+    assert (out / "outputs" / config_key(first.to_dict()) / "summary.json").exists()
 
 
+@pytest.mark.slow
 def test_a_current_publication_is_returned_without_loading_a_run(tmp_path, monkeypatch):
     config = load_config("ngd-fixed", quick=True, overrides=TINY)
     summary = run_experiment(config, tmp_path)
@@ -142,6 +145,7 @@ def read_only(monkeypatch):
                 p.chmod(p.stat().st_mode | stat.S_IWUSR)
 
 
+@pytest.mark.slow
 def test_a_read_only_complete_directory_is_reported_and_resummarised(
     tmp_path, read_only, monkeypatch, capsys
 ):
@@ -170,6 +174,7 @@ def test_a_read_only_complete_directory_is_reported_and_resummarised(
     assert snapshot(out) == before
 
 
+@pytest.mark.slow
 def test_two_processes_on_one_directory(tmp_path):
     """Both finish cleanly: each either publishes or is refused with the lock's message;
     nothing is missing from the combined table."""
@@ -208,11 +213,12 @@ algorithms = [
 """
 
 
+@pytest.mark.slow
 def test_diverged_runs_are_shown_left_out_and_fail_strict(tmp_path, capsys):
     config = tmp_path / "diverging.toml"
     config.write_text(DIVERGING)
-    out = tmp_path / "out"
-    assert main(["run", str(config), "--quick", "--quiet", "--out", str(out)]) == 0
+    out = tmp_path / "ngd-fixed"  # run --out names the results root
+    assert main(["run", str(config), "--quick", "--quiet", "--out", str(tmp_path)]) == 0
     printed = capsys.readouterr().out
     assert "2 run(s) diverged and are left out of the claims: MD-huge seed 1" in printed
     assert "quick: a smoke run, not evidence" in printed
@@ -220,10 +226,11 @@ def test_diverged_runs_are_shown_left_out_and_fail_strict(tmp_path, capsys):
     summary = json.loads(text, parse_constant=lambda c: pytest.fail(f"{c} in summary.json"))
     assert [d["algorithm"] for d in summary["diverged"]] == ["MD-huge", "MD-huge"]
     assert all(c["evidence"]["diverged_runs_excluded"] == 2 for c in summary["claims"])
-    assert main(["run", str(config), "--quick", "--quiet", "--out", str(out), "--strict"]) == 1
+    assert main(["run", str(config), "--quick", "--quiet", "--out", str(tmp_path), "--strict"]) == 1
     assert "ngd-fixed: 2 run(s) diverged" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_strict_passes_when_every_claim_is_supported(tmp_path, capsys):
     args = ["reproduce", "md-joint", "--quick", "--seeds", "2", "--quiet", "--out", str(tmp_path)]
     assert main([*args, "--strict"]) == 0
@@ -235,7 +242,7 @@ def test_a_claim_with_nothing_to_compare_is_not_applicable(tmp_path, capsys):
     config.write_text('experiment = "md-local"\nseeds = 2\nps = [2.0]\nsteps = [100]\n')
     assert main(["run", str(config), "--quick", "--quiet", "--out", str(tmp_path / "o")]) == 0
     assert "[not applicable] Off the diagonal" in capsys.readouterr().out
-    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    summary = json.loads((tmp_path / "o" / "md-local" / "summary.json").read_text())
     (off,) = [c for c in summary["claims"] if c["claim"].startswith("Off the diagonal")]
     assert off["supported"] is None and off["status"] == "not applicable"
     args = ["run", str(config), "--quick", "--quiet", "--out", str(tmp_path / "o"), "--strict"]

@@ -115,6 +115,7 @@ def test_fashion_mnist_tests_skip_naming_the_install_command(tmp_path, monkeypat
     assert fashion_mnist_missing() is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "loader, sizes, side",
     [(vision.mnist_subset, (4000, 1000), 28), (vision.digits, (1438, 359), 8)],

@@ -80,22 +80,28 @@ def test_vader_lexicon_is_read_from_its_wheel():
     assert all(word.isalpha() and word == word.lower() for word in lexicon)
 
 
-def test_weight_counts_are_the_papers_and_scale_relative():
+def test_weight_counts_are_the_papers_and_mapped_by_the_initial_scale():
     w = np.array([0.0, 0.01, -0.05, 0.07, -0.2, 0.061])
-    counts = text_md.weight_counts({"K": w, "Q": 10 * w, "V": w}, relative=3.0)
+    initial = {m: np.full(6, 0.03) for m in "KQV"}  # initial RMS entry 0.03
+    counts = text_md.weight_counts({"K": w, "Q": 10 * w, "V": w}, initial)
     assert counts["above_abs_K"] == 3 and counts["above_abs_Q"] == 5  # |w| > 0.06, strictly
-    rms = np.sqrt(np.mean(w**2))
-    assert counts["rms_K"] == pytest.approx(rms)
-    assert counts["above_rel_K"] == int((np.abs(w) > 3 * rms).sum())
-    assert counts["above_rel_Q"] == counts["above_rel_K"]  # the relative count ignores scale
+    threshold = text_md.INITIAL_SCALE_RATIO * 0.03  # 0.06 × 0.03 / 0.02946 = 0.0611
+    assert counts["threshold_K"] == pytest.approx(threshold) and counts["initial_rms_K"] == 0.03
+    assert counts["above_init_K"] == int((np.abs(w) > threshold).sum()) == 2
+    assert counts["rms_K"] == pytest.approx(np.sqrt(np.mean(w**2)))
 
 
-def test_the_learning_rate_search_picks_the_lowest_finite_tail_loss():
-    assert text_md.search_score(np.array([5.0, 4.0, 3.0, 1.0])) == 1.0  # the last quarter
-    assert text_md.search_score(np.array([1.0, np.nan])) == math.inf
-    assert text_md.choose_lr({0.1: 0.5, 0.4: 0.3, 1.6: math.inf}) == 0.4
-    with pytest.raises(ValueError, match="every learning rate of the search diverged"):
-        text_md.choose_lr({0.1: math.inf})
+def test_the_mapped_threshold_is_the_papers_on_the_papers_layers():
+    """On the paper's 384-wide layers at PyTorch's default initialisation the mapped threshold
+    is the paper's 0.06 (to the sampling error of the initial RMS); on our 64-wide ones it is
+    0.06 × √(384/64)."""
+    torch.manual_seed(0)
+    for dim, expected in ((384, 0.06), (64, 0.06 * math.sqrt(384 / 64))):
+        model = TextTransformer(50, 2, dim=dim, heads=2, layers=2, max_len=8, init="pytorch")
+        weights = text_md.kqv_weights(model)
+        counts = text_md.weight_counts(weights, weights)
+        assert counts["threshold_K"] == pytest.approx(expected, rel=0.01)
+        assert counts["above_init_K"] == 0  # uniform ±√3 RMS: no initial entry is above
 
 
 def tiny_text(n=64, T=6, vocab=12):
@@ -156,29 +162,44 @@ def test_a_missing_cuda_device_is_refused_clearly():
             torch_device("cuda")
 
 
+TINY = {"ps": [2.0], "lrs": [0.04], "lr_search": [1.0, 1e4], "seeds": 1, "order_seeds": 1,
+        "steps": 8, "eval_every": 4, "train_size": 200, "validation_size": 100,
+        "test_size": 100, "probe_size": 20, "minilm_steps": 2, "minilm_eval_every": 2}  # fmt: skip
+
+
 @pytest.mark.slow
 def test_the_search_keeps_the_rate_that_trains_and_skips_the_one_that_diverges(tmp_path):
     from attnbias.experiments import load_config, run_experiment
 
-    overrides = {"ps": [2.0], "lrs": [0.04], "lr_search": [1.0, 1e4], "search_steps": 6,
-                 "seeds": 1, "order_seeds": 1, "steps": 8, "eval_every": 4}  # fmt: skip
-    summary = run_experiment(load_config("text-md", quick=True, overrides=overrides), tmp_path)
-    assert summary["learning_rates"] == {"2": 0.04} and summary["search_runs"] == 2
-    scores = summary["lr_search"]["2"]["scores"]
-    assert math.isfinite(scores["0.04"]) and not math.isfinite(float(scores["400"] or "inf"))
+    summary = run_experiment(load_config("text-md", quick=True, overrides=TINY), tmp_path)
+    assert summary["learning_rates"] == {"2": 0.04} and summary["search_runs"] == 1
+    search = summary["lr_search"]["2"]
+    assert search["tried"] == [0.04, 400.0] and search["chosen"] == 0.04
+    assert not search["interior"]  # the diverged rate is above, nothing was tried below
     (row,) = [r for r in summary["rows"] if r["variant"] == "seeds"]
-    assert row["runs"] == 1 and row["reached_target"] == 0 and row["steps_run"] == [8.0, 0.0]
+    assert row["runs"] == 1 and row["reached_target"] == 0 and row["steps_run"][0] == 8.0
     per_run = summary["tables"]["text_md_runs"]  # every run, not only the means
     assert [(r["variant"], r["steps"], r["stopped by"]) for r in per_run] == [
         ("different init", 8, "step cap"),
         ("same init, data order", 8, "step cap"),
     ]
-    assert len(list((tmp_path / "runs").iterdir())) == 4  # 2 search runs, 1 seed, 1 data order
-    assert run_experiment(load_config("text-md", quick=True, overrides=overrides), tmp_path)[
+    # the diverged search run, the seed run (the search's chosen one), a data order, MiniLM
+    assert len(list((tmp_path / "runs").iterdir())) == 4
+    assert run_experiment(load_config("text-md", quick=True, overrides=TINY), tmp_path)[
         "reused_outputs"
     ]  # the publication lists every run it was made from, the search runs too
     assert all(c["id"].startswith("text-md/") for c in summary["claims"])
-    assert all(c["supported"] is None for c in summary["claims"])  # one p: nothing to compare
+    assert all(c["status"] == "not applicable" for c in summary["claims"])  # one p
+    counts = summary["data"]
+    assert (counts["corpus_train"], counts["test"]) == (10201, 2551)
+    assert counts["train"] + counts["validation"] == 10201
+    assert (counts["train_used"], counts["validation_used"], counts["test_used"]) == (200, 100, 100)
+    references = summary["baselines"]
+    assert set(references) == {"majority", "bag_of_words", "minilm"}
+    assert references["majority"]["class"] == 1  # "fresh": 59 % of the training snippets
+    assert references["majority"]["test_accuracy"] == pytest.approx(
+        100 * counts["test_share_of_class_1"], abs=0.01
+    )
 
 
 def test_the_paper_size_configuration_is_the_papers_model():
@@ -209,36 +230,6 @@ def test_the_papers_initialisation_is_pytorchs_default():
         TextTransformer(500, 2, init="xavier")
 
 
-def run_record(p, accuracy, keyword, diverged=False):
-    from attnbias.store import RunRecord, tidy
-
-    metrics = tidy([0, 10], {"test_accuracy": [0.5, math.nan if diverged else accuracy]})
-    kinds = ("above_abs", "above_rel", "hoyer", "small", "rms")
-    counts = {f"{k}_{m}": math.nan if diverged else 1.0 for k in kinds for m in "KQV"}
-    info = {"seconds": 1.0, "diverged": diverged, "steps_run": 10, "reached_target": False,
-            "final_train_accuracy": 0.9, "keyword_normalised": None if diverged else keyword,
-            "keyword_raw": None if diverged else keyword / 10, "keyword_chance_normalised": 0.5,
-            "keyword_chance_raw": 0.05, "probe_accuracy": 0.6, **counts}  # fmt: skip
-    return RunRecord(f"{p}-{accuracy}", {"p": p}, metrics, {}, info)
-
-
-def test_diverged_runs_are_counted_and_left_out_of_the_rows():
-    """A diverged run (its NaNs stored as JSON null) is counted, not averaged; if every run of
-    a p diverged its numbers are NaN, and the summary does not crash."""
-    records = {
-        ("seeds", 1.1, 0): run_record(1.1, 0.8, 0.4),
-        ("seeds", 1.1, 1): run_record(1.1, 0.7, 0.2),
-        ("seeds", 1.1, 2): run_record(1.1, 0.0, 0.0, diverged=True),
-        ("seeds", 2.0, 0): run_record(2.0, 0.0, 0.0, diverged=True),
-    }
-    rows = text_md.variant_rows({"ps": [1.1, 2.0]}, records, "seeds")
-    assert rows[1.1]["runs"] == 3 and rows[1.1]["diverged"] == 1
-    assert rows[1.1]["best_accuracy"] == pytest.approx([75.0, 5.0])
-    assert rows[1.1]["keyword_normalised"] == pytest.approx([0.3, 0.1])
-    assert rows[2.0]["diverged"] == 1 and math.isnan(rows[2.0]["best_accuracy"][0])
-    assert math.isnan(rows[2.0]["keyword_normalised"][0]) and math.isnan(rows[2.0]["small_K"])
-
-
 @pytest.mark.parametrize("init", ["pytorch", "small"])
 def test_the_initialisation_pilots_are_valid_configs_differing_only_in_init(init):
     """docs/REAL_DATA.md quotes `attnbias run benchmarks/pilots/text-md-init-*.toml`."""
@@ -253,3 +244,286 @@ def test_the_initialisation_pilots_are_valid_configs_differing_only_in_init(init
     assert fields == {k: v for k, v in other.items() if k not in ("experiment", "init")}
     config = validate_config(load_config("text-md", overrides={**fields, "init": init}))
     assert config["steps"] == 900 and config["ps"] == [2.0] and config["lr_search"] == [1.0]
+
+
+# --- the split: train, validation and test share no snippet and no movie
+
+
+@pytest.mark.slow
+def test_train_validation_and_test_share_no_snippet_and_no_movie():
+    from attnbias.data import splits
+
+    found = splits.train_validation_test("rotten_tomatoes", 0.1)
+    texts = {name: set(getattr(found, name).texts) for name in ("train", "validation", "test")}
+    assert sum(len(t) for t in texts.values()) == 10201 + 2551  # every snippet once
+    assert not (texts["train"] & texts["validation"]) and not (texts["train"] & texts["test"])
+    assert not (texts["validation"] & texts["test"])
+    movies = splits.rotten_tomatoes_movies()
+    groups = {name: {movies[t] for t in ts} for name, ts in texts.items()}
+    assert not (groups["train"] & groups["validation"]) and not (groups["train"] & groups["test"])
+    assert not (groups["validation"] & groups["test"])
+    counts = found.counts()
+    assert counts == {"corpus_train": 10201, "train": 9131, "validation": 1070, "test": 2551,
+                      "train_groups": 360, "validation_groups": 40}  # fmt: skip
+    assert all(splits.in_validation(movies[t], 0.1) for t in found.validation.texts)
+
+
+def test_a_validation_split_is_carved_by_the_hash_of_each_group():
+    from attnbias.data import splits
+    from attnbias.data.text import TextSplit
+
+    texts = [f"snippet {i}" for i in range(200)]
+    split = TextSplit(texts, np.arange(200) % 2, ("a", "b"))
+    groups = [f"movie {i // 4}" for i in range(200)]  # four snippets per movie
+    rest, validation = splits.carve(split, groups, 0.3)
+    assert len(rest) + len(validation) == 200 and 0 < len(validation) < 200
+    held = {groups[texts.index(t)] for t in validation.texts}
+    assert held == {g for g in groups if splits.in_validation(g, 0.3)}
+    assert not held & {groups[texts.index(t)] for t in rest.texts}  # a movie on one side only
+    reordered = TextSplit(texts[::-1], split.labels[::-1], split.classes)  # order-independent
+    assert set(splits.carve(reordered, groups[::-1], 0.3)[1].texts) == set(validation.texts)
+    for share in (0.0, 1.0, -0.1):
+        with pytest.raises(ValueError, match="validation share must be in"):
+            splits.carve(split, groups, share)
+    with pytest.raises(ValueError, match="groups: 3 for 200 snippets"):
+        splits.carve(split, groups[:3], 0.3)
+
+
+# --- selection: validation chooses, test never does
+
+
+def test_the_chosen_evaluation_is_the_best_validation_accuracy_then_loss_then_earliest():
+    from attnbias.experiments.real_runs import chosen_evaluation
+
+    assert chosen_evaluation([0.5, 0.7, 0.6], [1.0, 0.9, 0.1]) == 1
+    assert chosen_evaluation([0.5, 0.7, 0.7], [1.0, 0.9, 0.8]) == 2  # tie: the lower loss
+    assert chosen_evaluation([0.7, 0.7, 0.7], [0.8, 0.8, 0.8]) == 0  # then the earlier
+    assert chosen_evaluation([math.nan, 0.6], [0.1, math.nan]) == 1  # NaN never wins
+    with pytest.raises(ValueError, match="no evaluation"):
+        chosen_evaluation([], [])
+
+
+def chooser_run(tmp_path, test_labels=None, steps=12):
+    from attnbias.experiments.real_runs import ValidationChooser
+
+    data = tiny_text()
+    test = data if test_labels is None else TensorData(data.inputs, test_labels)
+    chooser = ValidationChooser(data.subset(32), test, tmp_path / "ck")
+    history = train(paper_model(), data, None, {"name": "md", "p": 2.0, "lr": 0.05},
+                    steps=steps, batch_size=16, seed=0, eval_every=2, progress=False,
+                    checkpoint_dir=tmp_path / "ck", extra_metrics=chooser)  # fmt: skip
+    return chooser, history
+
+
+def test_the_chooser_reports_the_test_predictions_of_the_validation_chosen_checkpoint(tmp_path):
+    from attnbias.experiments.real_runs import chosen_evaluation
+
+    chooser, history = chooser_run(tmp_path)
+    table = history.eval_table()
+    assert set(table) == {"step", "val_loss", "val_accuracy", "test_loss", "test_accuracy"}
+    chosen, predicted = chooser.report(history)
+    k = chosen_evaluation(table["val_accuracy"], table["val_loss"])
+    assert chosen["chosen_step"] == table["step"][k]
+    assert chosen["chosen_test_accuracy"] == table["test_accuracy"][k]
+    labels = tiny_text().labels.numpy()
+    assert np.mean(predicted == labels) == pytest.approx(table["test_accuracy"][k])
+    assert chosen["best_test_accuracy_unselected"] == table["test_accuracy"].max()
+    # A resumed run (same checkpoint directory) reads the kept predictions back.
+    from attnbias.experiments.real_runs import ValidationChooser
+
+    again = ValidationChooser(tiny_text().subset(32), tiny_text(), tmp_path / "ck")
+    assert np.array_equal(again.chosen["test_predicted"], predicted)
+    assert again.report(history)[0] == chosen
+    with pytest.raises(ValueError, match="not the chosen checkpoint of this run"):
+        ValidationChooser(tiny_text().subset(32), tiny_text().subset(10), tmp_path / "ck")
+    again.chosen["val_loss"] = -1.0  # predictions of another checkpoint: refused, not reported
+    with pytest.raises(ValueError, match="not those of the chosen checkpoint"):
+        again.report(history)
+
+
+def test_predict_gives_each_example_its_own_prediction_in_data_order():
+    """predict scores texts shortest first; what it returns is in data order and is what the
+    model gives each text alone."""
+    import types
+
+    import torch.nn.functional as F
+
+    from attnbias.experiments.real_runs import predict
+
+    class ByContent(torch.nn.Module):  # logits that differ from text to text
+        def forward(self, input_ids, attention_mask):
+            s = (input_ids * attention_mask).sum(1).double()
+            return types.SimpleNamespace(logits=torch.stack([s.sin(), s.cos()], 1))
+
+    data = tiny_text(n=40)
+    lengths = 2 + torch.arange(40) * 7 % 5  # 2 … 6 real tokens, shuffled
+    mask = (torch.arange(6)[None, :] < lengths[:, None]).long()
+    ids = data.inputs["input_ids"].masked_fill(mask == 0, 0)
+    padded = TensorData({"input_ids": ids, "attention_mask": mask}, data.labels)
+    assert not torch.equal(padded.shortest_first(), torch.arange(40))
+    model = ByContent()
+    predicted, loss = predict(model, padded, batch_size=7)
+    logits = torch.cat([model(**padded.batch(slice(i, i + 1))[0]).logits for i in range(40)])
+    assert 0 < predicted.sum() < 40  # both classes: a misplaced prediction would show
+    assert np.array_equal(predicted, logits.argmax(-1).numpy())
+    assert loss == pytest.approx(float(F.cross_entropy(logits, data.labels)), rel=1e-12)
+
+
+def test_changing_only_test_labels_changes_no_chosen_checkpoint(tmp_path):
+    """The same run with every test label flipped: the same checkpoint is chosen, and its test
+    accuracy is the complement."""
+    first, history = chooser_run(tmp_path / "a")
+    flipped, flipped_history = chooser_run(tmp_path / "b", 1 - tiny_text().labels)
+    a, b = first.report(history)[0], flipped.report(flipped_history)[0]
+    assert a["chosen_step"] == b["chosen_step"] and a["chosen_val_loss"] == b["chosen_val_loss"]
+    assert a["chosen_test_accuracy"] == pytest.approx(1 - b["chosen_test_accuracy"])
+
+
+@pytest.mark.slow
+def test_changing_only_test_labels_changes_no_learning_rate_or_checkpoint(tmp_path, monkeypatch):
+    """text-md end to end, twice: once as is, once with every test label flipped. Every choice
+    (each p's rate, each run's checkpoint, the bag-of-words C, MiniLM's checkpoint) is the
+    same; the test accuracies are the complements."""
+    from attnbias.data import splits
+    from attnbias.data.text import TextSplit
+    from attnbias.experiments import load_config, run_experiment
+
+    overrides = {**TINY, "ps": [1.1, 2.0], "lrs": [0.1, 0.2], "lr_search": [0.5, 1.0, 2.0],
+                 "order_seeds": 0, "steps": 12, "lr_extensions": 0}  # fmt: skip
+    config = load_config("text-md", quick=True, overrides=overrides)
+    plain = run_experiment(config, tmp_path / "plain")
+    original = splits.train_validation_test
+
+    def flipped_test(*args, **kwargs):
+        found = original(*args, **kwargs)
+        test = found.test
+        found.test = TextSplit(test.texts, 1 - test.labels, test.classes)
+        return found
+
+    monkeypatch.setattr(text_md, "train_validation_test", flipped_test)
+    flipped = run_experiment(config, tmp_path / "flipped")
+
+    def choices(summary):
+        runs = [(r["p"], r["lr"], r["chosen step"], r["val. acc. (%)"])
+                for r in summary["tables"]["text_md_runs"]]  # fmt: skip
+        refs = summary["baselines"]
+        return (summary["lr_search"], runs, refs["bag_of_words"]["C"],
+                refs["minilm"]["chosen_step"])  # fmt: skip
+
+    assert choices(plain) == choices(flipped)
+    for a, b in zip(plain["tables"]["text_md_runs"], flipped["tables"]["text_md_runs"]):
+        assert float(a["test acc. (%)"]) == pytest.approx(100 - float(b["test acc. (%)"]))
+
+
+# --- the learning-rate grid brackets the chosen rate
+
+
+def test_the_rate_search_extends_its_grid_until_the_chosen_rate_is_inside():
+    from attnbias.experiments.real_runs import search_rates
+
+    rounds = []
+
+    def score(pending):  # best at 0.8; 3.2 and above diverge
+        rounds.append(pending)
+        return {k: {r: (-math.inf,) if r >= 3.2 else (-abs(math.log(r / 0.8)),) for r in rates}
+                for k, rates in pending.items()}  # fmt: skip
+
+    found = search_rates({"a": [0.1, 0.2], "b": [0.4, 0.8, 1.6]}, score, 2.0, 3)
+    assert found["a"].tried == [0.1, 0.2, 0.4, 0.8, 1.6] and found["a"].chosen == 0.8
+    assert found["a"].interior and found["b"].interior and found["b"].tried == [0.4, 0.8, 1.6]
+    assert rounds[1] == {"a": [0.4]} and len(rounds) == 4  # b needed no extension
+    capped = search_rates({"a": [0.1, 0.2]}, score, 2.0, 1)
+    assert capped["a"].chosen == 0.4 and not capped["a"].interior  # still at the edge
+    above = search_rates({"a": [1.6]}, score, 2.0, 1)  # one rate: both edges tried
+    assert above["a"].tried == [0.8, 1.6, 3.2] and above["a"].chosen == 0.8
+    assert not above["a"].interior  # the best is now the lower edge: one more round needed
+    tie = search_rates({"a": [0.4, 1.6]}, lambda p: {"a": {r: (1.0,) for r in p["a"]}}, 2.0, 0)
+    assert tie["a"].chosen == 0.4  # a tie goes to the smaller rate
+    with pytest.raises(ValueError, match="every learning rate tried diverged"):
+        search_rates({"a": [4.0, 8.0]}, score, 2.0, 0)
+
+
+def test_a_search_run_scores_by_the_target_then_validation_only():
+    from attnbias.store import RunRecord
+
+    def record(reached, val, loss, diverged=False, test=0.0):
+        info = {
+            "reached_target": reached,
+            "chosen_val_accuracy": val,
+            "chosen_val_loss": loss,
+            "chosen_test_accuracy": test,
+            "status": "diverged" if diverged else "finished",
+        }
+        return RunRecord("k", {}, None, {}, info)  # fmt: skip
+
+    assert text_md.search_score(record(True, 0.6, 0.5)) > text_md.search_score(
+        record(False, 0.9, 0.1)
+    )  # a rate that reached the target beats any that did not
+    assert text_md.search_score(record(True, 0.6, 0.5, test=0.0)) == text_md.search_score(
+        record(True, 0.6, 0.5, test=1.0)
+    )  # test is never read
+    assert text_md.search_score(record(True, 0.9, 0.1, diverged=True))[0] == -math.inf
+
+
+# --- paired statistics and the verdicts they give
+
+
+def test_the_accuracy_claim_reads_the_paired_differences_and_the_protocol():
+    import claim_cases_real
+
+    collected = claim_cases_real.md_collected(True)
+    best, every, *_ = text_md.text_md_claims(collected)
+    lo, mid = collected[1.1]["values"], collected[2.0]["values"]
+    differences = lo["test_accuracy"] - mid["test_accuracy"]
+    assert best.effect.estimate == pytest.approx(differences.mean())
+    assert best.effect.low < differences.mean() < best.effect.high and best.effect.n == 6
+    assert best.status == "supported" and every.status == "supported"
+    assert best.evidence["mcnemar_pooled_test_predictions"]["seeds"] == 6
+    collected[2.0]["reached"] = np.array([True] * 5 + [False])  # one ℓ2 run short of 99.5 %
+    best, every, *_ = text_md.text_md_claims(collected)
+    assert best.status == every.status == "inconclusive"
+    assert "ℓ2-MD: 5/6 runs reached the training target" in best.unmet
+
+
+def test_mcnemar_is_the_exact_binomial_test_of_the_pooled_discordant_pairs():
+    from scipy import stats
+
+    assert text_md.mcnemar_test(10, 2)["p_value"] == pytest.approx(
+        stats.binomtest(10, 12, 0.5).pvalue
+    )
+    assert math.isnan(text_md.mcnemar_test(0, 0)["p_value"])
+    a = [np.array([1, 1, 0, 0], bool), np.array([1, 0, 1, 1], bool), None]
+    b = [np.array([1, 0, 1, 0], bool), np.array([0, 0, 0, 1], bool), np.ones(4, bool)]
+    pooled = text_md.pooled_mcnemar(a, b)  # the diverged seed (None) is left out
+    assert (pooled["a_right_b_wrong"], pooled["b_right_a_wrong"], pooled["seeds"]) == (3, 1, 2)
+
+
+# --- reference models
+
+
+def test_the_reference_models_choose_on_validation_only():
+    from attnbias.experiments import baselines
+
+    words = ["good", "great", "fine", "bad", "awful", "dull", "plot", "cast", "scene", "story"]
+    rng = np.random.default_rng(0)
+
+    def split(n):  # one sentiment word, two neutral ones, 20 % of the labels flipped
+        labels = rng.integers(0, 2, n)
+        texts = [" ".join([rng.choice(words[:3] if y else words[3:6]), *rng.choice(words[6:], 2)])
+                 for y in labels]  # fmt: skip
+        noisy = np.where(rng.random(n) < 0.2, 1 - labels, labels)
+        return texts, noisy
+
+    texts = {"train": split(80), "validation": split(40), "test": split(40)}
+    cs = [0.001, 0.01, 0.1, 1.0, 10.0]
+    found = baselines.bag_of_words(texts, cs)
+    by_c = found["val_accuracy_by_C"]
+    assert found["C"] == max(cs, key=lambda c: by_c[f"{c:g}"])  # best on validation, ties: smaller
+    assert found["C_interior"] == (cs[0] < found["C"] < cs[-1])
+    flipped = {**texts, "test": (texts["test"][0], 1 - texts["test"][1])}
+    again = baselines.bag_of_words(flipped, cs)
+    assert again["C"] == found["C"] and again["val_accuracy_by_C"] == by_c
+    assert again["test_accuracy"] == pytest.approx(100 - found["test_accuracy"])
+    majority = baselines.majority_class([1, 1, 0], [0, 1], [1, 1, 1, 0])
+    assert majority == {"label": "majority class (1)", "class": 1, "val_accuracy": 50.0,
+                        "test_accuracy": 75.0}  # fmt: skip

@@ -68,6 +68,7 @@ def _fixed_head_model(P, seed, scale=0.01):
     return AttentionClassifier(P.X.shape[2], query=P.query, v=P.v, init_scale=scale, generator=g)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_ngd_global_convergence_on_example1(seed):
     P = example1(seed=seed)
@@ -88,15 +89,17 @@ def test_ngd_global_convergence_on_example1(seed):
     assert token_score(W_ngd, P.X, P.z, P.opt).item() > 0.999
     # Polyak is ahead of NGD early
     _, loss_ngd = run(lambda ps: NormalizedGD(ps, lr=0.1), 20)
-    _, loss_polyak = run(lambda ps: PolyakStep(ps, lr_max=10.0, f_star=f_star), 20, polyak=True)
+    _, loss_polyak = run(lambda ps: PolyakStep(ps, lr=10.0, f_star=f_star), 20, polyak=True)
     assert loss_polyak[-1] - f_star < (loss_ngd[-1] - f_star) / 2
 
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_joint_ngd_on_dm_aligns_head_and_attention(seed):
     P = dm(seed=seed)
-    model = AttentionClassifier(P.X.shape[2], query="self", train_head=True)  # zero init
-    losses = _fit(P, model, NormalizedGD(model.parameters(), lr=0.1, norm="per_tensor"), 500)
+    model = AttentionClassifier(
+        P.X.shape[2], query="self", train_head=True, dtype=torch.float64
+    )  # zero init: no v to take the dtype from
+    losses = _fit(P, model, NormalizedGD(model.parameters(), lr=0.1, normalize="per_tensor"), 500)
     assert losses[-1] < 1e-10
     v_mm = head_svm(P.X, P.y, P.opt, 2.0).v
     W_mm = att_svm(P.X, P.z, P.opt, 2.0).W
@@ -125,6 +128,7 @@ def test_kq_factorisation_prefers_the_nuclear_norm(seed):
     assert aligned["W"]["fro"] > 0.98, aligned
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("p", [1.5, 3.0])
 def test_lp_md_on_linear_data_reaches_the_lp_max_margin_classifier(p):
     P = linear_separable(seed=0)

@@ -58,7 +58,8 @@ def flip_a_byte(path: Path):
     "name", ["metrics.parquet", "arrays.npz", "info.json", "config.json", "manifest.json"]
 )
 @pytest.mark.parametrize("damage", [truncate, empty, flip_a_byte, Path.unlink])
-def test_a_damaged_run_is_reported_and_redone(tmp_path, capfd, name, damage):
+def test_a_damaged_run_is_reported_and_redone(tmp_path, caplog, name, damage):
+    caplog.set_level("INFO", logger="attnbias")
     store = ResultsStore(tmp_path)
     specs = [spec(1), spec(2)]
     first = sweep(store, specs)
@@ -67,7 +68,7 @@ def test_a_damaged_run_is_reported_and_redone(tmp_path, capfd, name, damage):
     again = sweep(store, specs)
     assert again.ran == 1 and again.skipped == 1
     if name != "manifest.json" or damage is not Path.unlink:  # no manifest: just not finished
-        assert f"run {specs[0].key}" in capfd.readouterr().err
+        assert f"run {specs[0].key}" in caplog.text
     assert store.problem(specs[0].key) is None
     for before, after in zip(first.records, again.records):
         assert before.metrics.equals(after.metrics)
@@ -85,19 +86,32 @@ def test_loading_a_torn_run_raises_a_clear_error(tmp_path):
 def test_leftovers_of_dead_writers_are_removed_live_ones_kept(tmp_path):
     store = ResultsStore(tmp_path)
     key = store.save({"a": 1}, tidy([0], {"loss": [1.0]}))
-    old_style = tmp_path / "runs" / f".{key}-x7ab_q2"  # a temporary of the previous version
-    dead = tmp_path / "runs" / f".{key}-999999999-abc"
-    live = tmp_path / "runs" / f".{key}-{os.getpid()}-abc"
-    staging = tmp_path / ".staging-999999999-abc"
-    for d in (old_style, dead, live, staging):
-        d.mkdir()
+    runs = tmp_path / "runs"
+    dead = [  # the store's own temporary names, of a writer that died
+        runs / f".{key}-999999999-ab_c1x9z",
+        runs / f".{key}-999999999-discarded",
+        tmp_path / "outputs" / f".{key}-999999999-discarded",
+        tmp_path / ".staging-999999999-q2w3e4r5",
+    ]
+    kept = [
+        runs / f".{key}-{os.getpid()}-ab_c1x9z",  # a live writer's
+        runs / f".{key}-x7ab_q2",  # no PID (the previous version's): never ours to delete
+        runs / ".notes",  # a user's own
+        tmp_path / "outputs" / ".git",
+    ]
+    for d in dead + kept:
+        d.mkdir(parents=True)
         (d / "metrics.parquet").write_bytes(b"partial")
+    dead_files = [tmp_path / ".summary.json.999999999.tmp", tmp_path / ".latest.999999999.link"]
+    for f in dead_files:
+        f.write_text("partial")
     with store.lock():
         pass
-    assert not old_style.exists() and not dead.exists() and not staging.exists()
-    assert live.exists() and store.keys() == [key]
+    assert not [p for p in dead + dead_files if p.exists()]
+    assert all(p.exists() for p in kept) and store.keys() == [key]
 
 
+@pytest.mark.slow
 def test_kill_at_random_moments_while_saving_leaves_a_consistent_store(tmp_path):
     """A process saving runs in a loop, killed (SIGKILL) at random moments: every run listed
     loads intact, and the next writer removes the leftovers."""

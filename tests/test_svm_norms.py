@@ -138,6 +138,7 @@ def test_structured_sdp_solver_agrees_with_cvxpy(shape, norm):
     assert result.dual.sum() == pytest.approx(result.norm, rel=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("norm", ["nuc", "spectral"])
 @pytest.mark.parametrize("shape", [(6, 8, 10), (3, 3, 4), (12, 5, 4), (2, 2, 2), (1, 5, 3),
                                    (30, 10, 16)])  # fmt: skip

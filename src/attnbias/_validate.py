@@ -125,6 +125,16 @@ def _kind_name(kind: type) -> str:
     return "an integer" if kind is int else "a real number"
 
 
+def check_choice(x, name: str, choices: tuple[str, ...]) -> str:
+    """One of a few option names: TypeError for anything but a string, ValueError for another
+    string."""
+    if not isinstance(x, str):
+        raise TypeError(f"{name} must be one of {choices}, got {type(x).__name__} {x!r}")
+    if x not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {x!r}")
+    return x
+
+
 def check_p(p, name: str = "p", minimum: float = 1.0, strict: bool = False) -> float:
     """An ℓp exponent: a finite number >= minimum (> minimum when strict)."""
     return check_scalar(p, name, low=minimum, include_low=not strict)

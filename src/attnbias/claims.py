@@ -1,30 +1,181 @@
-"""A claim of the seed papers and the verdict a run gives it: supported, not supported, or not
-applicable (nothing to compare). Shared by the synthetic and the real-data experiments."""
+"""Claims of the seed papers and the verdicts our runs give them (docs/CLAIMS.md#reading-a-verdict).
+
+A verdict is a statistic. Each claim states its rule before the data: the quantity measured,
+how it is compared with a threshold, the threshold and where that threshold comes from
+(`Rule`). The runs give an `Effect`: the quantity's estimate with a 95 % confidence interval
+over n independent units (seeds, or runs), computed with scipy.stats. The verdict follows the
+interval, not the point estimate:
+
+    supported       the whole interval is on the claim's side of the threshold
+    not supported   the whole interval is on the other side
+    inconclusive    the interval straddles the threshold, or a precondition of the rule was not
+                    met (runs stalled, hit the float floor or a step cap, missed a protocol target)
+    not applicable  nothing to compare (one p, one algorithm, a missing group)
+
+Each verdict is recomputed at ½× and 2× its threshold (`sensitivity`); one that changes there is
+marked fragile. A claim made of several parts (every p, every data set) holds when every part
+does: `Claim(..., parts=[...])`.
+
+This module is also the one vocabulary of verdict statuses.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+import operator
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 
-SUPPORTED, NOT_SUPPORTED, NOT_APPLICABLE = "supported", "not supported", "not applicable"
+import numpy as np
+from scipy import stats
+
+SUPPORTED, NOT_SUPPORTED = "supported", "not supported"
+INCONCLUSIVE, NOT_APPLICABLE = "inconclusive", "not applicable"
+STATUSES = (SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, NOT_APPLICABLE)
+
+CONFIDENCE = 0.95
+BOOTSTRAP_RESAMPLES = 9999
+BOOTSTRAP_SEED = 20241018  # fixed: a verdict is a function of the data, not of the resampling
+SENSITIVITY_FACTORS = (0.5, 2.0)
+
+COMPARISONS: dict[str, Callable[[float, float], bool]] = {
+    ">": operator.gt,
+    ">=": operator.ge,
+    "<": operator.lt,
+    "<=": operator.le,
+}
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A decision rule stated before the data: `quantity comparison threshold`, e.g.
+    "final misalignment, GD over NGD (geometric mean of per-seed ratios)" > 10, with `source`
+    saying where 10 comes from (the paper's number, or ours and why)."""
+
+    quantity: str
+    comparison: str
+    threshold: float
+    source: str
+
+    def __post_init__(self):
+        if self.comparison not in COMPARISONS:
+            raise ValueError(
+                f"Rule.comparison must be one of {tuple(COMPARISONS)}, got {self.comparison!r}"
+            )
+        if not math.isfinite(self.threshold):
+            raise ValueError(f"Rule.threshold must be finite, got {self.threshold!r}")
+
+    def holds(self, value: float) -> bool:
+        """Does `value` satisfy the rule? NaN satisfies nothing."""
+        return bool(COMPARISONS[self.comparison](value, self.threshold))
+
+    def at(self, factor: float) -> Rule:
+        """The same rule with its threshold scaled by `factor`."""
+        return replace(self, threshold=self.threshold * factor)
+
+    @property
+    def text(self) -> str:
+        return f"{self.quantity} {self.comparison} {self.threshold:g}"
+
+
+@dataclass(frozen=True)
+class Effect:
+    """An estimate with its 95 % confidence interval [low, high] over n units (`unit`: "seeds",
+    "runs", "paired seeds", …) and how the interval was computed (`method`)."""
+
+    estimate: float
+    low: float
+    high: float
+    n: int
+    method: str
+    unit: str = "seeds"
+
+    @property
+    def text(self) -> str:
+        return f"{self.estimate:.4g} [{self.low:.4g}, {self.high:.4g}] (n = {self.n} {self.unit})"
+
+
+def decide(rule: Rule, effect: Effect | None, unmet: Sequence[str] = ()) -> str:
+    """The verdict of `rule` on `effect`: supported / not supported when the whole confidence
+    interval is on one side of the threshold, else inconclusive; inconclusive too when a
+    precondition is unmet or nothing finite was measured."""
+    if unmet or effect is None or effect.n == 0 or math.isnan(effect.estimate):
+        return INCONCLUSIVE
+    low, high = rule.holds(effect.low), rule.holds(effect.high)
+    if low and high:
+        return SUPPORTED
+    if not low and not high and not (math.isnan(effect.low) or math.isnan(effect.high)):
+        return NOT_SUPPORTED
+    return INCONCLUSIVE
+
+
+def combine(statuses: Sequence[str]) -> str:
+    """The verdict of a claim that needs all its parts: not supported if any part is, supported
+    if all are, not applicable if there are none, else inconclusive."""
+    statuses = [s for s in statuses if s != NOT_APPLICABLE]
+    if not statuses:
+        return NOT_APPLICABLE
+    if NOT_SUPPORTED in statuses:
+        return NOT_SUPPORTED
+    return SUPPORTED if all(s == SUPPORTED for s in statuses) else INCONCLUSIVE
 
 
 @dataclass
 class Claim:
-    """One claim of the seed papers and whether this run supports it, with the numbers.
+    """One claim and the verdict the runs give it.
 
-    supported is None when the run has nothing to compare (one p, one algorithm, a missing
-    group): the claim is "not applicable", which is neither support nor refutation."""
+    Measured claims give `rule` and `effect` (and `unmet`: the preconditions of the rule that
+    failed, each a short reason); compound claims give `parts`, each a measured Claim, and
+    hold when all parts do. `supported` (True/False/None) is only for claims without a rule —
+    None: nothing to compare, "not applicable". `evidence` holds the raw numbers."""
 
     claim: str
-    supported: bool | None
+    supported: bool | None = None
     evidence: dict = field(default_factory=dict)
     id: str = ""  # stable "experiment/slug", set by the experiment (docs/CLAIMS.md links by it)
+    rule: Rule | None = None
+    effect: Effect | None = None
+    unmet: list[str] = field(default_factory=list)
+    parts: list[Claim] = field(default_factory=list)
     status: str = field(init=False)
+    sensitivity: dict = field(init=False)
 
     def __post_init__(self):
+        self.unmet = list(self.unmet)
         if self.supported is not None:
             self.supported = bool(self.supported)
-        self.status = {True: SUPPORTED, False: NOT_SUPPORTED, None: NOT_APPLICABLE}[self.supported]
+        self.status = self.status_at(1.0)
+        if self.measured:  # readers of `supported` see inconclusive as None, like n/a
+            self.supported = {SUPPORTED: True, NOT_SUPPORTED: False}.get(self.status)
+        self.sensitivity = self._sensitivity()
+
+    @property
+    def measured(self) -> bool:
+        return self.rule is not None or bool(self.parts)
+
+    def status_at(self, factor: float) -> str:
+        """The verdict with every threshold scaled by `factor`."""
+        if self.parts:  # a failed precondition of the whole claim outranks any part
+            return (
+                INCONCLUSIVE if self.unmet else combine([p.status_at(factor) for p in self.parts])
+            )
+        if self.rule is not None:
+            return decide(self.rule.at(factor), self.effect, self.unmet)
+        return {True: SUPPORTED, False: NOT_SUPPORTED, None: NOT_APPLICABLE}[self.supported]
+
+    def rules(self) -> list[Rule]:
+        """Every rule this verdict rests on (its own, or its parts')."""
+        own = [self.rule] if self.rule is not None else []
+        return own + [r for p in self.parts for r in p.rules()]
+
+    def _sensitivity(self) -> dict:
+        if not self.measured:
+            return {}
+        if all(r.threshold == 0 for r in self.rules()):
+            return {"fragile": None, "note": "threshold 0: no scale to vary"}
+        at = {f"{f:g}x": self.status_at(f) for f in SENSITIVITY_FACTORS}
+        return {**at, "fragile": any(s != self.status for s in at.values())}
 
 
 def not_applicable(claim: str, why: str, id: str = "") -> Claim:
@@ -39,3 +190,213 @@ def identified(prefix: str, claims: list[Claim], slugs) -> list[Claim]:
     for claim, slug in zip(claims, slugs):
         claim.id = f"{prefix}/{slug}"
     return claims
+
+
+# --- effects with confidence intervals ----------------------------------------------------------
+
+
+def _finite(values) -> np.ndarray:
+    values = np.asarray(values, dtype=np.float64).ravel()
+    return values[np.isfinite(values)]
+
+
+def exact_effect(value: float, *, unit: str = "deterministic run") -> Effect:
+    """A quantity of one deterministic computation (a fixed problem from a fixed start): there
+    is nothing to resample, so the interval is the value itself."""
+    value = float(value)
+    return Effect(value, value, value, 1, "deterministic: no sampling", unit)
+
+
+def bootstrap_effect(
+    samples: Sequence, statistic: Callable, *, paired: bool = False, unit: str = "seeds"
+) -> Effect:
+    """`statistic(*samples, axis=-1)` (vectorised, like np.mean) of the samples (arrays over
+    the same units when paired) with a 95 % bootstrap interval over the units
+    (scipy.stats.bootstrap, BCa; the percentile interval where BCa is undefined). One unit: the
+    interval is unbounded (no spread to measure); no spread at all (every unit equal): the
+    interval is the point."""
+    samples = tuple(np.asarray(s, dtype=np.float64) for s in samples)
+    n = min(len(s) for s in samples)
+    method = "paired bootstrap (BCa)" if paired else "bootstrap (BCa)"
+    estimate = float(statistic(*samples, axis=-1)) if n else math.nan
+    if n == 0 or not math.isfinite(estimate):
+        return Effect(estimate, math.nan, math.nan, n, method, unit)
+    if n == 1:
+        return Effect(estimate, -math.inf, math.inf, n, "one unit: no interval", unit)
+    if all(np.ptp(s) == 0 for s in samples):
+        return Effect(estimate, estimate, estimate, n, "no spread: every unit equal", unit)
+    for kind in ("BCa", "percentile"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            interval = stats.bootstrap(
+                samples,
+                statistic,
+                n_resamples=BOOTSTRAP_RESAMPLES,
+                paired=paired,
+                vectorized=True,
+                confidence_level=CONFIDENCE,
+                method=kind,
+                rng=np.random.default_rng(BOOTSTRAP_SEED),
+            ).confidence_interval
+        if math.isfinite(interval.low) and math.isfinite(interval.high):
+            name = method if kind == "BCa" else method.replace("BCa", "percentile")
+            return Effect(estimate, float(interval.low), float(interval.high), n, name, unit)
+    return Effect(estimate, math.nan, math.nan, n, method, unit)
+
+
+def t_effect(values, *, unit: str = "seeds", method: str = "t interval") -> Effect:
+    """The mean of per-unit values with its 95 % Student t interval (scipy.stats.ttest_1samp).
+    Means use t, not the bootstrap: with few units a bootstrap interval shrinks to the range of
+    the values (three seeds give [min, max], which all three agreeing by chance reaches one
+    time in eight), where t widens it by the small-sample quantile. One unit: the interval is
+    unbounded; every unit equal: the point."""
+    values = np.asarray(values, dtype=np.float64).ravel()
+    n = values.size
+    estimate = float(np.mean(values)) if n else math.nan
+    if n == 0 or not math.isfinite(estimate):
+        return Effect(estimate, math.nan, math.nan, n, method, unit)
+    if n == 1:
+        return Effect(estimate, -math.inf, math.inf, n, "one unit: no interval", unit)
+    if np.ptp(values) == 0:
+        return Effect(estimate, estimate, estimate, n, "no spread: every unit equal", unit)
+    # centred first: scipy's moments lose precision on values that agree to many digits
+    interval = stats.ttest_1samp(values - estimate, 0.0).confidence_interval(CONFIDENCE)
+    low, high = estimate + float(interval.low), estimate + float(interval.high)
+    return Effect(estimate, low, high, n, method, unit)
+
+
+def mean_effect(values, *, unit: str = "seeds") -> Effect:
+    """The mean of per-unit values (non-finite ones dropped) with its 95 % t interval."""
+    return t_effect(_finite(values), unit=unit)
+
+
+def median_effect(values, *, unit: str = "seeds") -> Effect:
+    """The median of per-unit values with its 95 % bootstrap CI."""
+    return bootstrap_effect((_finite(values),), np.median, unit=unit)
+
+
+def _paired(a, b) -> tuple[np.ndarray, np.ndarray]:
+    a, b = np.asarray(a, dtype=np.float64).ravel(), np.asarray(b, dtype=np.float64).ravel()
+    if a.shape != b.shape:
+        raise ValueError(f"paired samples must have equal lengths, got {a.size} and {b.size}")
+    keep = np.isfinite(a) & np.isfinite(b)
+    return a[keep], b[keep]
+
+
+def paired_difference(a, b, *, unit: str = "paired seeds") -> Effect:
+    """mean(a − b) over units that share a seed (data and initialisation), 95 % paired t
+    interval."""
+    a, b = _paired(a, b)
+    return t_effect(a - b, unit=unit, method="paired t interval")
+
+
+def difference_of_means(a, b, *, unit: str = "seeds") -> Effect:
+    """mean(a) − mean(b) of independent samples, 95 % Welch t interval (scipy.stats.ttest_ind,
+    unequal variances); n is the smaller sample."""
+    a, b = _finite(a), _finite(b)
+    method = "Welch t interval"
+    n = min(a.size, b.size)
+    if n == 0:
+        return Effect(math.nan, math.nan, math.nan, 0, method, unit)
+    estimate = float(np.mean(a) - np.mean(b))
+    if a.size < 2 or b.size < 2:
+        return Effect(estimate, -math.inf, math.inf, n, "one unit: no interval", unit)
+    if np.ptp(a) == 0 and np.ptp(b) == 0:
+        return Effect(estimate, estimate, estimate, n, "no spread: every unit equal", unit)
+    interval = stats.ttest_ind(a, b, equal_var=False).confidence_interval(CONFIDENCE)
+    return Effect(estimate, float(interval.low), float(interval.high), n, method, unit)
+
+
+def ratio_effect(a, b, *, unit: str = "paired seeds") -> Effect:
+    """How many times a is b: the geometric mean of the per-unit ratios a/b (values > 0), with
+    a 95 % paired t interval of the mean log ratio, mapped back. Orders of magnitude are
+    compared on a log scale, so one extreme seed does not decide."""
+    a, b = _paired(a, b)
+    keep = (a > 0) & (b > 0)
+    logs = np.log(a[keep]) - np.log(b[keep])
+    effect = t_effect(logs, unit=unit, method="paired t interval")
+    return Effect(
+        math.exp(effect.estimate) if effect.n else math.nan,
+        math.exp(effect.low) if not math.isnan(effect.low) else math.nan,
+        math.exp(effect.high) if not math.isnan(effect.high) else math.nan,
+        effect.n,
+        f"geometric mean ratio, {effect.method} of log ratios",
+        unit,
+    )
+
+
+def proportion_effect(successes: int, n: int, *, unit: str = "runs") -> Effect:
+    """A fraction k/n with its exact (Clopper–Pearson) 95 % interval (scipy.stats.binomtest)."""
+    if n == 0:
+        return Effect(math.nan, math.nan, math.nan, 0, "Clopper–Pearson", unit)
+    interval = stats.binomtest(int(successes), int(n)).proportion_ci(CONFIDENCE, "exact")
+    low, high = float(interval.low), float(interval.high)
+    return Effect(successes / n, low, high, n, "Clopper–Pearson", unit)
+
+
+def slope_effect(x, y, *, unit: str = "points") -> Effect:
+    """The least-squares slope of y on x with its 95 % t interval (scipy.stats.linregress);
+    for one fitted line (a per-seed slope's spread is `mean_effect` of the slopes)."""
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    keep = np.isfinite(x) & np.isfinite(y)
+    x, y = x[keep], y[keep]
+    if x.size < 3 or np.ptp(x) == 0:
+        return Effect(math.nan, math.nan, math.nan, int(x.size), "least squares", unit)
+    fit = stats.linregress(x, y)
+    half = stats.t.ppf(0.5 + CONFIDENCE / 2, x.size - 2) * fit.stderr
+    return Effect(
+        float(fit.slope), float(fit.slope - half), float(fit.slope + half), int(x.size),
+        "least squares, t interval", unit,
+    )  # fmt: skip
+
+
+# --- reading a stored verdict (summary.json holds claims as dicts) ------------------------------
+
+
+def _leaves(claim: dict) -> list[dict]:
+    """The measured parts of a stored claim (itself, when it has a rule)."""
+    if claim.get("rule"):
+        return [claim]
+    return [leaf for part in claim.get("parts") or [] for leaf in _leaves(part)]
+
+
+def _effect_text(effect: dict | None) -> str:
+    if not effect:
+        return "—"
+    return (
+        f"{effect['estimate']:.3g} [{effect['low']:.3g}, {effect['high']:.3g}], "
+        f"n = {effect['n']} {effect['unit']}"
+    )
+
+
+def verdict_columns(claim: dict) -> dict[str, str]:
+    """A stored claim as the register's columns: rule, threshold source, effect (estimate,
+    95 % CI, n), verdict and sensitivity; one line per part of a compound claim."""
+    leaves = _leaves(claim)
+    sensitivity = claim.get("sensitivity") or {}
+    if sensitivity.get("fragile") is None:
+        robust = sensitivity.get("note", "—")
+    elif sensitivity["fragile"]:
+        changed = [f"{k}: {v}" for k, v in sensitivity.items() if k.endswith("x")]
+        robust = "fragile (" + ", ".join(changed) + ")"
+    else:
+        robust = "robust at ½× and 2×"
+    sources = list(dict.fromkeys(leaf["rule"]["source"] for leaf in leaves))
+    return {
+        "rule": "<br>".join(
+            f"{leaf['rule']['quantity']} {leaf['rule']['comparison']} "
+            f"{leaf['rule']['threshold']:g}"
+            for leaf in leaves
+        )
+        or "—",
+        "source": "<br>".join(sources) or "—",
+        "effect": "<br>".join(
+            f"{_effect_text(leaf.get('effect'))} → {leaf['status']}" if len(leaves) > 1
+            else _effect_text(leaf.get("effect"))
+            for leaf in leaves
+        )
+        or "—",
+        "verdict": claim["status"]
+        + (f" ({'; '.join(claim['unmet'])})" if claim.get("unmet") else ""),
+        "sensitivity": robust if leaves else "—",
+    }  # fmt: skip

@@ -1,4 +1,4 @@
-"""The `attnbias` command line: list, reproduce, run, claims, svm."""
+"""The `attnbias` command line: list, reproduce, run, config, claims, svm."""
 
 from __future__ import annotations
 
@@ -6,26 +6,40 @@ import argparse
 import contextlib
 import importlib
 import importlib.util
+import logging
+import math
 import os
+import shlex
 import sys
 import tempfile
 import time
-import zipfile
-import zlib
 from pathlib import Path
 
-from . import __version__, metrics
+from . import __version__, log, metrics
+from .claims import NOT_SUPPORTED, SUPPORTED
 from .data.fetch import DataMissingError
 from .experiments.base import (
-    EXPERIMENTS,
     SYNTHETIC,
-    experiment_module,
+    experiment_names,
+    find_experiment,
+    is_quick,
     load_config,
     read_toml,
     run_experiment,
 )
+from .experiments.report import status_of
+from .npz import load_npz
+from .store import plain_name
+from .svm import DEFAULT_MAX_MEMORY_GB
 
-NORMS = "2 (= fro), a number p ≥ 1, inf (= max), spectral or nuc"
+logger = logging.getLogger(__name__)
+
+NORMS = (
+    "a number p ≥ 1 (the papers' entrywise ℓp norm: 2 = fro, the Frobenius norm, not NumPy's "
+    "spectral ord=2), inf (= max), or the matrix norms spectral (largest singular value) or "
+    "nuc (nuclear: sum of singular values)"
+)
+LONG_MINUTES = 3  # `reproduce` states the scale and estimated time of longer experiments
 INSTALL_REAL = (
     "pip install 'attnbias[real]' (in a clone: pip install -c constraints.txt -e '.[real]')"
 )
@@ -38,6 +52,9 @@ EXTRA_MODULES = {
 }
 
 
+MAX_ARRAY_MB = 1024.0  # `svm --max-array-mb`: far beyond any problem the solvers finish
+
+
 class Unavailable(RuntimeError):
     """An experiment cannot run here: an extra or a data set is missing (the message says which
     and how to install it)."""
@@ -45,10 +62,12 @@ class Unavailable(RuntimeError):
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    if getattr(args, "quiet", False):
-        os.environ["TQDM_DISABLE"] = "1"  # tqdm reads it at every bar
+    if args.quiet and args.verbose:
+        return fail("--quiet and --verbose exclude each other; give one")
     try:
-        return args.command(args)
+        log.progress_seconds()  # a bad $ATTNBIAS_PROGRESS_SECONDS is refused before any work
+        with log.configured(-1 if args.quiet else 1 if args.verbose else 0):
+            return args.command(args)
     except KeyboardInterrupt:
         return fail("interrupted; finished runs are kept and a rerun resumes", code=130)
     except ModuleNotFoundError as err:
@@ -67,22 +86,65 @@ def fail(message: str, code: int = 2) -> int:
     return code
 
 
+OUT_HELP = (
+    "results root: experiment NAME is written to (or read from) ROOT/NAME (default: ./results)"
+)
+LOGGING = (
+    'Results go to stdout; progress, phases and notices to stderr (lines "attnbias: ..."). '
+    "On a terminal progress is a bar; otherwise (nohup, CI, a SLURM log) a line every "
+    f"{log.PROGRESS_SECONDS:g} s (or ${log.PROGRESS_SECONDS_ENV} s) gives the runs done, the "
+    "rate and the ETA."
+)
+
+
+def verbosity_flags(defaults: bool) -> argparse.ArgumentParser:
+    """--verbose / --quiet, accepted before the command and after it (defaults only on the
+    main parser, so that a flag given before the command is not reset by the command's)."""
+    flags = argparse.ArgumentParser(add_help=False)
+    group = flags.add_mutually_exclusive_group()
+    default = {} if defaults else {"default": argparse.SUPPRESS}
+    group.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="log everything (debug level), with times and module names",
+        **default,
+    )
+    group.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="warnings and errors only: no progress",
+        **default,
+    )
+    return flags
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="attnbias", description="The implicit bias of attention: experiments and solvers."
+        prog="attnbias",
+        description="The implicit bias of attention: experiments and solvers.",
+        epilog=LOGGING,
+        parents=[verbosity_flags(defaults=True)],
     )
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = p.add_subparsers(required=True, metavar="COMMAND")
+    flags = verbosity_flags(defaults=False)
 
-    c = sub.add_parser("list", help="list the experiments, marking those that cannot run here")
+    def command(name: str, **kw) -> argparse.ArgumentParser:
+        return sub.add_parser(name, parents=[flags], **kw)
+
+    c = command("list", help="list the experiments, marking those that cannot run here")
     c.set_defaults(command=list_experiments)
 
-    c = sub.add_parser(
+    c = command(
         "reproduce",
         help="run experiments by name and check their claims",
         description="Without NAME (or with 'all', the synthetic ones) every synthetic experiment "
-        "runs at quick scale; named experiments run at full scale. --quick / --full choose "
-        "explicitly. Finished runs found in the output directory are reused.",
+        "runs at quick scale; named experiments run at full scale (an experiment taking longer "
+        f"than {LONG_MINUTES} min says so, with its estimated time, before it starts). --quick "
+        "/ --full choose explicitly. Finished runs found in ROOT/NAME are reused.",
+        epilog=LOGGING,
     )
     c.add_argument(
         "names",
@@ -102,38 +164,70 @@ def parser() -> argparse.ArgumentParser:
     )
     c.add_argument("--seeds", type=int, help="override the number of seeds")
     add_device(c)
-    c.add_argument("--out", default="results", help="output root (default: ./results)")
-    c.add_argument("--quiet", action="store_true", help="no progress bars")
+    c.add_argument("--out", default="results", metavar="ROOT", help=OUT_HELP)
     c.add_argument("--report", help="also write a Markdown report (figures + claim tables) here")
-    c.add_argument(
-        "--from",
-        dest="reuse_from",
-        metavar="DIR",
-        help="reuse the finished runs of this results root (it may be read-only)",
-    )
+    add_reuse_from(c)
     add_strict(c)
     add_cluster_flags(c)
     c.set_defaults(command=reproduce)
 
-    c = sub.add_parser("run", help="run one experiment from a TOML config file")
-    c.add_argument("config", help="TOML file: experiment = NAME and the fields to change")
+    c = command(
+        "run",
+        help="run one experiment from a TOML config file",
+        description="Run one experiment into ROOT/NAME (NAME: the experiment's name), as "
+        "`reproduce` does; --out names the results root, not the experiment's directory.",
+        epilog=LOGGING,
+    )
+    c.add_argument(
+        "config",
+        help="TOML file: experiment = NAME (or module:attribute, with --allow-import) and the "
+        "fields to change; or an experiment's NAME or module:attribute, to run it with its "
+        "defaults",
+    )
     c.add_argument("--quick", action="store_true", help="start from the quick-scale defaults")
-    c.add_argument("--out", help="output directory (default: results/NAME)")
-    c.add_argument("--quiet", action="store_true", help="no progress bars")
+    c.add_argument("--out", default="results", metavar="ROOT", help=OUT_HELP)
+    add_allow_import(c)
     add_device(c)
+    add_reuse_from(c)
     add_strict(c)
     add_cluster_flags(c)
     c.set_defaults(command=run_config)
 
-    c = sub.add_parser(
-        "claims",
-        help="write the claims register (docs/CLAIMS.md) from the summaries of a results root",
+    c = command(
+        "config",
+        help="print an experiment's resolved config (TOML), as JSON, or its JSON schema",
+        description="The config `reproduce NAME` (or `run FILE`) would run, every default "
+        "filled in and every rule checked; as TOML it is a file `attnbias run` takes.",
     )
-    c.add_argument("--out", default="results", help="results root to read (default: ./results)")
-    c.add_argument("--write", default="docs/CLAIMS.md", help="the Markdown file to write")
+    c.add_argument(
+        "config", metavar="NAME", help="an experiment (see `list`), module:attribute, or a TOML "
+        "file as `run` takes"
+    )  # fmt: skip
+    scale = c.add_mutually_exclusive_group()
+    scale.add_argument("--quick", action="store_true", help="with the [quick] table applied")
+    scale.add_argument("--paper", action="store_true", help="with the [paper] table applied")
+    c.add_argument("--json", action="store_true", help="JSON instead of TOML")
+    c.add_argument("--schema", action="store_true", help="the JSON schema of the config instead")
+    add_allow_import(c)
+    c.set_defaults(command=show_config)
+
+    c = command(
+        "claims",
+        help="print the claims register (every claim of the seed papers and its verdict) from "
+        "the summaries under a results root",
+        description="Prints the register (Markdown) to stdout, or writes it to --write PATH; a "
+        "PATH holding something else is replaced only with --force. docs/CLAIMS.md is made by "
+        "`attnbias claims --out results/full --write docs/CLAIMS.md` after `attnbias reproduce "
+        "all text-md text-finetune vision --full --out results/full`.",
+    )
+    c.add_argument("--out", default="results", metavar="ROOT", help=OUT_HELP)
+    c.add_argument(
+        "--write", metavar="PATH", help="write the register to this file (default: print it)"
+    )
+    c.add_argument("--force", action="store_true", help="with --write: replace a file that differs")
     c.set_defaults(command=write_claims_register)
 
-    c = sub.add_parser("svm", help="solve the Att-SVM for arrays in a .npz file")
+    c = command("svm", help="solve the Att-SVM for arrays in a .npz file")
     c.add_argument("file", help=".npz with X (n,T,d), z (n,d) and alpha (n,), or W, or y and v")
     c.add_argument("--norm", default="2", help=f"{NORMS} (default 2)")
     c.add_argument(
@@ -143,21 +237,60 @@ def parser() -> argparse.ArgumentParser:
         help="tokens: the file's alpha, argmax of W's attention (selected) or of y vᵀx "
         "(optimal); auto takes the first the file allows",
     )
-    c.add_argument("--out", help="save W, alpha and the multipliers to this .npz")
+    c.add_argument("--write", metavar="PATH", help="save W, alpha and the multipliers to this .npz")
+    c.add_argument("--out", dest="svm_out", help=argparse.SUPPRESS)  # renamed: see solve_svm
+    c.add_argument(
+        "--max-array-mb",
+        type=float,
+        default=MAX_ARRAY_MB,
+        metavar="MB",
+        help="refuse a file whose arrays take more than this many MB (10⁶ bytes) once "
+        f"unpacked, read from their headers before loading (default {MAX_ARRAY_MB:g})",
+    )
+    c.add_argument(
+        "--max-memory-gb",
+        type=float,
+        default=DEFAULT_MAX_MEMORY_GB,
+        metavar="GB",
+        help="refuse a problem whose solve is estimated to need more than this many GB "
+        f"(10⁹ bytes) of memory (default {DEFAULT_MAX_MEMORY_GB:g})",
+    )
     c.set_defaults(command=solve_svm)
     return p
+
+
+def add_allow_import(c) -> None:
+    c.add_argument(
+        "--allow-import",
+        action="store_true",
+        help="let a TOML config name its experiment as module:attribute, which imports (runs) "
+        "that module; without it only registered experiments (see `list`) are accepted from "
+        "a file (docs/SECURITY.md)",
+    )
+
+
+def add_reuse_from(c) -> None:
+    c.add_argument(
+        "--from",
+        dest="reuse_from",
+        metavar="DIR",
+        help="copy in the finished runs of an earlier --out instead of training them again "
+        "(it may be read-only; each copied file is checked against its run's manifest): a "
+        "results root, whose DIR/NAME is used for experiment NAME, or one experiment's "
+        "directory (DIR/runs)",
+    )
 
 
 def list_experiments(args) -> int:
     """One line per experiment; those that cannot run here are marked "!" with a second line
     saying what is missing and how to install it."""
-    for name, module in EXPERIMENTS.items():
+    for name in experiment_names():
         kind = "synthetic" if name in SYNTHETIC else "real data"
         description, missing = "", ""
         try:
-            description = importlib.import_module(module).DESCRIPTION
+            description = find_experiment(name).description
             check_ready(name, load_config(name))
-        except (ImportError, Unavailable) as err:
+        except (ImportError, ValueError, Unavailable) as err:
             missing = " ".join(str(err).split())
         print(f"{'!' if missing else ' '} {name:14s} {kind:10s} {description}")
         if missing:
@@ -171,7 +304,7 @@ def check_ready(name: str, config: dict) -> None:
     missing = [m for m in EXTRA_MODULES.get(name, ()) if importlib.util.find_spec(m) is None]
     if missing:
         raise Unavailable(f"{name} needs {', '.join(missing)}: {INSTALL_REAL}")
-    check_data = getattr(importlib.import_module(EXPERIMENTS[name]), "check_data", None)
+    check_data = find_experiment(name).check_data
     if check_data is not None:
         try:
             check_data(config)
@@ -193,24 +326,35 @@ def writable_dir(path: str | Path, option: str = "--out") -> Path:
 
 def reproduce(args) -> int:
     names = []
+    known = experiment_names()
     for name in args.names:
-        if name != "all" and name not in EXPERIMENTS:
-            raise ValueError(
-                f"unknown experiment {name!r}; choose from all, {', '.join(EXPERIMENTS)}"
-            )
+        if name != "all" and name not in known:
+            raise ValueError(f"unknown experiment {name!r}; choose from all, {', '.join(known)}")
         names += [n for n in (SYNTHETIC if name == "all" else [name]) if n not in names]
     quick = args.quick or (args.names == ["all"] and not (args.full or args.paper))
     start = time.perf_counter()
     summaries, configs = {}, {}
+    # every config resolved and checked, every experiment ready, before any trains
     for name in names:
-        overrides = {"seeds": args.seeds, **device_override(name, args.device)}
-        configs[name] = load_config(name, quick=quick, overrides=overrides, paper=args.paper)
-        check_ready(name, configs[name])  # every experiment, before training any
+        options = [
+            ("--seeds", {"seeds": args.seeds}),
+            ("--device", device_override(name, args.device)),
+        ]
+        configs[name] = load_config(name, quick=quick, paper=args.paper, layers=options)
+        check_ready(name, configs[name])
+    root = results_root(args.out, names)
+    sources = reuse_sources(args.reuse_from, names)
+    outs = {name: root / name for name in names}
+    for name in names:  # said before anything starts, so that it can be stopped at once
+        if note := duration_note(name, configs[name], args.paper):
+            print(note, flush=True)
     with cluster_from_flags(args) as cluster:
         for name in names:
-            source = Path(args.reuse_from) / name if args.reuse_from else None
-            summaries[name] = _run(configs[name], Path(args.out) / name, source, cluster)
-    print(f"\n{len(names)} experiment(s) in {time.perf_counter() - start:.1f} s")
+            scale = scale_of(configs[name], args.paper)
+            summaries[name] = _run(configs[name], outs[name], sources[name], cluster, scale)
+    reused = all(s.get("reused_outputs") for s in summaries.values())
+    elapsed = f"{time.perf_counter() - start:.1f} s"
+    print(f"\n{len(names)} experiment(s) in {elapsed}{' (all reused)' if reused else ''}")
     if args.report:
         from .experiments.report import write_report
 
@@ -220,28 +364,159 @@ def reproduce(args) -> int:
             f"attnbias reproduce {' '.join(args.names)} {scale}{seeds} --out {args.out} "
             f"--report {args.report}"
         )
-        print(f"report: {write_report(summaries, configs, Path(args.report), command)}")
+        logger.info("writing the report %s", args.report)
+        report = write_report(summaries, configs, Path(args.report), command, outs)
+        print(f"report: {report}")
     return strict_exit(summaries, args.strict)
 
 
+def scale_of(config, paper: bool) -> str:
+    """ "quick scale" (below the experiment's full scale: its summary says so too), "the
+    paper's model size" or "full scale"."""
+    if is_quick(config):
+        return "quick scale"
+    return "the paper's model size" if paper else "full scale"
+
+
+def full_scale_minutes(name: str) -> float | None:
+    """The experiment's estimated full-scale time in minutes: FULL_SCALE_MINUTES of the module
+    that defines its run (None where it gives none)."""
+    module = sys.modules.get(getattr(find_experiment(name).run, "__module__", ""))
+    minutes = getattr(module, "FULL_SCALE_MINUTES", None)
+    return minutes if isinstance(minutes, (int, float)) else None
+
+
+def duration_note(name: str, config, paper: bool) -> str | None:
+    """For an experiment at full scale that takes longer than LONG_MINUTES: its scale and
+    estimated time, and how to run less."""
+    minutes = full_scale_minutes(name)
+    if is_quick(config) or minutes is None or minutes < LONG_MINUTES:
+        return None
+    time_ = f"{minutes / 60:.2g} h" if minutes >= 90 else f"{minutes:g} min"
+    if paper:
+        return (
+            f"{name} at the paper's model size: longer than the {time_} of full scale on a CPU "
+            "(meant for a GPU: --device cuda); --quick for a smoke run"
+        )
+    return (
+        f"{name} at full scale: about {time_} (measured in one process on 2 CPU cores; "
+        "--workers N shares the runs out); --quick for a smoke run"
+    )
+
+
+def results_root(out: str | Path, names: list[str]) -> Path:
+    """--out as a results root (experiment NAME goes to ROOT/NAME); ValueError if it is one
+    experiment's directory, which `run --out` named before."""
+    root = Path(out)
+    if any(os.path.lexists(root / entry) for entry in ("runs", "latest")):
+        hint = (
+            f"--out {root.parent}"
+            if root.name in names
+            else f"--out ROOT --from {root} to reuse its runs"
+        )
+        raise ValueError(
+            f"--out {root} is one experiment's directory (it has runs/): --out names a results "
+            "root, experiment NAME is written to ROOT/NAME (`run --out` named the experiment's "
+            f"own directory before); give {hint}"
+        )
+    return root
+
+
+def reuse_sources(reuse_from: str | None, names: list[str]) -> dict[str, Path | None]:
+    """The directory --from offers each experiment's runs from (None: nothing to reuse):
+    DIR/NAME of a results root, else DIR itself if it is an experiment's directory (it has
+    runs/) and the only experiment asked for, or named NAME. ValueError (before anything is
+    trained) if DIR does not exist or offers no experiment anything."""
+    if reuse_from is None:
+        return {name: None for name in names}
+    root = Path(reuse_from)
+    if not root.is_dir():
+        raise ValueError(
+            f"--from {root}: no such directory (give an earlier --out: a results root or one "
+            "experiment's directory)"
+        )
+    sources = {}
+    for name in names:
+        if (root / name / "runs").is_dir():
+            sources[name] = root / name
+        elif (root / "runs").is_dir() and (len(names) == 1 or root.name == name):
+            sources[name] = root
+            print(f"--from {root}: an experiment's directory, reused for {name}", flush=True)
+        else:
+            sources[name] = None
+    if not any(sources.values()):
+        raise ValueError(
+            f"--from {root} holds no runs of {', '.join(names)}: neither {root}/NAME/runs (a "
+            f"results root) nor {root}/runs (one experiment's directory) exists"
+        )
+    for name, source in sources.items():
+        if source is None:
+            print(f"--from {root}: no runs of {name} there (no {root / name / 'runs'})")
+    return sources
+
+
 def run_config(args) -> int:
-    fields = read_toml(args.config)
+    config = config_of(args.config, args.quick, False, args.device, args.allow_import)
+    name = find_experiment(config.experiment).name
+    if not plain_name(name):
+        raise ValueError(f"experiment {config.experiment!r} is named {name!r}, not a file name")
+    check_ready(config.experiment, config)
+    root = results_root(args.out, [name])
+    source = reuse_sources(args.reuse_from, [name])[name]
+    with cluster_from_flags(args) as cluster:
+        summary = _run(config, root / name, source, cluster, scale_of(config, False))
+    return strict_exit({name: summary}, args.strict)
+
+
+def config_of(
+    source: str, quick: bool, paper: bool, device: str | None = None, allow_import: bool = False
+):
+    """The resolved config `run` and `config` take: from a TOML file naming its experiment
+    (its fields over the experiment's defaults), or an experiment's name or module:attribute
+    (its defaults). A file may name a module:attribute only with allow_import: importing it
+    runs that module's code, and the file may not be the user's own."""
+    path = Path(source)
+    if path.suffix != ".toml" and not path.is_file():
+        return load_config(
+            source, quick=quick, paper=paper, layers=[("--device", device_override(source, device))]
+        )
+    fields = read_toml(path)
     name = fields.pop("experiment", None)
     if name is None:
         raise ValueError(
-            f'{args.config}: the config must name its experiment, e.g. experiment = "md-local"'
+            f'{source}: the config must name its experiment, e.g. experiment = "md-local"'
         )
-    if name not in EXPERIMENTS:
-        raise ValueError(
-            f"{args.config}: unknown experiment {name!r}; choose from {', '.join(EXPERIMENTS)}"
-        )
-    config = load_config(
-        name, quick=args.quick, overrides={**fields, **device_override(name, args.device)}
-    )
-    check_ready(name, config)
-    with cluster_from_flags(args) as cluster:
-        summary = _run(config, Path(args.out or Path("results") / name), cluster=cluster)
-    return strict_exit({name: summary}, args.strict)
+    if isinstance(name, str) and ":" in name and name not in experiment_names():
+        if not allow_import:
+            raise ValueError(
+                f"{source}: experiment = {name!r} is not a registered experiment (see `attnbias "
+                f"list`); running it imports the module {name.partition(':')[0]!r}, which runs "
+                "its code: pass --allow-import if you trust that module (docs/SECURITY.md)"
+            )
+    try:
+        find_experiment(name)
+    except ValueError as err:
+        raise ValueError(f"{source}: {err}") from None
+    layers = [(str(path), fields), ("--device", device_override(name, device))]
+    return load_config(name, quick=quick, paper=paper, layers=layers)
+
+
+def show_config(args) -> int:
+    """Print the resolved config (TOML or JSON) or the JSON schema of its experiment's Config."""
+    import json
+
+    from .config import to_toml
+    from .store import json_text
+
+    config = config_of(args.config, args.quick, args.paper, allow_import=args.allow_import)
+    if args.schema:
+        schema = find_experiment(config.experiment).Config.model_json_schema()
+        print(json.dumps(schema, indent=1, ensure_ascii=False))
+    elif args.json:
+        print(json_text(config.to_dict()))
+    else:
+        print(to_toml(config.to_dict()), end="")
+    return 0
 
 
 def add_device(c) -> None:
@@ -257,32 +532,91 @@ def device_override(name: str, device: str | None) -> dict:
     for one that has none (it would be silently ignored)."""
     if device is None:
         return {}
-    if "device" not in getattr(experiment_module(name), "SCHEMA", {}):
+    if "device" not in find_experiment(name).Config.model_fields:
         raise ValueError(f"--device: experiment {name} has no device option; leave it out")
     return {"device": device}
 
 
 def write_claims_register(args) -> int:
-    from .experiments.claims_register import write_claims
+    """The register to stdout, or to --write PATH (a PATH that differs only with --force)."""
+    from .experiments.claims_register import claims_markdown
 
     root = Path(args.out)
     if not root.is_dir():
-        raise ValueError(f"--out {root}: no such results root (run attnbias reproduce first)")
-    writable_dir(Path(args.write).parent, "--write")
-    command = f"attnbias claims --out {args.out} --write {args.write}"
-    print(f"claims register: {write_claims(root, args.write, command)}")
+        raise ValueError(f"--out {root}: no such results root; {making(root)}")
+    if not any((root / name / "summary.json").is_file() for name in experiment_names()):
+        raise ValueError(
+            f"--out {root} holds no experiment's summary ({root}/NAME/summary.json); {making(root)}"
+        )
+    if args.write is None:
+        if args.force:
+            raise ValueError("--force: only with --write PATH (nothing is written otherwise)")
+        sys.stdout.write(claims_markdown(root, f"attnbias claims --out {args.out}"))
+        return 0
+    path = Path(args.write)
+    text = claims_markdown(root, f"attnbias claims --out {args.out} --write {args.write}")
+    writable_dir(path.parent, "--write")
+    if path.is_dir():
+        raise ValueError(f"--write {path}: a directory; give the path of a file")
+    encoded = text.encode()
+    if path.exists():
+        with open(path, "rb") as f:  # enough to tell whether it differs
+            same = f.read(len(encoded) + 1) == encoded
+        if same:
+            print(f"claims register: {path} (unchanged)")
+            return 0
+        if not args.force:
+            raise ValueError(
+                f"--write {path}: the file exists and differs from the register of {root}; "
+                "--force replaces it"
+            )
+    path.write_bytes(encoded)
+    print(f"claims register: {path}")
     return 0
 
 
-def _run(config: dict, out: Path, reuse_from: Path | None = None, cluster=None) -> dict:
+def making(root: Path) -> str:
+    """The commands that make a results root with summaries, and the default root if it has
+    some (e.g. after `attnbias reproduce`)."""
+    quoted = shlex.quote(str(root))
+    if root == Path("results"):
+        text = "`attnbias reproduce` makes it (quick scale)"
+    else:
+        text = f"`attnbias reproduce --out {quoted}` makes it at quick scale"
+    text += f", `attnbias reproduce all --full --out {quoted}` at the papers' scale"
+    default = Path("results")
+    if root != default and any((default / n / "summary.json").is_file() for n in SYNTHETIC):
+        text += f"; ./{default} has summaries (those of `attnbias reproduce`): --out {default}"
+    return text
+
+
+def _run(
+    config: dict, out: Path, reuse_from: Path | None = None, cluster=None, scale: str = ""
+) -> dict:
     name = config["experiment"]
-    print(f"== {name} → {out}", flush=True)
+    print(f"== {name}{f' ({scale})' if scale else ''} → {out}", flush=True)
     start = time.perf_counter()
     on_cluster = {} if cluster is None else {"cluster": cluster}  # in-process: the call as before
     summary = run_experiment(config, out, reuse_from, **on_cluster)
     print_verdicts(summary)
-    print(f"  {time.perf_counter() - start:.1f} s; summary: {out / 'summary.json'}", flush=True)
+    done = outcome(summary, time.perf_counter() - start)
+    print(f"  {done}; summary: {out / 'summary.json'}", flush=True)
     return summary
+
+
+def outcome(summary: dict, seconds: float) -> str:
+    """What a run of an experiment did: reused its published outputs, redid them from stored
+    runs, or trained (and how many runs each time, where the summary says)."""
+    runs, trained, reused = (summary.get(k) for k in ("runs", "trained", "reused"))
+    if summary.get("reused_outputs"):
+        what = f"{runs} runs and their" if runs is not None else "the"
+        return f"reused {what} published outputs (nothing recomputed, {seconds:.1f} s)"
+    if trained == 0 and reused:
+        return f"reused {reused} stored runs (none trained); outputs redone in {seconds:.1f} s"
+    if trained:
+        also = f", reused {reused}" if reused else ""
+        return f"trained {trained} runs{also} in {seconds:.1f} s"
+    return f"{seconds:.1f} s"
 
 
 def print_verdicts(summary: dict) -> None:
@@ -290,8 +624,8 @@ def print_verdicts(summary: dict) -> None:
     if "scale" in summary:
         print(f"  ({summary['scale']})")
     for claim in summary.get("claims", []):
-        status = claim.get("status", "supported" if claim["supported"] else "not supported")
-        print(f"  [{status if status != 'not supported' else 'NOT supported'}] {claim['claim']}")
+        status = status_of(claim)
+        print(f"  [{status if status != NOT_SUPPORTED else 'NOT supported'}] {claim['claim']}")
     diverged = summary.get("diverged") or []
     if diverged:
         where = ", ".join(
@@ -357,10 +691,10 @@ def add_strict(c) -> None:
 def strict_exit(summaries: dict[str, dict], strict: bool) -> int:
     """0, or with --strict 1 when some claim is not supported or some run diverged (printed)."""
     failures = [
-        f"{name}: [{claim.get('status', 'not supported')}] {claim['claim']}"
+        f"{name}: [{status_of(claim)}] {claim['claim']}"
         for name, summary in summaries.items()
         for claim in summary.get("claims", [])
-        if claim["supported"] is not True
+        if status_of(claim) != SUPPORTED
     ]
     failures += [
         f"{name}: {len(summary['diverged'])} run(s) diverged"
@@ -378,17 +712,30 @@ def strict_exit(summaries: dict[str, dict], strict: bool) -> int:
 def solve_svm(args) -> int:
     import numpy as np
 
-    from .svm import att_svm, optimal_tokens, selected_tokens
+    from .svm import att_svm, optimal_tokens, selected_tokens, solver_memory
 
+    if args.svm_out is not None:
+        raise ValueError(
+            f"svm --out {args.svm_out}: the solution file is now --write {args.svm_out} (--out "
+            "names a results root in every other command)"
+        )
     norm = parse_norm(args.norm)
-    out = Path(args.out) if args.out else None
+    limits = {"--max-array-mb": args.max_array_mb, "--max-memory-gb": args.max_memory_gb}
+    for flag, value in limits.items():
+        if not 0 < value < float("inf"):
+            raise ValueError(f"{flag} must be a positive number, got {value:g}")
+    out = Path(args.write) if args.write else None
     if out is not None and not out.parent.is_dir():  # fail before solving, not after
-        raise ValueError(f"--out {out}: directory {out.parent} does not exist")
-    arrays = read_npz(Path(args.file))
+        raise ValueError(f"--write {out}: directory {out.parent} does not exist")
+    arrays = read_npz(Path(args.file), int(args.max_array_mb * 10**6))
     X, z = arrays["X"], arrays["z"]
     alpha = _tokens(args.alpha, arrays, Path(args.file), selected_tokens, optimal_tokens)
-    result = att_svm(X, z, alpha, norm)
-    print(f"norm       {norm}")
+    if X.ndim == 3:  # the size the solve needs, said before it starts (wrong shapes: att_svm says)
+        n, T, d = X.shape
+        needs = solver_memory(n * max(T - 1, 0), d * d, norm, queries=n) / 10**9
+        print(f"memory     about {needs:.3g} GB (estimate; --max-memory-gb {args.max_memory_gb:g})")
+    result = att_svm(X, z, alpha, norm, max_memory_gb=args.max_memory_gb)
+    print(f"norm       {args.norm} ({norm_meaning(norm)})")
     print(f"‖W_mm‖     {result.norm:.10g}")
     print(f"margin     {result.margin:.10g}")
     print(f"status     {result.status}")
@@ -399,7 +746,7 @@ def solve_svm(args) -> int:
             with open(out, "wb") as f:  # a file object: numpy would append .npz to a name
                 np.savez(f, W=result.W, alpha=alpha, dual=result.dual)
         except OSError as err:
-            raise ValueError(f"--out {out}: cannot write ({err.strerror or err})") from err
+            raise ValueError(f"--write {out}: cannot write ({err.strerror or err})") from err
         print(f"saved      {out}")
     return 0
 
@@ -417,20 +764,28 @@ def parse_norm(text: str) -> float | str:
         raise ValueError(f"--norm must be {NORMS}, got {text!r}") from None
 
 
-def read_npz(path: Path) -> dict:
-    """The arrays of an .npz file holding at least X and z; ValueError saying what is wrong."""
-    import numpy as np
+def norm_meaning(norm: float | str) -> str:
+    """What a parsed norm is, in words: "entrywise ℓ2 = Frobenius", "largest singular value"."""
+    if norm == "spectral":
+        return "spectral: largest singular value"
+    if norm == "nuc":
+        return "nuclear: sum of singular values"
+    if norm == 2:
+        return "entrywise ℓ2 = Frobenius"
+    if math.isinf(norm):
+        return "entrywise ℓ∞: largest absolute entry"
+    return f"entrywise ℓ{norm:g}"
 
+
+def read_npz(path: Path, max_bytes: int) -> dict:
+    """The arrays of an .npz file holding at least X and z, at most max_bytes unpacked (read
+    from the arrays' headers first; never unpickled); ValueError saying what is wrong."""
     if not path.is_file():
         raise ValueError(f"{path} does not exist or is not a file")
     with open(path, "rb") as f:
         if f.read(4) != b"PK\x03\x04":  # every .npz is a zip archive
             raise ValueError(f"{path} is not an .npz archive (np.savez writes one)")
-    try:
-        with np.load(path, allow_pickle=False) as f:
-            arrays = {k: f[k] for k in f.files}
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as err:
-        raise ValueError(f"{path} is not a readable .npz file ({err})") from err
+    arrays = load_npz(path, max_bytes, "--max-array-mb")
     for key in ("X", "z"):
         if key not in arrays:
             raise ValueError(f"{path} has no array {key!r} (it has {sorted(arrays)})")

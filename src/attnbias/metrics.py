@@ -7,6 +7,7 @@ Each takes torch tensors or numpy arrays and reduces over the entry dimensions `
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 
@@ -106,6 +107,43 @@ def parse_norm(norm, name: str = "norm", allow_matrix: bool = True) -> float | s
             raise ValueError(f"{name} must be {allowed}, got {norm!r}")
         return parsed
     return check_scalar(norm, name, low=1.0, allow_inf=True)
+
+
+@dataclass(frozen=True)
+class Norm:
+    """A norm read once from its name (`parse_norm`) and carried as a value: `value` is p (a
+    float, ∞ included) for an entrywise ℓp norm, or "nuc" / "spectral"."""
+
+    value: float | str
+
+    @classmethod
+    def parse(cls, norm, name: str = "norm", allow_matrix: bool = True) -> Norm:
+        """The norm a name, a number or a Norm stands for; ValueError / TypeError as
+        `parse_norm`."""
+        if isinstance(norm, Norm):
+            return norm
+        return cls(parse_norm(norm, name, allow_matrix))
+
+    @property
+    def is_lp(self) -> bool:
+        """An entrywise ℓp norm, 1 ≤ p ≤ ∞; False for "nuc" and "spectral"."""
+        return not isinstance(self.value, str)
+
+    @property
+    def p(self) -> float:
+        """The exponent of an ℓp norm (ValueError for a matrix norm)."""
+        if not self.is_lp:
+            raise ValueError(f"the {self.value} norm has no exponent p")
+        return float(self.value)
+
+    @property
+    def label(self) -> str:
+        """How metrics and files name it: "2" (also for "fro"), "1.75", "inf" (also for
+        "max"), "nuc", "spectral"."""
+        return self.value if isinstance(self.value, str) else f"{self.value:g}"
+
+    def __str__(self) -> str:
+        return self.label
 
 
 def matrix_norm(W, norm) -> torch.Tensor:

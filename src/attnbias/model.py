@@ -8,6 +8,7 @@ X (..., n, T, d), z (..., n, d), v (..., d)) so the engine can run many problems
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -112,6 +113,11 @@ class AttentionClassifier(nn.Module):
 
     query="cross" takes z as an input; query="self" uses the first token, z_i = x_{i,1}.
     The head v is a buffer (fixed) unless train_head=True.
+
+    dtype: of the parameters and the head. None (the default) follows the input: the dtype of
+    `v` where v is a floating tensor or array (the synthetic problems' v is float64, so their
+    models are), else torch.get_default_dtype(). The inputs of forward() must have the
+    model's dtype (TypeError naming it otherwise: nothing is cast silently).
     """
 
     def __init__(
@@ -124,11 +130,12 @@ class AttentionClassifier(nn.Module):
         v: torch.Tensor | None = None,
         init_scale: float = 0.0,
         generator: torch.Generator | None = None,
-        dtype: torch.dtype = torch.float64,
+        dtype: torch.dtype | None = None,
     ):
         super().__init__()
         if not isinstance(d, int) or d < 1:
             raise ValueError(f"d must be a positive integer, got {d!r}")
+        dtype = model_dtype(dtype, v)
         if parameterization not in ("W", "KQ"):
             raise ValueError(f"parameterization must be 'W' or 'KQ', got {parameterization!r}")
         if query not in ("cross", "self"):
@@ -152,6 +159,30 @@ class AttentionClassifier(nn.Module):
         else:
             self.register_buffer("v", head)
 
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.v.dtype
+
+    def extra_repr(self) -> str:
+        if self.parameterization == "W":
+            attention = f"W: {self.d}×{self.d}"
+        else:
+            attention = f"K, Q: {self.d}×{self.K.shape[1]} each (W = K Qᵀ)"
+        head = "trained" if isinstance(self.v, nn.Parameter) else "fixed"
+        dtype = str(self.dtype).removeprefix("torch.")
+        return f"d={self.d}, {attention}, query={self.query!r}, head v: {head}, dtype={dtype}"
+
+    def check_input(self, t: torch.Tensor, name: str) -> None:
+        """A clear TypeError for an input of another dtype than the model's (torch's own is
+        "expected scalar type Double")."""
+        if isinstance(t, torch.Tensor) and t.dtype != self.dtype:
+            mine, theirs = (str(x).removeprefix("torch.") for x in (self.dtype, t.dtype))
+            raise TypeError(
+                f"AttentionClassifier: {name} is {theirs} but the model is {mine}; build the "
+                f"model with dtype=torch.{theirs} (or call model.to(torch.{theirs})), or cast "
+                f"{name}"
+            )
+
     def attention_matrix(self) -> torch.Tensor:
         return self.W if self.parameterization == "W" else self.K @ self.Q.T
 
@@ -163,7 +194,26 @@ class AttentionClassifier(nn.Module):
         return z
 
     def scores(self, X: torch.Tensor, z: torch.Tensor | None = None) -> torch.Tensor:
+        self.check_input(X, "X")
+        self.check_input(z, "z")
         return attention_scores(self.attention_matrix(), X, self.query_of(X, z))
 
     def forward(self, X: torch.Tensor, z: torch.Tensor | None = None) -> torch.Tensor:
+        self.check_input(X, "X")
+        self.check_input(z, "z")
         return predict(self.attention_matrix(), self.v, X, self.query_of(X, z))
+
+
+def model_dtype(dtype, v) -> torch.dtype:
+    """The dtype an AttentionClassifier is built in: `dtype`, or where it is None, that of a
+    floating `v` (tensor or array), else torch's default."""
+    if dtype is None:
+        if isinstance(v, torch.Tensor) and v.is_floating_point():
+            return v.dtype
+        given = getattr(v, "dtype", None)  # a NumPy array
+        if given is not None and getattr(given, "kind", "") == "f":
+            return torch.from_numpy(np.zeros(0, dtype=given)).dtype
+        return torch.get_default_dtype()
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point or dtype.is_complex:
+        raise TypeError(f"dtype must be a real floating torch.dtype or None, got {dtype!r}")
+    return dtype

@@ -159,7 +159,12 @@ def mirror_map(w: torch.Tensor, p: Exponent, *, out=None, scratch=None) -> torch
 
 
 def inverse_mirror_map(theta: torch.Tensor, p: Exponent, *, out=None, scratch=None) -> torch.Tensor:
-    """(∇ψ)⁻¹(θ) = sign(θ)|θ|^{1/(p−1)}."""
+    """(∇ψ)⁻¹(θ) = sign(θ)|θ|^{1/(p−1)}.
+
+    Both maps round as IEEE arithmetic does: a result beyond the dtype's range is ±inf, one
+    below its smallest normal number is subnormal or 0. (For p > 2, ∇ψ(w) = sign(w)|w|^{p−1}
+    leaves the range for weights that are not extreme at all: |w| > 1.43 at p = 2000 in
+    float64. `log_domain_step` takes a mirror step from such θ.)"""
     return _signed_power(theta, per_run(p, theta), lambda p: 1.0 / (p - 1.0), out, scratch)
 
 
@@ -176,3 +181,43 @@ def _signed_power(x, p, exponent, out, scratch):
         return power_(y, float(whole // 2), scratch).copysign_(x)
     y = torch.abs(x, out=out) if out is not None else x.abs()
     return power_(y, e, scratch).copysign_(x)
+
+
+def log_domain_step(
+    theta: torch.Tensor, w: torch.Tensor, u: torch.Tensor, lr: Exponent, p: Exponent
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One mirror step θ⁺ = θ − η·u, w⁺ = (∇ψ)⁻¹(θ⁺), entrywise, for entries where θ, η·u or
+    θ⁺ lie outside the dtype's range: returns (θ⁺, w⁺) in float64, θ⁺ rounded as IEEE does
+    (±inf or 0 where it does not fit), w⁺ right to about (1 + |log w⁺|)·eps relative wherever
+    it fits (±inf where it does not), and to a few eps where θ came from w and ηu is small.
+
+    theta, w, u: tensors of matching entries (any shape); lr, p: numbers, or tensors of one
+    value per entry. θ is trusted where it was representable: for p ≤ 2 always (|w|^{p−1}
+    cannot leave the range, and θ keeps what w loses when w underflows), for p > 2 where
+    θ is a normal number or w = 0; elsewhere (θ = ±inf, or 0 or subnormal beside w ≠ 0) it
+    is taken from w, whose value carries it to (p − 1)·eps.
+
+    Everything is in units of p − 1, so nothing overflows however large p is: with
+    λ = log|θ|/(p−1), β = log|ηu|/(p−1) and L = max(λ, β),
+        θ⁺ = e^{(p−1)L}·c,  c = sign(θ)·e^{(p−1)(λ−L)} − sign(u)·e^{(p−1)(β−L)} ∈ [−2, 2],
+        w⁺ = sign(c)·exp(L + log|c|/(p−1))."""
+    info = torch.finfo(theta.dtype)
+    theta, w, u = (t.double() for t in (theta, w, u))
+    lr, p = (torch.as_tensor(x, dtype=torch.float64, device=theta.device) for x in (lr, p))
+    pm1 = p - 1.0
+    size = theta.abs()
+    trusted = (p <= 2.0) | (w == 0) | ((size >= info.tiny) & (size <= info.max))
+    lam = torch.where(trusted, size.log() / pm1, w.abs().log())
+    sign = torch.where(trusted, theta.sign(), w.sign())
+    beta = (u.abs().log() + lr.log()) / pm1
+    top = torch.maximum(lam, beta)
+    top = torch.where(top == -math.inf, 0.0, top)  # θ = ηu = 0: c = 0, so θ⁺ = w⁺ = 0
+    c = sign * torch.exp(pm1 * (lam - top)) - u.sign() * torch.exp(pm1 * (beta - top))
+    log_c = c.abs().log() / pm1
+    # w⁺ relative to e^λ where that is |w| exactly (θ taken from w): w⁺ = w where ηu is
+    # negligible, and no |log w|·eps error; elsewhere (or where the ratio's exp would leave
+    # the range) straight from the logarithm
+    ratio = (top - lam) + log_c
+    anchored = ~trusted & (w != 0) & torch.isfinite(w) & (ratio.abs() <= 700.0)
+    magnitude = torch.where(anchored, w.abs() * torch.exp(ratio), torch.exp(top + log_c))
+    return c.sign() * torch.exp(pm1 * top + c.abs().log()), c.sign() * magnitude

@@ -1,14 +1,20 @@
-"""The algorithms a sweep can run, as written in a config, and the optimiser each one is.
+"""The one vocabulary of optimisers: the named update rules (`RULES`), each with the
+hyper-parameters it reads, and `Algorithm`, one rule with its hyper-parameters as a value.
 
-Every algorithm is one of the `attnbias.optim` optimisers (plus GD with loss-normalised steps
-η/L, the NGD paper's eq. 13), so `torch_optimizer` builds the very optimiser whose maths the
-batched engine repeats for many runs at once.
+The batched engine steps an Algorithm for many runs at once, `torch_optimizer` builds the very
+`attnbias.optim` (or torch) optimiser it is for one model (the real-data training loop,
+`engine.single_run`), and configs name rules by these names: `[[algorithms]]` tables of the
+synthetic experiments directly (`Algorithm.from_dict`), the `[[optimizers]]` tables of the
+real-data experiments by the minibatch names of the NGD paper (SGD, SNGD, SPS; `TABLE_NAMES`,
+`Algorithm.from_optimizer_table`). A new rule is one `Rule` here plus its update in
+`attnbias.optim` (docs/ARCHITECTURE.md).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields, replace
 
 import torch
 
@@ -23,20 +29,62 @@ from ..optim import (
 )
 from ..optim.steepest import METHODS
 
-OPTIMIZERS = ("gd", "md", "ngd", "polyak", "sign", "spectral", "steepest", "adam", "muon")
-# How the engine steps each optimiser: the mirror-descent core (`optim.functional`), the
-# steepest-descent core (`optim.steepest`), or torch's own optimiser on each run's tensors.
-FAMILY = {
-    **dict.fromkeys(("gd", "md", "ngd", "polyak"), "mirror"),
-    **dict.fromkeys(("sign", "spectral", "steepest"), "steepest"),
-    "adam": "torch",
-    "muon": "torch",
-}
-# torch.optim.Muon exists from torch 2.9 on; with an older torch "muon" is refused by name.
+
+@dataclass(frozen=True)
+class Rule:
+    """A named update rule.
+
+    family: how the batched engine steps it: the mirror-descent core (`optim.functional`), the
+    steepest-descent core (`optim.steepest`) or torch's own optimiser on each run's tensors.
+    reads: the Algorithm fields it reads besides lr. normalize: the normalisations it allows
+    (None: plain steps; "loss" divides by L); the first is its default. torch_class: torch's
+    optimiser, for family "torch" (None where this torch lacks it)."""
+
+    name: str
+    family: str
+    summary: str
+    reads: tuple[str, ...] = ()
+    normalize: tuple = (None,)
+    torch_class: type | None = None
+
+
+# name → Rule; the order is the order error messages list them in.
+RULES: dict[str, Rule] = {
+    rule.name: rule
+    for rule in (
+        Rule("gd", "mirror", "gradient descent; normalize='loss': steps η/L (NGD paper eq. 13)",
+             normalize=(None, "loss")),
+        Rule("md", "mirror", "ℓp mirror descent, potential ‖·‖_p^p/p", ("p",),
+             (None, "per_tensor", "global", "loss")),
+        Rule("ngd", "mirror", "normalized GD (with momentum: NGD-mom; on minibatches: SNGD)",
+             ("momentum",), ("global", "per_tensor")),
+        Rule("polyak", "mirror", "Polyak step capped at lr = γ_b (on minibatches: SPS)",
+             ("c", "f_star")),
+        Rule("sign", "steepest", "SignGD: steepest descent in ℓ∞", ("momentum",)),
+        Rule("spectral", "steepest", "steepest descent in the spectral norm",
+             ("momentum", "method")),
+        Rule("steepest", "steepest", "steepest descent in ℓp, p = norm", ("momentum", "norm")),
+        Rule("adam", "torch", "torch's Adam", ("options", "lr_decay"),
+             torch_class=torch.optim.Adam),
+        # torch.optim.Muon exists from torch 2.9 on; with an older torch it is refused by name.
+        Rule("muon", "torch", "torch's Muon", ("options", "lr_decay"),
+             torch_class=getattr(torch.optim, "Muon", None)),
+        Rule("sgd", "torch", "torch's SGD (momentum, weight decay as options)",
+             ("options", "lr_decay"), torch_class=torch.optim.SGD),
+    )
+}  # fmt: skip
+
+# Views of RULES under the names the engine and older code use.
+OPTIMIZERS = tuple(RULES)
+FAMILY = {name: rule.family for name, rule in RULES.items()}
+NORMALIZE = {name: rule.normalize for name, rule in RULES.items()}
 TORCH_OPTIMIZERS = {
-    name: cls
-    for name, cls in (("adam", torch.optim.Adam), ("muon", getattr(torch.optim, "Muon", None)))
-    if cls is not None
+    name: rule.torch_class for name, rule in RULES.items() if rule.torch_class is not None
+}
+# Fields that only some optimisers read; giving them to another is a config mistake.
+ONLY_FOR = {
+    key: tuple(name for name, rule in RULES.items() if key in rule.reads)
+    for key in ("p", "momentum", "c", "f_star", "norm", "method", "options", "lr_decay")
 }
 
 
@@ -45,24 +93,34 @@ def available(optimizer: str) -> bool:
     return optimizer in TORCH_OPTIMIZERS or FAMILY.get(optimizer) != "torch"
 
 
-# How each optimiser may normalise its gradient (None: plain steps). "loss" divides by L.
-NORMALIZE = {
-    "gd": (None, "loss"),
-    "md": (None, "per_tensor", "global", "loss"),
-    "ngd": ("global", "per_tensor"),
-    "polyak": (None,),
-    **dict.fromkeys(("sign", "spectral", "steepest", "adam", "muon"), (None,)),
-}
-# Fields that only some optimisers read; giving them to another is a config mistake.
-ONLY_FOR = {
-    "p": ("md",),
-    "momentum": ("ngd", "sign", "spectral", "steepest"),
-    "c": ("polyak",),
-    "f_star": ("polyak",),
-    "norm": ("steepest",),
-    "method": ("spectral",),
-    "options": ("adam", "muon"),
-}
+@dataclass(frozen=True)
+class TableName:
+    """How an `[[optimizers]]` table of the real-data experiments names a rule: the rule, its
+    display label (a format string over the Algorithm's fields) and the table's keys, each
+    mapped to an Algorithm field ("options.KEY": a keyword of torch's optimiser)."""
+
+    rule: str
+    label: str
+    keys: Mapping[str, str]
+    required: tuple[str, ...] = ("lr",)
+
+
+TABLE_NAMES: dict[str, TableName] = {
+    "sgd": TableName("sgd", "SGD", {"lr": "lr", "momentum": "options.momentum",
+                                    "weight_decay": "options.weight_decay"}),
+    "adam": TableName("adam", "Adam", {"lr": "lr", "betas": "options.betas", "eps": "options.eps",
+                                       "weight_decay": "options.weight_decay"}),
+    "sngd": TableName("ngd", "SNGD", {"lr": "lr", "momentum": "momentum", "norm": "normalize"}),
+    "sps": TableName("polyak", "SPS", {"lr_max": "lr", "f_star": "f_star", "c": "c"},
+                     required=("lr_max",)),
+    "md": TableName("md", "ℓ{p:g}-MD", {"lr": "lr", "p": "p", "normalize": "normalize"},
+                    required=("lr", "p")),
+}  # fmt: skip
+
+
+class FieldError(ValueError):
+    """A bad field of a table; the message starts with the field's name (the caller puts where
+    the table is in front: "algorithms[0].momentum applies only to ...")."""
 
 
 @dataclass(frozen=True)
@@ -71,13 +129,16 @@ class Algorithm:
 
     name: label in figures and tables.  optimizer: "gd", "md" (ℓp mirror descent), "ngd"
     (normalized GD), "polyak" (capped Polyak step), "sign" (SignGD), "spectral"
-    (SpectralDescent), "steepest" (ℓp SteepestDescent), or torch's own "adam" and "muon".
+    (SpectralDescent), "steepest" (ℓp SteepestDescent), or torch's own "adam", "muon" and
+    "sgd" (`RULES`).
     lr: the step size η (for "polyak" the cap γ_b).  p: mirror exponent ("md").  normalize:
     see NORMALIZE.  momentum: β ("ngd" and the steepest-descent ones).  c, f_star: Polyak's
     constant and optimal loss L*, a number or "optimal" (the loss with all attention on the
     optimal tokens under the fixed head).  norm: the ℓp exponent of "steepest", in (1, ∞].
     method: "svd" or "newton-schulz" ("spectral").  options: further keyword arguments of
-    torch's Adam or Muon (a table; e.g. eps, betas, momentum, weight_decay), passed as they are.
+    torch's Adam, Muon or SGD (a table; e.g. eps, betas, momentum, weight_decay), passed as
+    they are.  lr_decay: a in [0, 1], torch's optimisers only: step t = 0, 1, … uses
+    η_t = lr·(t + 1)^(−a) (`lr_at`; 0: a constant rate).
     """
 
     name: str
@@ -91,41 +152,43 @@ class Algorithm:
     norm: float = 2.0
     method: str = "svd"
     options: dict | None = None
+    lr_decay: float = 0.0
 
     def __post_init__(self):
         try:
             self._check()
-        except _FieldError as err:
+        except FieldError as err:
             raise ValueError(f"algorithm {self.name!r}: {err}") from None
 
     def _check(self):
         """Validate and normalise the fields; errors name the field first."""
         if not isinstance(self.name, str) or not self.name:
-            raise _FieldError(f"name must be a non-empty string, got {self.name!r}")
+            raise FieldError(f"name must be a non-empty string, got {self.name!r}")
         opt = self.optimizer
         if opt not in OPTIMIZERS:
-            raise _FieldError(f"optimizer must be one of {OPTIMIZERS}, got {opt!r}")
+            raise FieldError(f"optimizer must be one of {OPTIMIZERS}, got {opt!r}")
         for key, users in ONLY_FOR.items():
             if opt not in users and getattr(self, key) != _DEFAULTS[key]:
-                raise _FieldError(f"{key} applies only to optimizer {' or '.join(users)}")
+                raise FieldError(f"{key} applies only to optimizer {' or '.join(users)}")
         _number(self, "lr", low=0.0, include_low=False)
         _number(self, "p", low=1.0, include_low=False)
         _number(self, "momentum", low=0.0, high=1.0, include_high=False)
         _number(self, "c", low=0.0, include_low=False)
+        _number(self, "lr_decay", low=0.0, high=1.0)  # a > 1: Σ η_t is finite, W stops
         if self.f_star != "optimal":
             _number(self, "f_star")
         if self.norm == "inf":  # as to_dict writes ∞ for JSON
             object.__setattr__(self, "norm", math.inf)
         _number(self, "norm", low=1.0, include_low=False, allow_inf=True)
         if self.method not in METHODS:
-            raise _FieldError(f"method must be one of {METHODS}, got {self.method!r}")
+            raise FieldError(f"method must be one of {METHODS}, got {self.method!r}")
         if opt in TORCH_OPTIMIZERS:  # (Muon's options cannot be checked without Muon)
             self._check_options()
         # As in MirrorDescent: False is plain, True is per-tensor normalisation.
         normalize = {"default": NORMALIZE[opt][0], False: None}.get(self.normalize, self.normalize)
         normalize = "per_tensor" if normalize is True and opt == "md" else normalize
         if normalize not in NORMALIZE[opt]:
-            raise _FieldError(
+            raise FieldError(
                 f"normalize must be one of {NORMALIZE[opt]} for optimizer {opt!r}, "
                 f"got {self.normalize!r}"
             )
@@ -135,38 +198,80 @@ class Algorithm:
         """options must be keywords of the torch optimiser it builds (tried on a dummy)."""
         options = {} if self.options is None else self.options
         if not isinstance(options, dict):
-            raise _FieldError(f"options must be a table, got {type(options).__name__}")
+            raise FieldError(f"options must be a table, got {type(options).__name__}")
         if "lr" in options:
-            raise _FieldError("options.lr: give the step size as the algorithm's lr")
+            raise FieldError("options.lr: give the step size as the algorithm's lr")
         options = {k: tuple(v) if isinstance(v, list) else v for k, v in options.items()}
         try:
             TORCH_OPTIMIZERS[self.optimizer]([torch.zeros(1, 1)], lr=self.lr, **options)
         except (TypeError, ValueError) as err:
-            raise _FieldError(
+            raise FieldError(
                 f"options are not accepted by torch's {self.optimizer}: {err}"
             ) from None
         object.__setattr__(self, "options", options)
 
     @classmethod
-    def from_dict(cls, spec: dict, where: str = "algorithm") -> Algorithm:
-        """Build from a config table; every error names the offending field as where.field."""
-        if not isinstance(spec, dict):
-            raise ValueError(f"{where} must be a table, got {type(spec).__name__}")
+    def parse(cls, spec) -> Algorithm:
+        """Build from an `[[algorithms]]` table: FieldError (naming the field first) for a bad
+        field, ValueError when spec is not a table."""
+        if not isinstance(spec, Mapping):
+            raise ValueError(f"must be a table, got {type(spec).__name__}")
         known = [f.name for f in fields(cls)]
         for key in spec:
             if key not in known:
-                raise ValueError(f"{where}.{key} is not a field; known: {', '.join(known)}")
+                raise FieldError(f"{key} is not a field; known: {', '.join(known)}")
         for key in ("name", "optimizer", "lr"):
             if key not in spec:
-                raise ValueError(f"{where}.{key} is missing")
+                raise FieldError(f"{key} is missing")
         algorithm = object.__new__(cls)
         for f in fields(cls):
             object.__setattr__(algorithm, f.name, spec.get(f.name, f.default))
-        try:
-            algorithm._check()
-        except _FieldError as err:
-            raise ValueError(f"{where}.{err}") from None
+        algorithm._check()
         return cls(**{f.name: getattr(algorithm, f.name) for f in fields(cls)})
+
+    @classmethod
+    def from_dict(cls, spec: dict, where: str = "algorithm") -> Algorithm:
+        """Build from a config table; every error names the offending field as where.field."""
+        try:
+            return cls.parse(spec)
+        except FieldError as err:
+            raise ValueError(f"{where}.{err}") from None
+        except ValueError as err:
+            raise ValueError(f"{where} {err}") from None
+
+    @classmethod
+    def from_optimizer_table(cls, table: Mapping) -> Algorithm:
+        """Build from an `[[optimizers]]` table of the real-data experiments ({"name": "sps",
+        "lr_max": 0.3, "c": 2.0}: names and keys as in `TABLE_NAMES`); its name is the
+        table's display label (SGD, SNGD, SPS, Adam, ℓ1.1-MD). ValueError naming the bad key."""
+        if not isinstance(table, Mapping):
+            raise ValueError(f"optimizer must be a table, got {type(table).__name__}")
+        table = dict(table)
+        name = table.pop("name", None)
+        if name not in TABLE_NAMES:
+            raise ValueError(f"optimizer.name must be one of {sorted(TABLE_NAMES)}, got {name!r}")
+        spelling = TABLE_NAMES[name]
+        if unknown := set(table) - set(spelling.keys):
+            raise ValueError(
+                f"optimizer {name!r} has no field(s) {sorted(unknown)}; "
+                f"allowed {sorted(spelling.keys)}"
+            )
+        if missing := set(spelling.required) - set(table):
+            raise ValueError(f"optimizer {name!r} needs field(s) {sorted(missing)}")
+        spec, options = {"optimizer": spelling.rule}, {}
+        for key, value in table.items():
+            target = spelling.keys[key]
+            if target.startswith("options."):
+                options[target.removeprefix("options.")] = value
+            else:
+                spec[target] = value
+        if options:
+            spec["options"] = options
+        try:
+            algorithm = cls.parse({"name": name, **spec})
+        except FieldError as err:
+            raise ValueError(f"optimizer {name!r}: {err}") from None
+        return replace(algorithm, name=spelling.label.format(**asdict(algorithm)))
 
     def to_dict(self) -> dict:
         """The fields this optimiser reads (the inverse of from_dict)."""
@@ -175,9 +280,22 @@ class Algorithm:
             for k, v in asdict(self).items()
             if v is not None and self.optimizer in ONLY_FOR.get(k, OPTIMIZERS)
         }
+        if out.get("lr_decay") == 0.0:  # a constant rate keeps the keys runs had before decay
+            del out["lr_decay"]
         if "norm" in out and math.isinf(out["norm"]):
             out["norm"] = "inf"  # JSON has no infinity
         return out
+
+    def lr_at(self, t: int) -> float:
+        """The step size of step t = 0, 1, …: lr·(t + 1)^(−lr_decay)."""
+        return self.lr * (t + 1.0) ** -self.lr_decay if self.lr_decay else self.lr
+
+    def schedule(self, optimizer, t: int) -> None:
+        """Set the step size of every parameter group of `optimizer` (one this algorithm
+        built) to that of step t, before that step; a constant rate is left as it is."""
+        if self.lr_decay:
+            for group in optimizer.param_groups:
+                group["lr"] = self.lr_at(t)
 
     @property
     def family(self) -> str:
@@ -194,11 +312,19 @@ class Algorithm:
         """Exponent of the mirror potential: 2 (Euclidean) unless this is ℓp mirror descent."""
         return self.p if self.optimizer == "md" else 2.0
 
-    def torch_optimizer(self, params, f_star: float = 0.0):
+    def torch_optimizer(self, params, f_star: float | None = None):
         """The `attnbias.optim` optimiser this algorithm is, for one model's parameters.
 
         With normalize="loss" the caller divides lr by the loss before each step (see
-        `engine.single_run`). `f_star` is the resolved L* for "polyak"."""
+        `engine.single_run`). `f_star` is the resolved L* for "polyak" (default: the
+        algorithm's own f_star, which must then be a number)."""
+        if f_star is None and self.optimizer == "polyak":
+            if self.f_star == "optimal":
+                raise ValueError(
+                    f"algorithm {self.name!r}: f_star 'optimal' needs the problem's optimal "
+                    "loss; pass f_star"
+                )
+            f_star = self.f_star
         if self.optimizer == "ngd":
             return NormalizedGD(params, self.lr, self.momentum, self.normalize)
         if self.optimizer == "polyak":
@@ -220,10 +346,6 @@ class Algorithm:
         return MirrorDescent(params, self.lr, self.mirror_p, normalize)
 
 
-class _FieldError(ValueError):
-    """A bad field; the message starts with the field's name."""
-
-
 _DEFAULTS = {
     "p": 2.0,
     "momentum": 0.0,
@@ -232,6 +354,7 @@ _DEFAULTS = {
     "norm": 2.0,
     "method": "svd",
     "options": None,
+    "lr_decay": 0.0,
 }
 
 
@@ -240,7 +363,7 @@ def _number(algorithm: Algorithm, name: str, **bounds) -> None:
     try:
         value = check_scalar(getattr(algorithm, name), name, **bounds)
     except TypeError as err:
-        raise _FieldError(str(err)) from None
+        raise FieldError(str(err)) from None
     except ValueError as err:
-        raise _FieldError(str(err)) from None
+        raise FieldError(str(err)) from None
     object.__setattr__(algorithm, name, float(value))

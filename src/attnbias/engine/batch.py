@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
 
 from ..norms import mirror_map
+from . import fused, update
 from .kernel import Stack
 from .spec import RunSpec
 from .steppers import stepper
@@ -27,6 +28,8 @@ class RunBatch:
     # steps runs outside the mirror-descent core (steepest descent, torch's Adam and Muon);
     # None: `update.step` with `hyper`
     stepper: object | None = None
+    # the fused step's buffers, made at its first step (`take` starts a new one)
+    workspace: fused.Workspace | None = field(default=None, repr=False)
 
     @classmethod
     def from_specs(cls, specs: list[RunSpec], index=None, device=None, dtype=torch.float64):
@@ -82,6 +85,7 @@ class RunBatch:
             stepper=None
             if self.stepper is None
             else self.stepper.take(np.flatnonzero(keep), params),
+            workspace=None,
         )
 
     def named(self) -> dict[str, torch.Tensor]:
@@ -95,15 +99,41 @@ class RunBatch:
             out["v"] = p["v"]
         return out
 
-    def gradients(self) -> tuple[torch.Tensor | None, list[torch.Tensor], list[torch.Tensor]]:
+    def gradients(
+        self, fused_kernel: bool = False
+    ) -> tuple[torch.Tensor | None, list[torch.Tensor], list[torch.Tensor]]:
         """Each run's risk (R,) (None when no rule of the batch reads it), the closed-form
         gradient of every parameter in log scale, G̃, and its log scale m: ∂L/∂θ = exp(m)·G̃.
+        fused_kernel: by `fused.scaled_gradients` (valid until the next fused call).
 
         For W = K Qᵀ with G = ∂L/∂W: ∂L/∂K = G Q and ∂L/∂Q = Gᵀ K (the scale of G)."""
         p = self.named()
         W = p["K"] @ p["Q"].mT if "K" in p else p["W"]
-        loss, grads, scales = self.data.scaled_gradients(W, p.get("v"), self.hyper.needs_loss)
+        if fused_kernel:
+            loss, grads, scales = fused.scaled_gradients(
+                self.data, self.fused_workspace(), W, p.get("v"), self.hyper.needs_loss
+            )
+        else:
+            loss, grads, scales = self.data.scaled_gradients(W, p.get("v"), self.hyper.needs_loss)
         if "K" in p:
             grads = [grads[0] @ p["Q"], grads[0].mT @ p["K"], *grads[1:]]
             scales = [scales[0], *scales]
         return loss, grads, scales
+
+    def fused_workspace(self) -> fused.Workspace:
+        if self.workspace is None:
+            self.workspace = fused.Workspace(self.data, self.params)
+        return self.workspace
+
+    def step(self, fused_step: bool = True) -> None:
+        """One step of every run, in place (fused_step=False: the unfused reference path)."""
+        loss, grads, scales = self.gradients(fused_step)
+        if self.stepper is not None:
+            self.stepper.step(self.params, grads, scales, self.buffers)
+        elif fused_step:
+            fused.step(
+                self.params, self.duals, grads, scales, self.buffers, loss, self.hyper,
+                self.fused_workspace(),
+            )  # fmt: skip
+        else:
+            update.step(self.params, self.duals, grads, scales, self.buffers, loss, self.hyper)

@@ -15,6 +15,7 @@ sweep with WorkerCannotWrite, before anything is trained.
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import socket
@@ -24,7 +25,9 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
 
-from ..store import config_key, say
+from ..store import config_key
+
+logger = logging.getLogger(__name__)
 
 INSTALL_DASK = "pip install 'attnbias[dask]' (in a clone: pip install -e '.[dask]')"
 # A chunk is worth shipping when its batched program outweighs its fixed costs: a step costs
@@ -128,7 +131,8 @@ class Cluster:
         """Workers connected now (waits for the first one, saying so)."""
         count = len(self.client.scheduler_info()["workers"])
         if count == 0:
-            say(f"waiting for a worker to join the scheduler at {self.client.scheduler.address}")
+            address = self.client.scheduler.address
+            logger.info("waiting for a worker to join the scheduler at %s", address)
             self.client.wait_for_workers(1)
             count = len(self.client.scheduler_info()["workers"])
         return count
@@ -163,7 +167,8 @@ class Cluster:
     def announce(self, what: str) -> None:
         link = self.dashboard()
         where = self.client.scheduler.address
-        say(f"{what} on {self.workers()} Dask worker(s) at {where}" + (f"; {link}" if link else ""))
+        suffix = f"; {link}" if link else ""
+        logger.info("%s on %d Dask worker(s) at %s%s", what, self.workers(), where, suffix)
 
 
 @contextmanager

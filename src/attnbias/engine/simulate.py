@@ -14,7 +14,6 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from . import update
 from .batch import RunBatch
 
 
@@ -44,9 +43,11 @@ def simulate(
     grid: np.ndarray,
     on_finish: Callable[[Finished], None],
     progress: Callable[[int], None] | None = None,
+    fused: bool = True,
 ) -> None:
     """Run every run of `batch` for its own number of steps, recording at the steps of `grid`
     (sorted, from 0, with each run's last step); `progress(k)` is told of every k steps done.
+    fused: step by `engine.fused` (False: the unfused reference step).
 
     Divergence is detected on the recorded iterates only (their copy to the host is a sync the
     loop makes anyway), so the check costs nothing per step; a non-finite iterate stays
@@ -86,12 +87,12 @@ def simulate(
                     progress(t - reported)
                 return
             batch, rows = batch.take(~done), rows[~mask]
-        loss, grads, scales = batch.gradients()
-        if batch.stepper is None:
-            update.step(batch.params, batch.duals, grads, scales, batch.buffers, loss, batch.hyper)
-        else:
-            batch.stepper.step(batch.params, grads, scales, batch.buffers)
-        t += 1
-        if progress is not None and t - reported == tick:
-            progress(tick)
-            reported = t
+        # Steps up to the next recording or finishing step need no look at the runs.
+        stop = min(int(grid[g]) if g < len(grid) else t + 1, int(batch.steps.min()))
+        with torch.inference_mode():  # less dispatch per operation; no autograd here
+            while t < stop:
+                batch.step(fused)
+                t += 1
+                if progress is not None and t - reported == tick:
+                    progress(tick)
+                    reported = t

@@ -44,5 +44,6 @@ def run_reference(spec: RunSpec, grid: np.ndarray | None = None) -> dict[str, np
         if algorithm.normalize == "loss":  # η/L: the NGD paper's loss-normalised step
             for group in optimizer.param_groups:
                 group["lr"] = algorithm.lr / float(loss.detach())
+        algorithm.schedule(optimizer, t)  # a decaying rate (torch's optimisers)
         optimizer.step(lambda loss=loss: loss)
     return {"steps": grid, **{k: torch.stack(v).numpy() for k, v in record.items()}}

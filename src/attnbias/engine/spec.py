@@ -14,7 +14,8 @@ from ..svm import optimal_tokens
 from .algorithms import Algorithm
 
 # Bump when the engine's results change meaning, so stored runs are not reused.
-ENGINE_VERSION = 3  # 2: one update core, scale-safe norms, log-scale gradients; 3: margin gaps
+ENGINE_VERSION = 4  # 2: one update core, scale-safe norms, log-scale gradients; 3: margin gaps;
+# 4: the fused step (engine.fused: same maths, other rounding)
 
 
 @dataclass

@@ -64,10 +64,14 @@ class SteepestRuns:
 class TorchRuns:
     """torch's own optimisers (Adam, Muon) on each run's tensors: run r's parameters are views
     W[r] of the batch's stacked ones, so every run is stepped by the very optimiser a single
-    run would use (one optimiser per distinct algorithm, over all of its runs)."""
+    run would use (one optimiser per distinct algorithm, over all of its runs). Every run of a
+    batch is at the same step `t`, which a decaying rate (`Algorithm.lr_decay`) reads."""
 
-    def __init__(self, algorithms: list[Algorithm], params: list[torch.Tensor], states=None):
+    def __init__(
+        self, algorithms: list[Algorithm], params: list[torch.Tensor], states=None, t: int = 0
+    ):
         self.algorithms = algorithms
+        self.t = t
         self.grads = [torch.zeros_like(w) for w in params]  # the views' .grad point into these
         self.views = []
         for r in range(len(algorithms)):
@@ -83,6 +87,7 @@ class TorchRuns:
             for runs in by_config.values()
         ]
         self.owner = {r: k for k, runs in enumerate(by_config.values()) for r in runs}
+        self.owners = [algorithms[runs[0]] for runs in by_config.values()]
         for r, state in enumerate(states or []):
             for view, s in zip(self.views[r], state):
                 if s:
@@ -91,14 +96,16 @@ class TorchRuns:
     def step(self, params, grads, log_scales, buffers) -> None:
         for target, g in zip(self.grads, true_scale(grads, log_scales)):
             target.copy_(g)
-        for optimizer in self.optimizers:
+        for algorithm, optimizer in zip(self.owners, self.optimizers):
+            algorithm.schedule(optimizer, self.t)
             optimizer.step()
+        self.t += 1
 
     def take(self, rows: np.ndarray, params) -> TorchRuns:
         states = [
             [self.optimizers[self.owner[r]].state.get(v, {}) for v in self.views[r]] for r in rows
         ]
-        return TorchRuns([self.algorithms[r] for r in rows], params, states)
+        return TorchRuns([self.algorithms[r] for r in rows], params, states, self.t)
 
 
 def stepper(algorithms: list[Algorithm], params: list[torch.Tensor]):

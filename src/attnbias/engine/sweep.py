@@ -4,6 +4,7 @@ and stored the moment it finishes, so a sweep stopped at any point resumes where
 from __future__ import annotations
 
 import hashlib
+import logging
 import time
 from collections import defaultdict
 from contextlib import contextmanager
@@ -11,15 +12,17 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
+from ..log import Progress
 from ..store import DIVERGED, ResultsStore, RunRecord
+from . import memory
 from .batch import RunBatch
 from .cluster import (
     Cluster,
     ClusterFailed,
     WorkerCannotWrite,
     import_distributed,
+    positive_int,
     store_problem,
     task_name,
 )
@@ -28,6 +31,8 @@ from .measure import measure
 from .simulate import Finished, simulate
 from .spec import RunSpec
 from .targets import References
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -66,26 +71,44 @@ def run_sweep(
     progress: bool = True,
     desc: str = "runs",
     cluster: Cluster | None = None,
+    chunk_size: int | None = None,
 ) -> SweepReport:
     """Train and store every spec missing from `store` (or stored damaged: reported and
     trained again); return all their records.
 
     batch_size caps the runs per batched program (None: all runs of one shape together).
+    Batches larger than fits in `memory.ENGINE_BUDGET` (or than chunk_size) are trained in
+    chunks, one after the other: pieces of the batch that end bit for bit as in it (`plan`).
     cluster: train on its Dask workers instead, in chunks of cluster.chunk_size_for(runs)
-    runs (pieces of those batches), each worker writing its runs into `store`
-    (engine/cluster.py); the records are bit for bit the same as in-process (see `plan`)."""
+    runs (no larger than fits), each worker writing its runs into `store`
+    (engine/cluster.py); the records are bit for bit the same as in-process.
+    Raises memory.SweepTooLarge before training when all the records cannot be held."""
     start = time.perf_counter()
     keys = [s.key for s in specs]
     if len(set(keys)) != len(keys):
         raise ValueError("two runs of the sweep have identical configs; make their configs differ")
+    if chunk_size is not None:
+        positive_int(chunk_size, "chunk_size")
     todo = set(store.heal(keys))
-    chunk_size = None if cluster is None else cluster.chunk_size_for(len(todo))
+    fits = memory.chunk_size(
+        [
+            ([specs[i] for i in b], len(batch_grid([specs[i] for i in b])))
+            for b in batches(specs, batch_size)
+        ]
+    )
+    chunk_size = min(chunk_size or fits, fits)
+    if cluster is not None:
+        chunk_size = min(cluster.chunk_size_for(len(todo)), chunk_size)
+    memory.check(specs, len(todo), chunk_size, desc)
     chunks = plan(specs, [k in todo for k in keys], batch_size, chunk_size)
     device = device or default_device()
+    if not todo:
+        logger.info("%s: all %d runs are stored; nothing to train", desc, len(keys))
     if cluster is None:
         svms = train_here(chunks, store, device, progress, desc)
     else:
         svms = train_on(cluster, chunks, store, device, progress, desc)
+    logger.info("%s: reading the %d runs back from the store", desc, len(keys))
     return SweepReport(
         records=[store.load(k) for k in keys],
         ran=len(todo),
@@ -151,13 +174,10 @@ def plan(
       step, and before its runs, copies of its longest run, so the number of active runs is
       the batch's mod BLOCK. Measuring (`train`) pads each step's finished runs likewise.
     Stand-ins stop with the chunk's last run, so a chunk takes as many steps as its own runs."""
-    groups = defaultdict(list)
-    for i, spec in enumerate(specs):
-        groups[spec.structure].append(i)
     chunks = []
-    for index in (b for idx in groups.values() for b in split(idx, batch_size)):
+    for index in batches(specs, batch_size):
         batch = [specs[i] for i in index]
-        grid = union_grid([(s.steps, s.grid_points) for s in batch])
+        grid = batch_grid(batch)
         steps = np.array([s.steps for s in batch])
         longest = {}
         for k, spec in enumerate(batch):
@@ -173,6 +193,20 @@ def plan(
                 stand_in(batch, steps, piece, set(longest.values()), followers, ending_after, grid)
             )
     return chunks
+
+
+def batches(specs: list[RunSpec], batch_size: int | None) -> list[list[int]]:
+    """The in-process batches: positions of the runs of one structure, in pieces of
+    batch_size (None: whole)."""
+    groups = defaultdict(list)
+    for i, spec in enumerate(specs):
+        groups[spec.structure].append(i)
+    return [b for index in groups.values() for b in split(index, batch_size)]
+
+
+def batch_grid(batch: list[RunSpec]) -> np.ndarray:
+    """The steps a batch records at: every step where one of its runs does."""
+    return union_grid([(s.steps, s.grid_points) for s in batch])
 
 
 def data_order(batch: list[RunSpec]):
@@ -263,7 +297,12 @@ def measured_rows(chunk: Chunk, finished: list[RunSpec]) -> list[tuple[int, bool
 
 
 def train(
-    chunk: Chunk, store: ResultsStore, refs: References, device: str, progress=None, skip=()
+    chunk: Chunk,
+    store: ResultsStore,
+    refs: References,
+    device: str,
+    progress: Progress | None = None,
+    skip=(),
 ) -> None:
     """Train a chunk as one batched program, storing each of its runs (but those in `skip`)
     as it ends."""
@@ -273,6 +312,8 @@ def train(
         if not at:
             return
         finished = [chunk.runs[done.index[r]] for r in at]
+        if progress is not None and done.steps == chunk.steps:  # the bar is full from here
+            progress.phase(f"solving Att-SVMs and measuring the last {len(finished)} runs")
         rows = measured_rows(chunk, finished)
         pick = [at[r] for r, _ in rows]
         part = Finished(**{**vars(done), **select(done, pick)})
@@ -281,9 +322,11 @@ def train(
             spec = finished[r]
             if stored and spec.key not in skip:
                 store.save(spec.record, result.metrics, result.arrays, result.info, key=spec.key)
+                if progress is not None:
+                    progress.runs_finished()
 
     batch = RunBatch.from_specs(chunk.runs, device=device)
-    simulate(batch, chunk.grid, finish, progress=progress)
+    simulate(batch, chunk.grid, finish, progress=None if progress is None else progress.update)
 
 
 def select(done: Finished, rows: list[int]) -> dict:
@@ -300,18 +343,13 @@ def select(done: Finished, rows: list[int]) -> dict:
 def train_here(chunks: list[Chunk], store, device, progress: bool, desc: str) -> int:
     """Train the chunks in this process, sharing SVM solutions; returns the SVMs solved."""
     refs = References()
-    pending = sum(len(c.stored) for c in chunks)
-    with (
-        _threads(1),
-        tqdm(
-            total=sum(c.steps for c in chunks),
-            desc=f"{desc} ({pending} runs)",
-            unit="step",
-            disable=None if progress else True,
-        ) as bar,
-    ):
+    if not chunks:
+        return 0
+    runs = sum(len(c.stored) for c in chunks)
+    steps = sum(c.steps for c in chunks)
+    with _threads(1), Progress(desc, steps, runs=runs, enabled=progress, logger=logger) as bar:
         for chunk in chunks:
-            train(chunk, store, refs, device, progress=bar.update)
+            train(chunk, store, refs, device, progress=bar)
     return refs.solved
 
 
@@ -350,11 +388,8 @@ def train_on(cluster: Cluster, chunks: list[Chunk], store, device, progress: boo
             cluster.submit(train_chunk, chunk, str(root), device, name=task_name(desc, keys))
         ] = len(keys)
     svms = 0
-    with tqdm(
-        total=sum(futures.values()),
-        desc=f"{desc} on the cluster",
-        unit="run",
-        disable=None if progress else True,
+    with Progress(
+        f"{desc} on the cluster", runs, unit="run", enabled=progress, logger=logger
     ) as bar:
         try:
             for future in distributed.as_completed(futures):

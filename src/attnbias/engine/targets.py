@@ -13,20 +13,18 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..data import Problem
-from ..svm import att_svm_batch, head_svm_batch, parse_norm
+from ..metrics import Norm
+from ..svm import att_svm_batch, head_svm_batch
 
 
 def norm_label(norm) -> str:
-    """How a norm is named in metrics and files: "2" (also for "fro"), "1.75", "inf" (also for
-    "max"), "nuc", "spectral"."""
-    norm = parse_norm(norm)
-    return norm if isinstance(norm, str) else f"{norm:g}"
+    """`Norm.parse(norm).label` (kept for the engine's callers; new code holds a Norm)."""
+    return Norm.parse(norm).label
 
 
 def is_lp(norm) -> bool:
-    """An entrywise ℓp norm, 1 ≤ p ≤ ∞ (float(norm) is then its p); False for "nuc" and
-    "spectral"."""
-    return not isinstance(parse_norm(norm), str)
+    """`Norm.parse(norm).is_lp` (kept for the engine's callers; new code holds a Norm)."""
+    return Norm.parse(norm).is_lp
 
 
 @dataclass

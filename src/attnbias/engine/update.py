@@ -26,6 +26,7 @@ class Hyper:
     f_star: torch.Tensor
     # Python-level facts about the batch that choose fast paths (derived, not stored state).
     uniform_p: float | None = field(init=False)
+    rules: frozenset[str] = field(init=False)  # the step rules present
     uniform_rule: str | None = field(init=False)
     has_momentum: bool = field(init=False)
     needs_loss: bool = field(init=False)
@@ -33,6 +34,7 @@ class Hyper:
     def __post_init__(self):
         ps, rules = set(self.p.tolist()), {RULES[r] for r in self.rule.tolist()}
         self.uniform_p = next(iter(ps)) if len(ps) == 1 else None
+        self.rules = frozenset(rules)
         self.uniform_rule = next(iter(rules)) if len(rules) == 1 else None
         self.has_momentum = bool((self.momentum > 0).any())
         self.needs_loss = bool({"loss", "polyak"} & rules)

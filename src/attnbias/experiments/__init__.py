@@ -1,12 +1,31 @@
-"""Experiments reachable as `attnbias reproduce NAME`.
+"""Experiments reachable as `attnbias reproduce NAME` (docs/ARCHITECTURE.md).
 
-Each experiment is a module with `DESCRIPTION` and `run(config: dict, out: Path) -> dict` (the
-summary), and a config file `configs/NAME.toml` whose optional `[quick]` table overrides the
-full-scale values. Modules are imported only when run, so synthetic experiments never pay for
-the real-data dependencies.
+Each built-in experiment is a module with `DESCRIPTION`, `Config` (a frozen
+`attnbias.config.ExperimentConfig`) and `run(config, out: Path) -> dict` (the summary), and a
+config file `configs/NAME.toml` whose optional `[quick]` table overrides the full-scale values.
+Experiments outside the package register through the entry-point group `attnbias.experiments`
+or are named as "module:attribute" (`base.ExperimentProtocol`). Modules are imported only when
+used, so synthetic experiments never pay for the real-data dependencies.
 """
 
 from ..claims import Claim
-from .base import EXPERIMENTS, SYNTHETIC, load_config, run_experiment
+from .base import (
+    EXPERIMENTS,
+    SYNTHETIC,
+    ExperimentProtocol,
+    experiment_names,
+    find_experiment,
+    load_config,
+    run_experiment,
+)
 
-__all__ = ["EXPERIMENTS", "SYNTHETIC", "Claim", "load_config", "run_experiment"]
+__all__ = [
+    "EXPERIMENTS",
+    "SYNTHETIC",
+    "Claim",
+    "ExperimentProtocol",
+    "experiment_names",
+    "find_experiment",
+    "load_config",
+    "run_experiment",
+]

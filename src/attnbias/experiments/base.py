@@ -1,15 +1,31 @@
-"""Registry, configs and claim summaries shared by every experiment."""
+"""The experiment pipeline: the registry that finds an experiment, its config resolved once
+(`load_config`), and `run_experiment`, which runs it into a results store and publishes its
+outputs (docs/ARCHITECTURE.md).
+
+An experiment is anything with a `name`, a `description`, a `Config` (an
+`attnbias.config.ExperimentConfig` subclass) and `run(config, out) -> summary`
+(`ExperimentProtocol`); optionally `defaults`, a TOML file of default values with [quick] /
+[paper] tables, and `check_data(config)`, which raises DataMissingError before anything trains.
+The built-in ones are the modules of `EXPERIMENTS` (module-level `DESCRIPTION`, `Config`, `run`;
+defaults in configs/NAME.toml); others are found by the entry-point group
+`attnbias.experiments` (name = "package.module:Experiment") or named as "module:attribute"
+(`attnbias run my_module:MyExperiment`, or `experiment = "my_module:MyExperiment"` in a TOML).
+"""
 
 from __future__ import annotations
 
 import functools
 import importlib
+import importlib.metadata
 import json
+import logging
 import math
 import shutil
 import subprocess
-from dataclasses import asdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Protocol
 
 try:
     import tomllib
@@ -18,20 +34,24 @@ except ModuleNotFoundError:  # Python 3.10
 
 from .. import __version__
 from ..claims import Claim
-from ..config import validate
+from ..config import ExperimentConfig, LooseConfig, resolve
 from ..engine.cluster import using
 from ..store import (
     MANIFEST,
     ResultsStore,
     StoreReadOnly,
+    UnsafeStore,
     config_key,
     json_text,
     manifest_problem,
 )
 
-CONFIG_DIR = Path(__file__).parent / "configs"
+logger = logging.getLogger(__name__)
 
-# name → module; order is the order of `attnbias list` and `reproduce all`.
+CONFIG_DIR = Path(__file__).parent / "configs"
+ENTRY_POINTS = "attnbias.experiments"
+
+# The built-in experiments: name → module; the order of `attnbias list` and `reproduce all`.
 EXPERIMENTS = {
     "md-local": "attnbias.experiments.md_local",
     "md-joint": "attnbias.experiments.md_joint",
@@ -40,17 +60,137 @@ EXPERIMENTS = {
     "antipodal": "attnbias.experiments.antipodal",
     "kq-nuclear": "attnbias.experiments.kq_nuclear",
     "atlas": "attnbias.experiments.atlas",
+    "ngd-rates": "attnbias.experiments.ngd_rates",
+    "local-global": "attnbias.experiments.local_global",
+    "md-plain": "attnbias.experiments.md_plain",
+    "joint-rates": "attnbias.experiments.joint_rates",
+    "trajectory-lemmas": "attnbias.experiments.trajectory_lemmas",
+    "reexamine-muon": "attnbias.experiments.reexamine_muon",
+    "reexamine-adam": "attnbias.experiments.reexamine_adam",
+    "reexamine-polyak": "attnbias.experiments.reexamine_polyak",
     "text-md": "attnbias.experiments.text_md",
     "text-finetune": "attnbias.experiments.text_finetune",
     "vision": "attnbias.experiments.vision",
 }
-SYNTHETIC = ("md-local", "md-joint", "ngd-fixed", "ngd-joint", "antipodal", "kq-nuclear", "atlas")
+SYNTHETIC = (
+    "md-local", "md-joint", "ngd-fixed", "ngd-joint", "antipodal", "kq-nuclear", "atlas",
+    "reexamine-muon", "reexamine-adam", "reexamine-polyak",
+    "ngd-rates", "local-global", "md-plain", "joint-rates", "trajectory-lemmas",
+)  # fmt: skip
 
 
 QUICK_NOTE = "quick: a smoke run, not evidence"
 
 
+class ExperimentProtocol(Protocol):
+    """What an experiment provides (a class with these attributes, or an instance of one)."""
+
+    name: str
+    description: str
+    Config: type[ExperimentConfig]
+
+    def run(self, config: ExperimentConfig, out: Path) -> dict:
+        """Train into `out` (a staging directory; its runs go to ResultsStore(out)) and return
+        the summary: "claims" (attnbias.claims.Claim), and optionally "figures" (paths of
+        files written in out), "tables", "run_keys", "diverged" and any JSON-able numbers."""
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """An experiment as the pipeline runs it. reference: how its configs name it (their
+    "experiment" field: a registered name or "module:attribute"); defaults: its TOML of
+    default values (None: the Config's own defaults)."""
+
+    name: str
+    description: str
+    Config: type[ExperimentConfig]
+    run: Callable[[ExperimentConfig, Path], dict]
+    reference: str
+    defaults: Path | None = None
+    check_data: Callable[[ExperimentConfig], None] | None = None
+
+
+def experiment_names() -> list[str]:
+    """The registered experiments: the built-in ones, then those of installed packages."""
+    return [*EXPERIMENTS, *(n for n in _entry_points() if n not in EXPERIMENTS)]
+
+
+def _entry_points() -> dict:
+    return {ep.name: ep for ep in importlib.metadata.entry_points(group=ENTRY_POINTS)}
+
+
+def find_experiment(reference: str) -> Experiment:
+    """The experiment a name (built-in or of an entry point) or a "module:attribute" names;
+    ValueError saying what is registered otherwise."""
+    if not isinstance(reference, str):
+        raise ValueError(f"experiment must be a name or module:attribute, got {reference!r}")
+    if reference in EXPERIMENTS:
+        return _from_module(reference, EXPERIMENTS[reference])
+    entry_points = _entry_points()
+    if reference in entry_points:
+        return _adapt(entry_points[reference].load(), reference)
+    if ":" in reference:
+        module, _, attribute = reference.partition(":")
+        try:
+            found = getattr(importlib.import_module(module), attribute)
+        except (ImportError, AttributeError) as err:
+            raise ValueError(f"experiment {reference!r} cannot be imported: {err}") from None
+        return _adapt(found, reference)
+    raise ValueError(
+        f"unknown experiment {reference!r}; choose from {', '.join(experiment_names())} "
+        "or give module:attribute"
+    )
+
+
+def _from_module(name: str, path: str) -> Experiment:
+    """A built-in experiment: a module with DESCRIPTION, Config and run."""
+    module = importlib.import_module(path)
+    return Experiment(
+        name,
+        module.DESCRIPTION,
+        getattr(module, "Config", LooseConfig),
+        module.run,
+        name,
+        CONFIG_DIR / f"{name}.toml",
+        getattr(module, "check_data", None),
+    )
+
+
+def _adapt(found, reference: str) -> Experiment:
+    """An Experiment of an object following ExperimentProtocol (a class is instantiated)."""
+    experiment = found() if isinstance(found, type) else found
+    missing = [a for a in ("name", "description", "Config", "run") if not hasattr(experiment, a)]
+    if missing:
+        raise ValueError(
+            f"experiment {reference!r} lacks {', '.join(missing)} (an experiment has name, "
+            "description, Config and run(config, out); docs/ARCHITECTURE.md)"
+        )
+    if not (
+        isinstance(experiment.Config, type) and issubclass(experiment.Config, ExperimentConfig)
+    ):
+        raise ValueError(
+            f"experiment {reference!r}: Config must be a subclass of "
+            "attnbias.config.ExperimentConfig"
+        )
+    defaults = getattr(experiment, "defaults", None)
+    if defaults is not None:
+        defaults = Path(defaults)
+        if not defaults.is_absolute():  # relative to the module that defines the experiment
+            module = importlib.import_module(type(experiment).__module__)
+            defaults = Path(module.__file__).parent / defaults
+    return Experiment(
+        experiment.name,
+        experiment.description,
+        experiment.Config,
+        experiment.run,
+        reference,
+        defaults,
+        getattr(experiment, "check_data", None),
+    )
+
+
 def experiment_module(name: str):
+    """The module of a built-in experiment (deprecated: use find_experiment)."""
     if name not in EXPERIMENTS:
         raise ValueError(f"unknown experiment {name!r}; choose from {', '.join(EXPERIMENTS)}")
     return importlib.import_module(EXPERIMENTS[name])
@@ -67,29 +207,42 @@ def read_toml(path: str | Path) -> dict:
 
 
 def load_config(
-    name: str, quick: bool = False, overrides: dict | None = None, paper: bool = False
-) -> dict:
-    """The experiment's default config, with the [quick] table (or the [paper] table: the
-    paper's own model size, where the config has one) applied if asked, then overrides."""
-    config = read_toml(CONFIG_DIR / f"{name}.toml")
-    quick_table, paper_table = config.pop("quick", {}), config.pop("paper", None)
+    name: str,
+    quick: bool = False,
+    overrides: Mapping | None = None,
+    paper: bool = False,
+    layers: Sequence[tuple[str | None, Mapping]] = (),
+) -> ExperimentConfig:
+    """The experiment's resolved config: its defaults, with the [quick] table (or the [paper]
+    table: the paper's own model size, where the config has one) applied if asked, then
+    overrides, then each (origin, fields) of layers (a config file, command-line options;
+    origin is named in errors). Every rule is checked here: ConfigError (a ValueError) names
+    the origin, the field, the value and the rule."""
+    experiment = find_experiment(name)
+    defaults, source = {}, None
+    if experiment.defaults is not None:
+        defaults, source = read_toml(experiment.defaults), str(experiment.defaults)
+    quick_table, paper_table = defaults.pop("quick", {}), defaults.pop("paper", None)
     if paper and paper_table is None:
-        raise ValueError(f"--paper: experiment {name} has no paper-size configuration")
+        raise ValueError(f"--paper: experiment {experiment.name} has no paper-size configuration")
+    stack = [(source, defaults)]
     if quick:
-        config.update(quick_table)
+        stack.append((f"{source} [quick]", quick_table))
     if paper:
-        config.update(paper_table)
-    config.update({k: v for k, v in (overrides or {}).items() if v is not None})
-    config["experiment"] = name
-    return validate_config(config)
+        stack.append((f"{source} [paper]", paper_table))
+    stack += [(None, overrides or {}), *layers]
+    return resolve(experiment.Config, experiment.reference, stack)
 
 
-def validate_config(config: dict) -> dict:
-    """Check a resolved config against its experiment's SCHEMA (if the module declares one);
-    raises ValueError naming the bad field."""
-    name = config.get("experiment")
-    schema = getattr(experiment_module(name), "SCHEMA", None)
-    return config if schema is None else validate(config, schema, name)
+def validate_config(config: ExperimentConfig | Mapping) -> ExperimentConfig:
+    """The typed config of a resolved config (a mapping with its "experiment" is checked
+    against that experiment's Config); ConfigError naming the bad field."""
+    if isinstance(config, ExperimentConfig):
+        return config
+    if not isinstance(config, Mapping) or "experiment" not in config:
+        raise ValueError("a config must be a mapping that names its experiment")
+    experiment = find_experiment(config["experiment"])
+    return resolve(experiment.Config, experiment.reference, [(None, config)])
 
 
 @functools.cache
@@ -110,21 +263,25 @@ def code_version() -> str:
 
 
 # Fields where 0 means "all of them" (the whole data split): larger than any count.
-ZERO_MEANS_ALL = ("train_size", "test_size")
+ZERO_MEANS_ALL = ("train_size", "validation_size", "test_size")
 
 
-def is_quick(config: dict) -> bool:
+def is_quick(config: ExperimentConfig | Mapping) -> bool:
     """Is the config below the experiment's full scale: is any field that its [quick] table
     reduces smaller than at full scale (fewer seeds, fewer steps, ...)?"""
-    defaults = read_toml(CONFIG_DIR / f"{config['experiment']}.toml")
+    values = config.to_dict() if isinstance(config, ExperimentConfig) else dict(config)
+    experiment = find_experiment(values["experiment"])
+    if experiment.defaults is None:
+        return False
+    defaults = read_toml(experiment.defaults)
 
     def size(key, value):
         return math.inf if key in ZERO_MEANS_ALL and value == 0 else value
 
     return any(
-        below(size(k, config.get(k)), size(k, defaults.get(k)))
+        below(size(k, values.get(k)), size(k, defaults.get(k)))
         for k in defaults.pop("quick", {})
-        if k in config
+        if k in values
     )
 
 
@@ -137,7 +294,10 @@ def below(value, full) -> bool:
 
 
 def run_experiment(
-    config: dict, out: str | Path, reuse_from: str | Path | None = None, cluster=None
+    config: ExperimentConfig | Mapping,
+    out: str | Path,
+    reuse_from: str | Path | None = None,
+    cluster=None,
 ) -> dict:
     """Run the experiment a resolved config names and publish its outputs under out (see
     store.py for the layout); returns the summary.
@@ -154,7 +314,7 @@ def run_experiment(
     config = validate_config(config)
     out = Path(out)
     store = ResultsStore(out)
-    identity = {"config_hash": config_key(config), "code_version": code_version()}
+    identity = {"config_hash": config_key(config.to_dict()), "code_version": code_version()}
     current = published_summary(store, identity)
     if current is not None:
         return current
@@ -171,13 +331,13 @@ def run_experiment(
         ) from err
 
 
-def publish_run(store: ResultsStore, config: dict, identity: dict) -> dict:
+def publish_run(store: ResultsStore, config: ExperimentConfig, identity: dict) -> dict:
     """Run the experiment into a staging directory and publish it as outputs/<config hash>."""
-    module = experiment_module(config["experiment"])
+    experiment = find_experiment(config.experiment)
     stage = store.staging()
     try:
-        (stage / "config.json").write_text(json_text(config))
-        summary = module.run(config, stage)
+        (stage / "config.json").write_text(json_text(config.to_dict()))
+        summary = experiment.run(config, stage)
         final = store.root / "outputs" / identity["config_hash"]
         summary, run_keys = complete_summary(config, summary, identity, stage, final)
         (stage / "summary.json").write_text(json_text(summary))
@@ -191,7 +351,7 @@ def complete_summary(config, summary, identity, stage: Path, final: Path):
     """(summary.json's content, the run keys it was made from): claims as dicts, each with
     the number of diverged runs it leaves out, figure paths relative to the experiment
     directory, the config hash and code version, and the quick-scale note."""
-    summary = {"experiment": config["experiment"], **identity, **summary}
+    summary = {"experiment": config.experiment, **identity, **summary}
     if is_quick(config):
         summary["scale"] = QUICK_NOTE
     run_keys = summary.pop("run_keys", None)
@@ -211,7 +371,9 @@ def complete_summary(config, summary, identity, stage: Path, final: Path):
 
 def published_summary(store: ResultsStore, identity: dict) -> dict | None:
     """The published summary if it is of this config and code version and every run it was
-    made from is still stored (manifests only: nothing is loaded or drawn); else None."""
+    made from is still stored (manifests only: no run is loaded, nothing is drawn); else None.
+    The summary's bytes must match the sha256 in the publication's manifest (an edited summary
+    is never served as current); the other files are checked by size."""
     published = store.published()
     if published is None:
         return None
@@ -223,7 +385,10 @@ def published_summary(store: ResultsStore, identity: dict) -> dict | None:
             return None
         if not all(store.has(key) for key in manifest["runs"]):
             return None
-        summary = json.loads((published / "summary.json").read_text())
+        summary = json.loads(store.published_file(Path("outputs", published.name, "summary.json")))
+    except UnsafeStore as err:  # edited or replaced: never served, made again from the runs
+        logger.warning("%s; the outputs are made again", err)
+        return None
     except (OSError, ValueError):
         return None
     return {**with_paths(summary, store.root), "reused_outputs": True}

@@ -12,8 +12,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from .base import EXPERIMENTS
-from .report import short_numbers
+from ..claims import NOT_SUPPORTED, STATUSES, verdict_columns
+from . import papers
+from .base import experiment_names
+from .report import status_of
 
 PAPERS = {
     "MD": "Julistiono, Tarzanagh, Azizan (2024), *Optimizing Attention with Mirror Descent: "
@@ -24,7 +26,6 @@ PAPERS = {
     "Machines*, arXiv:2308.16898 (the setting both seed papers build on)",
     "ours": "attnbias's own extension beyond the seeds (docs/theory.md, the atlas)",
 }
-SYNTHETIC_CONSTANTS = "the paper does not give every constant; ours are in the experiment's config"
 MINILM = (
     "pretrained all-MiniLM-L6-v2 (6 layers) instead of bert-base-uncased; Rotten Tomatoes and "
     "3-class tweets instead of MultiNLI / CivilComments; far fewer steps (2 CPU cores)"
@@ -34,9 +35,10 @@ TEXT_MD = (
     "(text-md.toml; the paper's 384/1536, 3 blocks, length 512: `attnbias reproduce text-md "
     "--paper --device cuda`); "
     "2-class cross-entropy (mean) = the paper's sigmoid + BCE, its summed-loss learning rates "
-    "× batch size; 1,000 training snippets and a step cap (`steps` in text-md.toml) below the "
-    "paper's 1,000 epochs, which runs may hit before 99.5 % train accuracy (the evidence counts "
-    "those that reached it)"
+    "× batch size; test accuracy at the checkpoint chosen on a validation split carved from "
+    "the training snippets by movie (the paper reports the best test accuracy); a step cap "
+    "(`steps` in text-md.toml) below the paper's 1,000 epochs: a p with a run short of 99.5 % "
+    "train accuracy makes the claims comparing it inconclusive"
 )
 VIT = "ViT on MNIST (5,000) and Fashion-MNIST instead of MNIST and CIFAR-10; fewer steps"
 NOT_RUN = "not run yet at full scale on the current code"
@@ -66,85 +68,331 @@ class Untested:
     reason: str
 
 
-def ngd_fixed_entries(experiment: str, figure: str, differences: str) -> list[PaperClaim]:
+def ngd_fixed_entries(experiment: str, figure: str, data: str) -> list[PaperClaim]:
     """ngd-fixed and antipodal test the same statements of the NGD paper on two data sets."""
+    setting = (
+        f"{data}; logistic loss, 10 seeds, 2,000 steps, η = 1 (GD) and 0.1 (NGD), Polyak cap "
+        "γ_b = 1e6 with L* of the optimal tokens (our constants: the paper's were lost in "
+        "extraction)"
+    )
     return [
         PaperClaim(f"{experiment}/global-convergence", "NGD", f"Thm 1, {figure}",
-                   "NGD converges in direction to W_mm of the globally optimal tokens from any "
-                   "initial direction", differences),
+                   "'we identify non-trivial data settings for which convergence is provably "
+                   "global' (abstract): NGD → W_mm of the globally optimal tokens from any "
+                   "initial direction",
+                   setting + "; random small W₀ (N(0, 0.1²)), not adversarial starts; "
+                   "alignment 0.99 as 'converged' is ours"),
         PaperClaim(f"{experiment}/ngd-beats-gd", "NGD", f"§3 (Q3), {figure}",
-                   "normalized GD converges far faster than GD", differences),
-        PaperClaim(f"{experiment}/polyak-early", "NGD", f"§3 'Extension to Polyak', {figure}",
-                   "the Polyak step converges even faster than NGD (fastest early on, then "
-                   "like GD with the cap)", differences + "; we compare the early misalignment "
-                   "only, the paper says 'across all metrics'"),
+                   "'adaptive step-size rules can accelerate the convergence of self-attention' "
+                   "(abstract)", setting + "; 'far faster' read as 10× smaller final "
+                   "misalignment at equal steps (ours)"),
+        PaperClaim(f"{experiment}/polyak-faster", "NGD", f"§3 'Extension to Polyak', {figure}",
+                   "'Polyak step-size leads to even faster convergence than NGD across all "
+                   "metrics, including the train loss'", setting + "; judged by steps to a level "
+                   "both reach, on loss, misalignment and optimal-token score (the paper shows "
+                   "curves); earlier versions narrowed this to early misalignment"),
         PaperClaim(f"{experiment}/norm-growth", "NGD", f"proof of Thm 1 (Eq. 12), {figure}",
-                   "‖W_t‖ grows linearly in t under NGD", differences),
+                   "‖W_t‖ grows linearly in t under NGD (GD: logarithmically)",
+                   setting + "; log–log slope of ‖W_t‖ over the last 90 % of steps, within "
+                   "±0.2 of 1 (ours)"),
         PaperClaim(f"{experiment}/momentum-improves", "NGD", f"§3, {figure}",
-                   "NGD with momentum gives a performance boost over NGD", differences),
+                   "'NGD with momentum, which results in a performance boost'",
+                   setting + "; momentum β = 0.9 (ours); boost = final and run-mean "
+                   "misalignment both lower"),
         PaperClaim(f"{experiment}/score-saturation", "NGD", f"Lemma 1, {figure}",
-                   "the optimal tokens' softmax score saturates: 1 − score decays exponentially "
-                   "in ‖W_t‖", differences + "; we fit log(1 − score) against ‖W_t‖ and require "
-                   "a negative slope (the fit is reported)"),
+                   "'quantifying the rate of sparsification in the attention map' (abstract): "
+                   "1 − s_opt decays exponentially in ‖W_t‖",
+                   setting + "; the rate's constant is ours (derived: −1/‖W_mm‖, "
+                   "docs/theory.md), measured per seed over the steps after the first 10 %"),
+    ]  # fmt: skip
+
+
+MD_LOCAL = (
+    "the paper's setting (gaussian_unit n=6, T=8, d=10, seeds 1–100, W₀ ~ N(0,1), logistic loss, "
+    "normalized MD η = 0.1, 1,500 / 2,000 / 20,000 steps for p = 1.75 / 2 / 3); the threshold "
+    "0.05 on the divergence is ours (the paper shows curves)"
+)
+MD_JOINT = (
+    "our own n=2, T=3, d=2 toy (the paper's hand-made sequences were lost in extraction), W and "
+    "v from zero, normalized MD η = 0.1, 5,000 steps; one deterministic run per p; threshold "
+    "0.01 ours"
+)
+NGD_JOINT = (
+    "dm data model (n=8, d=64, T=2; our constants), zero init, 10 seeds, 2,000 steps; NGD = "
+    "the loss-normalised step η/L of Eq. 13 without its time-dependent factor (as the paper's "
+    "Fig. 3); Polyak cap 1e6, L* = 0; thresholds (alignment 0.95, loss 1e-3) ours"
+)
+KQ = (
+    "example1 data (n=4, T=4, d=16), 20 seeds, NGD (η = 0.1) for 2,000 steps instead of GD to "
+    "infinity; W₀ = K₀Q₀ᵀ small and random for both parameterisations"
+)
+ATLAS = (
+    "gaussian_unit (n=6, T=8, d=10), 50 seeds, W₀ ~ N(0, 0.01²), 3,000 steps, constant "
+    "normalised steps; margin gap (docs/theory.md#atlas) since ℓ∞ and spectral max-margin "
+    "directions need not be unique; threshold 0.05 ours"
+)
+
+REEXAMINE = "re-examination of a negative result (issue 16)"
+MUON = (
+    "the atlas's own runs (gaussian_unit n=6, T=8, d=10, 50 seeds, W₀ ~ N(0, 0.01²), 3,000 "
+    "steps, η = 0.2); Muon-f64 = SpectralDescent by 20 cubic Newton–Schulz steps in float64 on "
+    "m ← 0.95 m + g, no ε floor, no Nesterov (torch's Muon: 5 quintic bfloat16 steps, Nesterov, "
+    "‖g‖_F floored at 1e-7); NS-f64 = the same without momentum; 'stalled' = log–log slope of "
+    "‖W_t‖ below 0.1 over the last 90 % of steps (ours)"
+)
+ADAM = (
+    "the atlas's data and W₀ (gaussian_unit n=6, T=8, d=10, W₀ ~ N(0, 0.01²)), 20 seeds, 10⁵ "
+    "steps instead of 3,000; torch's Adam (ε = 1e-300, β = (0.9, 0.95)) at the atlas's constant "
+    "η = 0.05 and at η_t = 0.05·(t + 1)^(−1/2) (a = 1/2 ours, in the theory's (0, 1]); SignGD "
+    "η = 0.05; gap threshold 0.05 as the atlas's; torch's Adam squares the gradient, so a run "
+    "stalls once |g| < ~1e-162 (g² underflows): flagged as 'stalled' (‖W_t‖ log–log slope < 0.1)"
+)
+POLYAK = (
+    "ngd-fixed's problem (example1 n=4, T=4, d=64, logistic loss, W₀ ~ N(0, 0.1²), 10 seeds, "
+    "2,000 steps, NGD η = 0.1); Polyak with L* of the optimal tokens, γ_b ∈ {1e2, 1e4, 1e6, "
+    "1e300 (= ∞: JSON has no ∞)} × c ∈ {0.5, 1, 2}; speed = steps to the level halfway (log "
+    "scale) from the start to the worst final value of both, per metric, paired by seed"
+)
+
+
+LOST = "formula lost in extraction: the theory's value is derived (docs/theory.md#rates-measured)"
+NGD_RATES = (
+    "example1 n=4, T=4, d=32, 10 seeds, W₀ ~ N(0, 0.1²), logistic loss; exponents fitted per seed "
+    "over a stated window of steps (10³–10⁵), mean over seeds; our constants"
+)
+JOINT_RATES = (
+    "dm n=8, d=64, zero init, 16 seeds, η = 0.1, logistic loss (the paper's §4: exponential); "
+    "fits over steps 20–500, before Eq. 13's loss underflows float64 (by step ~1,000); our "
+    "constants"
+)
+LOCAL_GLOBAL = (
+    "starts R·W_mm(α′) (R = 1, 4, 16) for the neighbours α′ of the optimal tokens; example1 "
+    "n=2, T=3, d=64 and gaussian_unit n=6, T=8, d=10, 10 seeds; Assumption 1 read as a "
+    "diagonally dominant token Gram matrix; fractions against 0.9 (ours)"
+)
+LEMMAS = (
+    "every recorded step (40 per run) continued by one step of the run's own optimiser; "
+    "fractions of cases against 0.95 (ours); example1 n=2, T=3, d=48 (fixed head), dm n=8, "
+    "d=32 with the exponential loss (joint)"
+)
+
+
+def theory_entries() -> list[PaperClaim]:
+    """The rates, constants and conditions of the theorems, measured
+    (docs/theory.md#rates-measured)."""
+    return [
+        PaperClaim("ngd-rates/thm1-rate", "NGD", "Thm 1", "NGD's finite-time rate of "
+                   "directional convergence to W_mm from any direction",
+                   f"{NGD_RATES}; bound: the exponent log t / t itself fits over the window, "
+                   f"−0.89 ({LOST})"),
+        PaperClaim("ngd-rates/asymptotic-exponent", "ours", "beside Thm 1", "NGD's misalignment "
+                   "falls like t^-2 (a bounded residual on W_t ∝ t)", NGD_RATES),
+        PaperClaim("ngd-rates/window-stable", "ours", "method", "the fitted exponent does not "
+                   "depend on the window (10³–10⁴ vs 10⁴–10⁵ within 10 %)", NGD_RATES),
+        PaperClaim("ngd-rates/thm7-polyak-rate", "NGD", "Thm 7 (App. A)", "the Polyak step has "
+                   "Thm 1's rate", f"{NGD_RATES}; uncapped Polyak (γ_b = 1e300), fitted over steps "
+                   "4–30: float64 stops the step (L − L* below L*'s resolution) by step ~40"),
+        PaperClaim("ngd-rates/polyak-cap-slows", "NGD", "§3 'Extension to Polyak step-size'",
+                   "with the cap γ_b 'the rates are much faster in the beginning, but slow down "
+                   "as training progresses'", f"{NGD_RATES}; γ_b = 1e6; late window 10⁴–10⁵"),
+        PaperClaim("ngd-rates/eq12-norm-growth", "NGD", "Eq. 12 (Lemma 7)", "‖W_t‖ grows "
+                   "linearly in t, at most ηt", f"{NGD_RATES}; η ∈ {{0.03, 0.1, 0.3, 1}}, 10⁴ "
+                   "steps, slope over 10³–10⁴; lower limit 0.9 ours"),
+        PaperClaim("ngd-rates/eq12-linear-in-lr", "NGD", "Eq. 12", "the growth rate of ‖W_t‖ is "
+                   "set by the step size η", f"{NGD_RATES}; ±10 % ours"),
+        PaperClaim("ngd-rates/lemma1-rate", "NGD", "Lemma 1", "the optimal tokens' softmax "
+                   "scores saturate exponentially in ‖W_t‖ at the rate the margin sets",
+                   f"{NGD_RATES}; rate γ* = 1/‖W_mm‖ ({LOST}); ±20 % ours"),
+        PaperClaim("ngd-rates/lemma1-vs-margin", "NGD", "Lemma 1", "the saturation rate is "
+                   "proportional to the margin, across problems",
+                   f"{NGD_RATES}; margins varied by scaling the tokens (× 0.5, 1, 2)"),
+        PaperClaim("joint-rates/thm3-slower", "NGD", "Thm 3 vs Thm 1 (§4)", "under joint "
+                   "training 'the convergence to implicit bias is much slower'",
+                   f"{JOINT_RATES}; Eq. 13 without its time factor (as Fig. 3)"),
+        PaperClaim("joint-rates/thm3-norm-growth", "NGD", "§4 (Lemma 12)", "the smaller joint "
+                   "step slows down the growth of ‖W_t‖", f"{JOINT_RATES}; slope 0.5 ours"),
+        PaperClaim("joint-rates/thm3-rate", "NGD", "Thm 3", "joint training's rate, comparable "
+                   "to GD on linear models", f"{JOINT_RATES}; bound: log log t / log t's own "
+                   f"exponent of log t over 20–500, −0.31 ({LOST})"),
+        PaperClaim("joint-rates/thm4-v-margin", "NGD", "Thm 4", "v's margin is asymptotically a "
+                   "constant factor of the max margin", f"{JOINT_RATES}; factor 1/2 ours (lost)"),
+        PaperClaim("md-plain/own-p-nearest", "MD", "main theorem", "plain ℓp-AttGD converges "
+                   "to the ℓp-AttSVM of its own p", f"{MD_LOCAL.split(';')[0]}; plain steps "
+                   "η = 1, 10⁵ steps (ours)"),
+        PaperClaim("md-plain/polylog-rate", "MD", "rate theorem", "'a rate comparable to that "
+                   "of traditional GD in simpler models' (poly-logarithmic)",
+                   f"plain ℓp-AttGD, η = 1, 10 seeds, 10⁵ steps; bound: log log t / log t's own "
+                   f"exponent of log t over 10³–10⁵, −0.54 ({LOST})"),
+        PaperClaim("md-plain/polylog-window-stable", "ours", "method", "the poly-log exponent "
+                   "does not depend on the window (within 20 %)", "as md-plain/polylog-rate"),
+        PaperClaim("local-global/assumption1-example1", "NGD", "Ass. 1, Example 1, Lemma 8",
+                   "Example 1 satisfies Assumption 1 (nearly orthogonal tokens)", LOCAL_GLOBAL),
+        PaperClaim("local-global/assumption1-gaussian", "ours", "Ass. 1", "gaussian_unit "
+                   "(d = 10) does not satisfy Assumption 1", LOCAL_GLOBAL),
+        PaperClaim("local-global/global-example1", "NGD", "Thm 1 (global)", "'convergence is "
+                   "provably global': from any initial direction", LOCAL_GLOBAL),
+        PaperClaim("local-global/global-example1-every-R", "ours", "beyond Thm 1", "global "
+                   "convergence on example1 from large starts and for ℓ3-MD too", LOCAL_GLOBAL),
+        PaperClaim("local-global/local-gaussian", "MD", "main theorem (local); SVM paper",
+                   "convergence to the SVM of locally optimal tokens from a cone around it",
+                   LOCAL_GLOBAL),
+        PaperClaim("local-global/not-global-gaussian", "MD", "main theorem (local)",
+                   "without the NGD paper's assumptions convergence is local, not global",
+                   LOCAL_GLOBAL),
+        PaperClaim("trajectory-lemmas/lemma5", "NGD", "Lemma 5", "when a sample violates a "
+                   "W-SVM constraint, its optimal-token score does not decrease", LEMMAS),
+        PaperClaim("trajectory-lemmas/lemma6", "NGD", "Lemma 6", "the negative gradient "
+                   "correlates positively with W_mm", LEMMAS),
+        PaperClaim("trajectory-lemmas/lemma13-gap", "NGD", "Lemma 13", "joint training: the "
+                   "token score gap grows for every sample", LEMMAS),
+        PaperClaim("trajectory-lemmas/lemma13-score", "NGD", "Lemma 13", "joint training: the "
+                   "optimal-token scores never decrease", LEMMAS),
+        PaperClaim("trajectory-lemmas/lemma13-loss-ratio", "NGD", "Lemma 13", "joint training: "
+                   "the ratio of any two samples' losses is bounded by a constant",
+                   f"{LEMMAS}; 'bounded' read as a log–log slope below 0.1 (ours)"),
+    ]  # fmt: skip
+
+
+def reexamination_entries() -> list[PaperClaim]:
+    """The three negative results re-examined (issue 16 point 6): each ends with claims that
+    judge the candidate explanations of the earlier verdict, each naming its artefact of our
+    setup or saying it is none (`KEY-explains`; for Polyak, `larger-cap-ends-closer`)."""
+    muon, adam = "reexamine-muon", "reexamine-adam"
+    return [
+        PaperClaim(f"{muon}/own-norm-gap", "ours", REEXAMINE, "yardstick: SpectralDescent's "
+                   "spectral margin gap goes to near 0 on these runs", MUON),
+        PaperClaim(f"{muon}/muon-like-spectraldescent", "ours", REEXAMINE, "torch's Muon "
+                   "behaves like spectral descent (atlas/muon-like-spectraldescent, rerun)",
+                   MUON),
+        PaperClaim(f"{muon}/muon-f64-like-spectraldescent", "ours", REEXAMINE, "a float64 "
+                   "Muon-style method (Newton–Schulz on momentum, no floor) behaves like "
+                   "spectral descent", MUON),
+        PaperClaim(f"{muon}/ns-f64-like-spectraldescent", "ours", REEXAMINE, "the same "
+                   "without momentum behaves like spectral descent", MUON),
+        PaperClaim(f"{muon}/muon-stalls", "ours", REEXAMINE, "the suspected artefact, measured: "
+                   "torch's Muon stalls where the float64 method keeps moving", MUON),
+        PaperClaim(f"{muon}/ns-f64-closer-than-muon-f64", "ours", REEXAMINE, "momentum slows the "
+                   "float64 method: without it, it ends closer to the spectral max-margin "
+                   "direction", MUON),
+        PaperClaim(f"{muon}/torch-muon-explains", "ours", REEXAMINE, "explanation 1 of "
+                   "atlas/muon-like-spectraldescent, the artefact: torch's Muon (bfloat16 "
+                   "Newton–Schulz, 1e-7 floor); supported = muon-stalls and "
+                   "muon-f64-like-spectraldescent both supported", MUON),
+        PaperClaim(f"{muon}/momentum-explains", "ours", REEXAMINE, "explanation 2, no artefact: "
+                   "Muon's momentum at a constant rate; supported = ns-f64-like-spectraldescent "
+                   "and ns-f64-closer-than-muon-f64 both supported", MUON),
+        PaperClaim(f"{adam}/own-norm-gap", "ours", REEXAMINE, "yardstick: SignGD's ℓ∞ margin "
+                   "gap goes to near 0 over 10⁵ steps", ADAM),
+        PaperClaim(f"{adam}/adam-decay-like-signgd", "ours", f"{REEXAMINE}; Zhang, Zou, Cao "
+                   "2024 (linear models)", "Adam with a decaying rate (ε → 0) behaves like "
+                   "SignGD (ℓ∞ margin)", ADAM),
+        PaperClaim(f"{adam}/adam-like-signgd", "ours", REEXAMINE, "constant-rate Adam behaves "
+                   "like SignGD over 10⁵ steps (atlas/adam-like-signgd, run 33× longer)", ADAM),
+        PaperClaim(f"{adam}/adam-decay-closer-than-adam", "ours", REEXAMINE, "the decaying rate "
+                   "ends closer to the ℓ∞ max-margin direction than the constant one", ADAM),
+        PaperClaim(f"{adam}/constant-rate-explains", "ours", REEXAMINE, "explanation 1 of "
+                   "atlas/adam-like-signgd, the artefact: the constant learning rate; supported "
+                   "= adam-decay-like-signgd and adam-decay-closer-than-adam both supported",
+                   ADAM),
+        PaperClaim(f"{adam}/short-run-explains", "ours", REEXAMINE, "explanation 2, the "
+                   "artefact: the atlas's 3,000 steps; supported = adam-like-signgd (constant "
+                   "rate, 10⁵ steps) supported", ADAM),
+        PaperClaim("reexamine-polyak/polyak-faster-cap", "NGD", "§3 'Extension to Polyak', "
+                   f"Fig. 2; {REEXAMINE}", "'Polyak step-size leads to even faster convergence "
+                   "than NGD across all metrics, including the train loss', at each (γ_b, c)",
+                   POLYAK),
+        PaperClaim("reexamine-polyak/faster-at-some-setting", "NGD", "§3, Fig. 2",
+                   "the same, at one (γ_b, c) at least", POLYAK + "; k = 12 settings, each at "
+                   "95 %"),
+        PaperClaim("reexamine-polyak/faster-at-paper-setting", "NGD", "§3, Fig. 2",
+                   "the same, at ngd-fixed's γ_b = 1e6 and c = 1", POLYAK),
+        PaperClaim("reexamine-polyak/ngd-ends-ahead", "ours", REEXAMINE, "the earlier result "
+                   "(ngd-fixed: NGD ends ~30× better): NGD ends with the smaller misalignment, "
+                   "per cap γ_b; inconclusive where Polyak's runs stopped (uncapped: L − L* rounds "
+                   "to 0 in float64, some seeds after one huge step)",
+                   POLYAK + "; 'stopped' = ‖W_t‖ constant over the last 90 % of steps"),
+        PaperClaim("reexamine-polyak/larger-cap-ends-closer", "ours", REEXAMINE, "artefact "
+                   "named: the cap γ_b (late Polyak is GD with step γ_b) decides how far Polyak "
+                   "gets, so NGD's lead at the end is the cap's; supported = each larger cap "
+                   "ends closer (c = 1)", POLYAK),
     ]  # fmt: skip
 
 
 REGISTER: list[PaperClaim] = [
-    PaperClaim("md-local/own-p-diagonal", "MD", "main theorem (ℓp-MD, fixed head), synthetic "
-               "experiment", "ℓp-MD converges in direction to the ℓp-AttSVM of its own p "
-               "(locally)", SYNTHETIC_CONSTANTS),
-    PaperClaim("md-local/own-p-nearest", "MD", "main theorem, synthetic experiment",
+    PaperClaim("md-local/own-p-diagonal", "MD", "main theorem; 3×3 figure",
+               "'these algorithms converge in direction to a generalized hard-margin SVM with an "
+               "ℓp-norm objective' (abstract)", MD_LOCAL),
+    PaperClaim("md-local/own-p-nearest", "MD", "3×3 figure (off-diagonal)",
                "the limit depends on p: each ℓp-MD run ends nearest the SVM of its own p",
-               SYNTHETIC_CONSTANTS),
-    PaperClaim("md-local/zero-init", "MD", "main theorem, synthetic experiment",
-               "the convergence holds from zero initialisation too", SYNTHETIC_CONSTANTS),
-    PaperClaim("md-joint/W-own-p-svm", "MD", "joint-training theorem", "trained jointly with the "
-               "head, W converges to the ℓp-AttSVM of the optimal tokens", SYNTHETIC_CONSTANTS),
+               MD_LOCAL + "; per-seed ratios of divergences (runs of each p share data and W₀)"),
+    PaperClaim("md-local/zero-init", "MD", "figure of Ŵ_t entries from zero init",
+               "the convergence holds from zero initialisation too",
+               MD_LOCAL + "; one deterministic run per p, as the paper's figure"),
+    PaperClaim("md-joint/W-own-p-svm", "MD", "joint-training theorem",
+               "'conditions under which this complex joint optimization converges to their "
+               "respective hard-margin SVM solutions' (abstract): W → ℓp-AttSVM", MD_JOINT),
     PaperClaim("md-joint/v-own-p-svm", "MD", "joint-training theorem",
-               "the head v converges to the ℓp head SVM", SYNTHETIC_CONSTANTS),
+               "the head v converges to the ℓp head SVM", MD_JOINT),
     PaperClaim("md-joint/selects-and-classifies", "MD", "joint-training theorem",
                "attention selects the optimal tokens and the head classifies every sample",
-               SYNTHETIC_CONSTANTS),
-    *ngd_fixed_entries("ngd-fixed", "Fig. 2", SYNTHETIC_CONSTANTS),
-    *ngd_fixed_entries("antipodal", "Fig. 5", SYNTHETIC_CONSTANTS),
+               MD_JOINT + "; 0.99 as 'selected / classified' ours"),
+    *ngd_fixed_entries("ngd-fixed", "Fig. 2", "example1 (n=4, T=4, d=64)"),
+    *ngd_fixed_entries("antipodal", "Fig. 5", "antipodal optimal tokens (n=4, T=4, d=64)"),
     PaperClaim("ngd-joint/loss-to-zero", "NGD", "§4 (Thm 3), Fig. 3",
-               "training W and v jointly, the loss goes to 0", SYNTHETIC_CONSTANTS),
+               "'fast train loss convergence' under joint training of W and v", NGD_JOINT),
     PaperClaim("ngd-joint/v-aligns", "NGD", "§4 (Thm 3), Fig. 3",
-               "v aligns with the head SVM of the optimal tokens", SYNTHETIC_CONSTANTS),
+               "'the linear decoder converges, in direction, to u_mm'", NGD_JOINT),
     PaperClaim("ngd-joint/W-aligns", "NGD", "§4 (Thm 3), Fig. 3",
-               "W aligns with the Att-SVM of the optimal tokens", SYNTHETIC_CONSTANTS),
-    PaperClaim("ngd-joint/all-beat-gd", "NGD", "Fig. 3", "all other algorithms are faster "
-               "than GD", SYNTHETIC_CONSTANTS),
-    PaperClaim("ngd-joint/polyak-fastest", "NGD", "Fig. 3", "the Polyak step is the fastest "
-               "of the four", SYNTHETIC_CONSTANTS + "; 'fastest' read as lowest final loss and "
-               "lowest run-mean misalignment of W and of v"),
+               "'GD converges globally, in direction, to W_mm' (also under NGD)", NGD_JOINT),
+    PaperClaim("ngd-joint/all-beat-gd", "NGD", "§4, Fig. 3",
+               "'all other algorithms are faster than GD'",
+               NGD_JOINT + "; speed = steps to a level both reach, on loss and on W and v "
+               "misalignment"),
+    PaperClaim("ngd-joint/polyak-fastest", "NGD", "§4, Fig. 3",
+               "'with Polyak step being the fastest'",
+               NGD_JOINT + "; fastest = fewer steps than every other algorithm to a level both "
+               "reach, on loss and on W and v misalignment"),
     PaperClaim("kq-nuclear/kq-nuclear-svm", "SVM", "KQ parameterisation theorem",
-               "W = KQᵀ trained by gradient methods converges to the nuclear-norm Att-SVM",
-               "NGD instead of GD (faster; same limit in the theory)"),
+               "W = KQᵀ trained by gradient methods converges to the nuclear-norm Att-SVM; "
+               "here: it ends closer to it than to the Frobenius one", KQ),
+    PaperClaim("kq-nuclear/kq-converges-nuclear", "SVM", "KQ parameterisation theorem",
+               "W = KQᵀ converges in direction to the nuclear-norm Att-SVM (alignment > 0.99)",
+               KQ + "; 0.99 ours"),
     PaperClaim("kq-nuclear/direct-frobenius-svm", "SVM", "W parameterisation theorem",
-               "W trained directly converges to the Frobenius Att-SVM", ""),
-    PaperClaim("atlas/own-norm-gap", "ours", "§atlas", "steepest descent in a norm maximises "
-               "the margin in that norm", ""),
+               "W trained directly converges to the Frobenius Att-SVM; here: it ends closer to "
+               "it than to the nuclear one", KQ),
+    PaperClaim("atlas/own-norm-gap", "ours", "§atlas (Fan et al. 2025 and Tsilivis et al. 2025 "
+               "for linear models)", "steepest descent in a norm maximises the margin in that "
+               "norm", ATLAS),
     PaperClaim("atlas/owner-smallest", "ours", "§atlas", "in each norm the optimiser of that "
-               "norm has the smallest margin gap", ""),
-    PaperClaim("atlas/adam-like-signgd", "ours", "§atlas", "Adam behaves like SignGD (ℓ∞)", ""),
+               "norm has the smallest margin gap of the steepest-descent optimisers", ATLAS),
+    PaperClaim("atlas/adam-like-signgd", "ours", "§atlas (Zhang, Zou, Cao 2024 for linear "
+               "models)", "Adam (ε → 0) behaves like SignGD (ℓ∞ margin)",
+               ATLAS + "; torch's Adam, constant lr 0.05, ε = 1e-300, β2 = 0.95 (the theory "
+               "needs a decaying rate: see the re-examination in RESULTS.md)"),
     PaperClaim("atlas/muon-like-spectraldescent", "ours", "§atlas",
-               "Muon behaves like spectral descent", ""),
+               "Muon behaves like spectral descent", ATLAS + "; torch's Muon (bfloat16 "
+               "Newton–Schulz, ε = 1e-7): a run whose ‖W_t‖ stops growing is 'stalled' and makes "
+               "the verdict inconclusive"),
     PaperClaim("atlas/own-norm-rate", "ours", "§atlas", "the own-norm margin gap falls as a "
-               "power of t", ""),
+               "power of t (linear models: Õ(1/t))", ATLAS + "; slope fitted over the last decade "
+               "of steps; −0.25 ours"),
+    *reexamination_entries(),
     PaperClaim("text-md/best-accuracy", "MD", "§real data, IMDb table (3 blocks)",
-               "ℓ1.1-MD reaches a higher best test accuracy than ℓ2-MD (GD): 83.47 vs 81.66 %",
+               "ℓ1.1-MD reaches a higher best test accuracy than ℓ2-MD (GD): "
+               f"{papers.accuracy_text(1.1)} vs {papers.accuracy_text(2.0)} %",
                TEXT_MD),
     PaperClaim("text-md/md-beats-gd", "MD", "abstract; IMDb table", "MD improves generalization "
                "over GD: every ℓp-MD with p ≠ 2 has a higher best test accuracy than ℓ2 "
-               "(ℓ3: 82.57 %)", TEXT_MD),
+               f"(ℓ3: {papers.accuracy_text(3.0)} %)", TEXT_MD),
     PaperClaim("text-md/keyword-attention", "MD", "§real data, key-word attention",
                "ℓ1.1-MD puts more normalised [CLS] attention on the sentence's key word than GD "
-               "(0.4387 vs 0.3122)", TEXT_MD + "; probe: held-out sentences with exactly one "
+               f"({papers.keyword_text()})", TEXT_MD + "; probe: held-out sentences with "
+               "exactly one "
                "VADER-lexicon word instead of hand-written sentences"),
     PaperClaim("text-md/sparsity-count", "MD", "§real data, weight histograms",
-               "ℓ1.1-MD gives sparser K, Q, V: fewer entries with |w| > 0.06 than GD (K 18,206 "
-               "vs 27,224; Q 13,964 vs 14,654; V 7,643 vs 10,127)", TEXT_MD),
+               "ℓ1.1-MD gives sparser K, Q, V: fewer entries with |w| > "
+               f"{papers.MD_IMDB_THRESHOLD:g} than GD ({papers.counts_text()})", TEXT_MD),
     PaperClaim("text-md/sparsity-scale-free", "ours", "complement to the MD paper's histograms",
                "ℓ1.1-MD's K, Q, V have more near-zero entries (below 1 % of the RMS entry) than "
                "GD's — the same statement, free of the weights' overall scale", TEXT_MD),
@@ -152,7 +400,7 @@ REGISTER: list[PaperClaim] = [
                "SNGD and SPS train faster than SGD when fine-tuning a pretrained transformer",
                MINILM),
     PaperClaim("text-finetune/as-fast-as-adam", "NGD", "Figs. 1 and 4",
-               "SNGD / SPS train about as fast as Adam", MINILM),
+               "SNGD and SPS (each) train about as fast as Adam", MINILM),
     PaperClaim("text-finetune/norm-growth", "NGD", "App. C (Fig. 7 text; Merrill et al. 2020)",
                "every layer's parameter norm grows during training", MINILM),
     PaperClaim("vision/sngd-slower", "NGD", "Figs. 6 and 7",
@@ -161,15 +409,10 @@ REGISTER: list[PaperClaim] = [
                "speed over SGD", VIT),
     PaperClaim("vision/norm-growth", "NGD", "Fig. 7", "every ViT layer's parameter norm grows",
                VIT),
+    *theory_entries(),
 ]  # fmt: skip
 
 UNTESTED = [
-    Untested("MD", "rate theorem", "ℓp-MD converges at a rate comparable to GD in simpler models",
-             "the theorem's rate carries unspecified constants; md-local measures divergence "
-             "curves but no experiment fits their rate against the bound"),
-    Untested("NGD", "Thm 1, Thm 3", "finite-time rates of NGD's directional convergence",
-             "bounds with unspecified constants; ngd-fixed reports the fitted log–log slopes "
-             "(RESULTS.md) without a verdict"),
     Untested("NGD", "Fig. 1, Fig. 4", "the fine-tuning comparison on MultiNLI and CivilComments "
              "with bert-base-uncased", "neither data set nor BERT-base ships in a package we "
              "can install offline; text-finetune tests the same statements on MiniLM"),
@@ -184,7 +427,7 @@ UNTESTED = [
 def summaries(root: Path) -> dict[str, dict]:
     """The published summary.json of every experiment under root that has one."""
     found = {}
-    for name in EXPERIMENTS:
+    for name in experiment_names():
         path = Path(root) / name / "summary.json"
         if path.is_file():
             found[name] = json.loads(path.read_text())
@@ -200,30 +443,59 @@ def matching(entry: PaperClaim, summary: dict | None) -> list[dict]:
 
 
 def verdict(claim: dict, summary: dict) -> str:
-    mark = {True: "supported", False: "**not supported**", None: "not applicable"}
-    text = mark[claim["supported"]]
+    status = status_of(claim)
+    text = f"**{status}**" if status == NOT_SUPPORTED else status
+    if claim.get("unmet"):
+        text += " (" + "; ".join(claim["unmet"]) + ")"
     return f"{text} (quick scale: not evidence)" if "scale" in summary else text
 
 
-def evidence_text(evidence: dict, limit: int = 600) -> str:
-    text = json.dumps(short_numbers(evidence), ensure_ascii=False).replace("|", "\\|")
-    return f"`{text}`" if len(text) <= limit else f"`{text[:limit]}…` (full: RESULTS.md)"
+def cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
 
 
 def register_rows(found: dict[str, dict]) -> list[list[str]]:
-    """One row per (register entry, matching claim of a summary): id, paper, where, wording,
-    experiment, differences, verdict, evidence."""
+    """One row per (register entry, matching claim of a summary): id, paper and where, the
+    paper's statement, our rule, its threshold's source, the effect with its 95 % CI and n, the
+    verdict, its sensitivity and the protocol differences."""
     rows = []
     for entry in REGISTER:
         summary = found.get(entry.experiment)
         hits = matching(entry, summary)
-        head = [entry.paper, entry.where, entry.wording]
+        head = [entry.id, f"{entry.paper}, {entry.where}", entry.wording]
         if not hits:
-            rows.append([entry.id, *head, entry.differences or "none", NOT_RUN, ""])
+            rows.append([*head, "", "", "", NOT_RUN, "", entry.differences])
         for claim in hits:
-            rows.append([claim["id"], *head, entry.differences or "none",
-                         verdict(claim, summary), evidence_text(claim["evidence"])])  # fmt: skip
-    return rows
+            columns = verdict_columns(claim)
+            rows.append([claim["id"], *head[1:], columns["rule"], columns["source"],
+                         columns["effect"], verdict(claim, summary), columns["sensitivity"],
+                         entry.differences])  # fmt: skip
+    return [[cell(c) for c in row] for row in rows]
+
+
+def counts(rows: list[list[str]]) -> str:
+    """How many rows have each verdict."""
+    statuses = [row[6].strip("*").split(" (")[0] for row in rows]
+    order = [*STATUSES, NOT_RUN]
+    return ", ".join(f"{statuses.count(s)} {s}" for s in order if statuses.count(s))
+
+
+READING = (
+    "**How to read a verdict.** Each claim states its rule before the data: the quantity, the "
+    "comparison, the threshold, and where the threshold comes from (the paper's words or "
+    "number, or ours with the reason). The runs give the quantity's estimate with a 95 % "
+    "confidence interval over seeds (Student t for means and mean log ratios, bootstrap for "
+    "medians, Clopper–Pearson for proportions; paired by seed where runs share data and "
+    "initialisation; exact for a single deterministic run) and n. *supported*: the whole "
+    "interval is on the claim's side of the threshold; *not supported*: the whole interval is "
+    "on the other side; *inconclusive*: the interval straddles the threshold, or a "
+    "precondition failed (runs stalled, hit a step cap, missed a protocol target — named in "
+    "brackets); *not applicable*: nothing to compare. A claim with several parts (every p, "
+    "every metric) holds when every part does; each part is judged at 95 %, so with k parts a "
+    "true claim is refuted by chance with probability up to k × 2.5 %. *Sensitivity* "
+    "recomputes the verdict at ½× and 2× every threshold: *fragile* means it changes there, "
+    "so the verdict rests on our choice of threshold."
+)
 
 
 def unregistered(found: dict[str, dict]) -> list[str]:
@@ -238,9 +510,17 @@ def unregistered(found: dict[str, dict]) -> list[str]:
 
 def write_claims(root: str | Path, path: str | Path, command: str) -> Path:
     """Write the register, with the verdicts of the summaries under root, to path."""
-    found = summaries(Path(root))
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(claims_markdown(root, command))
+    return path
+
+
+def claims_markdown(root: str | Path, command: str) -> str:
+    """The register (Markdown), with the verdicts of the summaries under root; `command` is
+    named as what generated it."""
+    found = summaries(Path(root))
+    rows = register_rows(found)
     lines = [
         "# Claims register",
         "",
@@ -256,9 +536,14 @@ def write_claims(root: str | Path, path: str | Path, command: str) -> Path:
         "",
         "## Claims tested here",
         "",
-        "| id | paper | where | claim (our wording) | protocol differences | verdict | numbers |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
-        *["| " + " | ".join(row) + " |" for row in register_rows(found)],
+        READING,
+        "",
+        f"Verdicts: {counts(rows)}.",
+        "",
+        "| id | paper, where | the paper says | our rule | threshold from | effect [95 % CI], n "
+        "| verdict | sensitivity | protocol differences |",
+        "|" + " --- |" * 9,
+        *["| " + " | ".join(row) + " |" for row in rows],
         "",
     ]
     if missing := unregistered(found):
@@ -271,5 +556,4 @@ def write_claims(root: str | Path, path: str | Path, command: str) -> Path:
         *[f"| {u.paper} | {u.where} | {u.wording} | {u.reason} |" for u in UNTESTED],
         "",
     ]
-    path.write_text("\n".join(lines))
-    return path
+    return "\n".join(lines)

@@ -11,78 +11,74 @@ optimal-token softmax score and the alignment of W_t with the Frobenius Att-SVM 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
+from pydantic import Field, model_validator
 
-from ..claims import Claim, identified, not_applicable
-from ..config import (
-    COMMON,
-    LOSS,
-    Field,
-    algorithms,
-    check_named,
-    choice,
-    positive,
-    positive_int,
-)
+from ..claims import Claim, identified
+from ..config import Algorithms, Positive, PositiveInt, Text, check_named
 from ..data import GENERATORS
 from ..engine import RunSpec
 from ..figures import save_figure
 from . import plotting
 from .runs import (
     Curves,
+    OptimalTokenConfig,
     curves,
     loglog_slope,
     optimal_token_specs,
     random_init,
+    run_seed,
     sweep,
     sweep_summary,
 )
+from .verdicts import ngd as rules
+from .verdicts.common import seeds_of
 
 DESCRIPTION = (
     "GD vs NGD vs NGD-momentum vs Polyak on example1: global convergence, fast (NGD paper Fig. 2)"
 )
 
-SCHEMA = {
-    **COMMON,
-    "data": choice("data generator", "example1", "antipodal"),
-    "n": positive_int("samples"),
-    "T": positive_int("tokens per sample"),
-    "d": positive_int("dimension (≥ n·T)"),
-    "opt_score": positive("score γ of the optimal tokens (others score 0)"),
-    "loss": LOSS,
-    "init_scale": positive("W₀ entries ~ N(0, init_scale²)"),
-    "steps": positive_int("steps of every run"),
-    "algorithms": algorithms("the algorithms compared ([[algorithms]] tables)"),
-    "reference": Field(str, "name of the normalized GD algorithm the claims are about"),
-    "baseline": Field(str, "name of the plain GD algorithm"),
-    "fast": Field(str, "name of the Polyak algorithm"),
-    "momentum": Field(
-        str, "name of the NGD-with-momentum algorithm (if not run: its claim is n/a)"
-    ),
-    "target_alignment": positive("alignment the reference algorithm must reach"),
-    "early_fraction": positive("'early' = the steps up to this fraction of the run"),
-}
+
+class Config(OptimalTokenConfig):
+    data: Literal["example1", "antipodal"] = Field(description="data generator")
+    steps: PositiveInt = Field(description="steps of every run")
+    algorithms: Algorithms = Field(description="the algorithms compared ([[algorithms]] tables)")
+    reference: Text = Field(description="name of the normalized GD algorithm the claims are about")
+    baseline: Text = Field(description="name of the plain GD algorithm")
+    fast: Text = Field(description="name of the Polyak algorithm")
+    momentum: Text = Field(
+        description="name of the NGD-with-momentum algorithm (if not run: its claim is n/a)"
+    )
+    target_alignment: Positive = Field(description="alignment the reference algorithm must reach")
+    early_fraction: Positive = Field(
+        description="'early' = the steps up to this fraction of the run"
+    )
+
+    @model_validator(mode="after")
+    def _names_are_algorithms(self):
+        check_named(self, ("reference", "baseline", "fast"))  # momentum: optional (claim n/a)
+        return self
 
 
-def specs(config: dict) -> list[RunSpec]:
-    shape = {k: config[k] for k in ("n", "T", "d", "opt_score")}
-    d, scale = config["d"], config["init_scale"]
+def specs(config: Config) -> list[RunSpec]:
+    shape = {"n": config.n, "T": config.T, "d": config.d, "opt_score": config.opt_score}
+    d, scale = config.d, config.init_scale
     return optimal_token_specs(
         config,
-        config["data"],
-        GENERATORS[config["data"]],
+        config.data,
+        GENERATORS[config.data],
         shape,
         lambda seed: {"W": random_init((d, d), scale, seed)},
     )
 
 
-def run(config: dict, out: Path) -> dict:
-    check_named(config, ("reference", "baseline", "fast"))  # momentum: optional (claim n/a)
+def run(config: Config, out: Path) -> dict:
     report = sweep(config, out, specs(config))
     groups = curves(report.records)
     return {
-        "claims": claims(groups, config),
+        "claims": claims(groups, config, report.records),
         "slopes": slopes(groups),
         "figures": figure(groups, config, out),
         **sweep_summary(report),
@@ -105,97 +101,34 @@ def slopes(groups: dict[str, Curves]) -> dict:
     }
 
 
-def saturation_fit(c: Curves, start: float) -> dict:
-    """Lemma 1 (NGD paper): 1 − s_opt ≤ C·exp(−c‖W_t‖). Least-squares fit of log(1 − mean
-    optimal-token score) against mean ‖W_t‖ over the steps from `start` × the last step on
-    (the transient left out), where 1 − score is still resolved (> 0 in float64)."""
-    norm = c.mean("norm/2")
-    gap = 1.0 - c.mean("score/opt")
-    keep = (c.steps >= start * c.steps[-1]) & (gap > 0) & np.isfinite(gap) & np.isfinite(norm)
-    if keep.sum() < 3 or np.ptp(norm[keep]) <= 0:
-        return {"slope": float("nan"), "points": int(keep.sum())}
-    slope, intercept = np.polyfit(norm[keep], np.log(gap[keep]), 1)
-    residual = np.log(gap[keep]) - (slope * norm[keep] + intercept)
-    spread = np.log(gap[keep]) - np.log(gap[keep]).mean()
-    return {
-        "slope": float(slope),
-        "intercept": float(intercept),
-        "r2": float(1 - (residual**2).sum() / max((spread**2).sum(), 1e-300)),
-        "points": int(keep.sum()),
-        "norm_range": [float(norm[keep].min()), float(norm[keep].max())],
-        "one_minus_score_range": [float(gap[keep].max()), float(gap[keep].min())],
-    }
+def svm_norms(records, c: Curves) -> np.ndarray:
+    """‖W_mm‖_F of each kept run of group `c` (its problem's Att-SVM), in the group's order."""
+    by_seed = {run_seed(r): float(np.linalg.norm(r.arrays["W_mm_2"])) for r in records}
+    return np.array([by_seed[int(s)] for s in seeds_of(c)])
 
 
-def claims(groups: dict[str, Curves], config: dict) -> list[Claim]:
-    ngd = groups[config["reference"]]
-    target = config["target_alignment"]
-    final_alignment = {name: float(c.final("alignment/2").mean()) for name, c in groups.items()}
-    worst_ngd = ngd.lowest_final("alignment/2")
-    early = ngd.steps <= config["early_fraction"] * ngd.steps[-1]
-    early_gap = {
-        name: float(misalignment(c)[:, early & (c.steps > 0)].mean()) for name, c in groups.items()
-    }
-    fit = slopes(groups)
-    mis = {name: float(misalignment(c)[:, -1].mean()) for name, c in groups.items()}
-    momentum = config["momentum"]
-    improves = (
-        f"{momentum} improves on {config['reference']}: smaller final misalignment and smaller "
-        "mean misalignment over the run"
-    )
-    run_mean = {name: float(misalignment(c)[:, c.steps > 0].mean()) for name, c in groups.items()}
-    saturation = saturation_fit(ngd, config["early_fraction"])
+def claims(groups: dict[str, Curves], config: Config, records=()) -> list[Claim]:
+    """The NGD paper's claims on this data (verdicts: experiments/verdicts/ngd.py)."""
+    reference, baseline = config["reference"], config["baseline"]
+    start = config["early_fraction"]  # fits leave out the steps before this fraction of the run
     out = [
-        Claim(
-            f"{config['reference']} converges globally: from random initial directions every "
-            f"seed ends with alignment ≥ {target:g} to W_mm of the globally optimal tokens",
-            worst_ngd >= target,
-            {"min_final_alignment": worst_ngd, "mean_final_alignment": final_alignment},
-        ),
-        Claim(
-            f"{config['reference']} is far faster than {config['baseline']} at equal steps: its "
-            "final misalignment 1 − alignment is at least 10× smaller",
-            mis[config["baseline"]] >= 10 * mis[config["reference"]],
-            {"final_misalignment": mis, "steps": int(ngd.steps[-1])},
-        ),
-        Claim(
-            f"{config['fast']} is ahead of {config['reference']} early on: smaller mean "
-            f"misalignment over the first {config['early_fraction']:.0%} of the steps",
-            early_gap[config["fast"]] < early_gap[config["reference"]],
-            {"early_mean_misalignment": early_gap},
-        ),
-        Claim(
-            f"‖W_t‖ grows about linearly under {config['reference']} (log-log slope in "
-            f"[0.8, 1.2]) and far slower under {config['baseline']} (slope < 0.5)",
-            0.8 <= fit[config["reference"]]["norm_vs_t"] <= 1.2
-            and fit[config["baseline"]]["norm_vs_t"] < 0.5,
-            {"fitted_slopes": fit},
-        ),
-        Claim(
-            improves,
-            mis[momentum] < mis[config["reference"]]
-            and run_mean[momentum] < run_mean[config["reference"]],
-            {"final_misalignment": mis, "run_mean_misalignment": run_mean},
-        )
-        if momentum in groups
-        else not_applicable(improves, f"{momentum} was not run"),
-        Claim(
-            f"Lemma 1: under {config['reference']} the optimal tokens' softmax score saturates "
-            "exponentially in ‖W_t‖: log(1 − score) falls linearly in ‖W_t‖ (fitted slope < 0)",
-            saturation["slope"] < 0,  # NaN (nothing to fit) fails
-            {"fit_log_one_minus_score_vs_norm": saturation},
-        ),
+        rules.global_convergence(groups, reference, config["target_alignment"]),
+        rules.ngd_beats_gd(groups, reference, baseline),
+        rules.polyak_faster(groups, config["fast"], reference),
+        rules.norm_growth(groups, reference, baseline, start),
+        rules.momentum_improves(groups, config["momentum"], reference),
+        rules.score_saturation(groups, reference, svm_norms(records, groups[reference]), start),
     ]
-    slugs = ("global-convergence", "ngd-beats-gd", "polyak-early", "norm-growth",
+    slugs = ("global-convergence", "ngd-beats-gd", "polyak-faster", "norm-growth",
              "momentum-improves", "score-saturation")  # fmt: skip
     return identified(config.get("experiment", "ngd-fixed"), out, slugs)
 
 
 PANELS = [
     ("loss", "training loss", (True, False)),
-    ("norm/2", "‖W_t‖_F", (True, True)),
-    ("score/opt", "softmax score of optimal tokens", (True, False)),
-    ("1-alignment/2", "1 − alignment with W_mm", (True, True)),
+    ("norm/2", "norm of the iterate", (True, True)),
+    ("score/opt", "attention on the optimal tokens", (True, False)),
+    ("1-alignment/2", "misalignment with the Att-SVM", (True, True)),
 ]
 
 

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
+import tempfile
+from collections.abc import Mapping
 from pathlib import Path
+
+from ..claims import NOT_APPLICABLE, NOT_SUPPORTED, STATUSES, SUPPORTED, verdict_columns
+from ..config import ExperimentConfig
+from ..store import ResultsStore
 
 # The repository's docs/ (present in a clone, absent from an installed wheel).
 DOCS = Path(__file__).resolve().parents[3] / "docs"
@@ -36,21 +41,29 @@ CAPTIONS = {
     "kq-nuclear": f"W = KQᵀ trained by normalized GD against W trained directly ({BAND}). Look "
     "at the two left panels: the factorised W ends closer to the nuclear-norm Att-SVM, the "
     "direct W to the Frobenius one.",
-    "atlas": "Margin gap 1 − γ_N(W_t)/γ*_N in the norm N of each row, for the optimiser of "
-    f"each column ({BAND}); 0 means W_t/‖W_t‖_N is a max-margin direction of that norm (gaps "
-    "above 1: some margin still negative). Look at the panels marked (own): each steepest "
-    "method's gap in its own norm keeps falling while its gaps in the other norms level off; "
-    "compare the Adam column with SignGD's and the Muon column with SpectralDescent's.",
-    "_accuracy": "Test accuracy of plain ℓp mirror descent for each p (mean ± std over the seeds "
-    "with different initial weights, shaded, up to the shortest run: runs stop at 99.5 % train "
-    "accuracy).",
+    "atlas": "Margin gap 1 − γ_N(W_t)/γ*_N in the norm N, for each optimiser; 0 means "
+    "W_t/‖W_t‖_N is a max-margin direction of that norm (gaps above 1: some margin still "
+    "negative). Heatmap: the median final gap (optimiser × norm, log colour scale), each "
+    "optimiser's own norm outlined: look for the smallest gap of each row in its outlined cell, "
+    "and compare the Adam row with SignGD's and the Muon row with SpectralDescent's. Curves: "
+    f"the gap against steps, one panel per norm ({BAND}; thick: the owner of that norm).",
+    "_accuracy": "Validation (left) and test (right) accuracy of every text-md run with its "
+    "own initial weights, against steps (runs stop at 99.5 % train accuracy); dots: the "
+    "checkpoint each run reports, chosen on validation alone. Horizontal lines: the reference "
+    "models on the same split (majority class, bag-of-words logistic regression, fine-tuned "
+    "MiniLM). Look at where the dots sit between the lines.",
     "_weight_histograms": "Distribution of |entry| of the trained K, Q, V weights (all seeds "
-    "and blocks); dashed: the paper's threshold 0.06. Look at the mass right of it: the paper "
-    "finds fewer entries there under ℓ1.1-MD than under GD.",
+    "and blocks); dashed: the paper's threshold 0.06; dotted: the threshold mapped to our "
+    "layers' initial scale (2.04 initial RMS entries, as 0.06 is on the paper's). Look at the "
+    "mass right of the dotted line: the paper finds fewer entries there under ℓ1.1-MD than "
+    "under GD.",
     "_keyword_attention": "Last-layer [CLS] attention on the key word of held-out sentences with "
-    "exactly one VADER-lexicon word (mean ± std over seeds): left, min–max normalised over the "
-    "sentence (the paper's metric); right, raw. Dashed: chance (a random token; uniform "
+    "exactly one VADER-lexicon word (mean and 95 % CI over seeds): left, min–max normalised over "
+    "the sentence (the paper's metric); right, raw. Dashed: chance (a random token; uniform "
     "attention).",
+    "_paired_differences": "Each p's difference from ℓ2-MD, paired by seed (same initial "
+    "weights and data order), mean and 95 % t interval: what the text-md verdicts read. A CI "
+    "clear of 0 on the claimed side supports a claim; one across 0 leaves it inconclusive.",
     "_loss": "Train loss (moving average, log scale; mean ± std over seeds, shaded) and test "
     "accuracy (error bars: ± std) against steps. Look at which optimiser's loss falls fastest.",
     "_norms": "Per layer, for one seed: norm growth ‖θ_t‖/‖θ_0‖ (top) and movement "
@@ -93,14 +106,20 @@ def _markdown_table(rows: list[dict]) -> list[str]:
     return lines
 
 
+def status_of(claim: dict) -> str:
+    """A summary's claim's verdict (attnbias.claims.STATUSES); summaries written before claims
+    stored one give it by `supported`."""
+    if claim.get("status"):
+        return claim["status"]
+    return {True: SUPPORTED, False: NOT_SUPPORTED, None: NOT_APPLICABLE}[claim["supported"]]
+
+
 def verdict_counts(summary: dict) -> str:
-    """ "k/n claims supported", with the not-applicable claims, diverged runs and the
-    quick-scale note when there are any."""
-    claims = summary["claims"]
-    applicable = [c for c in claims if c["supported"] is not None]
-    text = f"{sum(c['supported'] is True for c in applicable)}/{len(applicable)} claims supported"
-    if len(applicable) < len(claims):
-        text += f", {len(claims) - len(applicable)} not applicable"
+    """How many claims have each verdict ("3 supported, 1 inconclusive, 1 not applicable"),
+    with the diverged runs and the quick-scale note when there are any."""
+    statuses = [status_of(c) for c in summary["claims"]]
+    text = ", ".join(f"{statuses.count(s)} {s}" for s in STATUSES if statuses.count(s))
+    text = f"{len(statuses)} claims: {text}" if statuses else "no claims"
     if summary.get("diverged"):
         text += f"; {len(summary['diverged'])} diverged run(s) left out"
     if "scale" in summary:
@@ -108,13 +127,40 @@ def verdict_counts(summary: dict) -> str:
     return text
 
 
+def verdict_mark(claim: dict) -> str:
+    """A claim's verdict in a table: yes, **no** (bold: what a reader must not miss), or the
+    status (not applicable, inconclusive)."""
+    return {SUPPORTED: "yes", NOT_SUPPORTED: "**no**"}.get(status_of(claim), status_of(claim))
+
+
+def copy_figure(data: bytes, target: Path) -> None:
+    """Write a figure's bytes to target, replacing whatever is there (a link too, itself)."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    finally:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+
+
 def write_report(
-    summaries: dict[str, dict], configs: dict[str, dict], path: Path, command: str
+    summaries: dict[str, dict],
+    configs: dict[str, dict],
+    path: Path,
+    command: str,
+    roots: Mapping[str, Path] | None = None,
 ) -> Path:
     """Write the report to `path`, copying each experiment's PNG figure into path's
     figures/ directory; `command` is the command line that regenerates it, `configs` the
-    resolved config of each experiment (its constants)."""
+    resolved config of each experiment (its constants), `roots` each experiment's results
+    directory (its --out). A figure is copied only if it is a regular file of a publication in
+    its experiment's directory and matches that publication's manifest (sha256): a summary
+    naming anything else (a symbolic link, a path outside) is refused (store.UnsafeStore)."""
     path = Path(path)
+    roots = roots or {}
     figures = path.parent / "figures"
     figures.mkdir(parents=True, exist_ok=True)
     lines = [
@@ -134,32 +180,44 @@ def write_report(
         lines += [
             f"## {name}",
             "",
-            f"{summary.get('runs', '?')} runs{reused}{svms}, {summary.get('seconds', '?')} s; "
-            f"{verdict_counts(summary)}.",
+            f"{summary.get('runs', '?')} runs{reused}{svms}; {verdict_counts(summary)}.",
             "",
         ]
         pngs = [Path(f) for f in summary.get("figures", []) if f.endswith(".png")]
+        if pngs and name not in roots:
+            raise ValueError(f"write_report: no results directory given for {name}'s figures")
         for figure in pngs:
             target = f"{name}.png" if len(pngs) == 1 else f"{name}-{figure.stem}.png"
-            shutil.copyfile(figure, figures / target)
+            copy_figure(ResultsStore(roots[name]).published_file(figure), figures / target)
             lines += [f"![{name}](figures/{target})", ""]
             if text := caption(name, figure.stem):
                 lines += [f"*{text}*", ""]
         for title, rows in summary.get("tables", {}).items():
             lines += [f"**{title}**", "", *_markdown_table(rows), ""]
-        lines += ["| claim | supported | evidence |", "| --- | --- | --- |"]
+        lines += [
+            "| claim | verdict | rule | effect [95 % CI], n | sensitivity |",
+            "| --- | --- | --- | --- | --- |",
+        ]
         for claim in summary["claims"]:
-            evidence = json.dumps(short_numbers(claim["evidence"]), ensure_ascii=False).replace(
-                "|", "\\|"
+            c = verdict_columns(claim)
+            mark = verdict_mark(claim) + (f" ({'; '.join(claim['unmet'])})" if claim.get("unmet")
+                                          else "")  # fmt: skip
+            lines.append(
+                f"| {claim['claim']} | {mark} | {c['rule']} | {c['effect']} | {c['sensitivity']} |"
             )
-            mark = {True: "yes", False: "**no**", None: "not applicable"}[claim["supported"]]
-            lines.append(f"| {claim['claim']} | {mark} | `{evidence}` |")
+        raw = json.dumps(short_numbers([{c.get("id", ""): c["evidence"]} for c in
+                                         summary["claims"]]), ensure_ascii=False)  # fmt: skip
+        lines += ["", f"<details><summary>raw evidence</summary>\n\n`{raw}`\n</details>"]
         if "slopes" in summary:
             lines += [
                 "",
                 f"Fitted log-log slopes: `{json.dumps(short_numbers(summary['slopes']))}`",
             ]
-        config = json.dumps(configs[name], ensure_ascii=False)
+        config = configs[name]
+        config = json.dumps(
+            config.to_dict() if isinstance(config, ExperimentConfig) else config,
+            ensure_ascii=False,
+        )
         lines += ["", f"<details><summary>config</summary>\n\n`{config}`\n</details>", ""]
     path.write_text("\n".join(lines))
     return path

@@ -1,8 +1,10 @@
-"""What the synthetic experiments share: seeding, the runs of an optimal-token sweep, running
-a sweep into the experiment's store, and reading the stored runs back as curves."""
+"""What the synthetic experiments share: their config fields, seeding, the runs of an
+optimal-token sweep, running a sweep into the experiment's store, reading the stored runs back
+as curves, and leaving diverged runs out."""
 
 from __future__ import annotations
 
+import logging
 import os
 from collections import defaultdict
 from collections.abc import Callable
@@ -12,16 +14,72 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import torch
+from pydantic import Field
 
-from ..config import parse_algorithms
+from ..config import Device, ExperimentConfig, Loss, NonNegativeInt, Positive, PositiveInt
 from ..engine.cluster import active_cluster
 from ..engine.spec import RunSpec
 from ..engine.sweep import SweepReport, run_sweep
 from ..store import DIVERGED, ResultsStore, RunRecord, diverged_runs
 
+logger = logging.getLogger(__name__)
 
-def seeds(config: dict) -> range:
-    return range(1, config["seeds"] + 1)
+
+class SweepConfig(ExperimentConfig):
+    """Fields every synthetic experiment takes."""
+
+    seeds: PositiveInt = Field(description="number of seeds: runs use seeds 1..seeds")
+    grid_points: PositiveInt = Field(description="log-spaced steps at which metrics are recorded")
+    batch_size: NonNegativeInt = Field(description="runs per batched program (0: all at once)")
+    device: Device = Field(description="where the engine runs ('auto': CUDA when present)")
+
+
+class GaussianUnitConfig(SweepConfig):
+    """Fields of the experiments on gaussian_unit data from a random W₀ (md-local, atlas)."""
+
+    n: PositiveInt = Field(description="samples")
+    T: PositiveInt = Field(description="tokens per sample")
+    d: PositiveInt = Field(description="dimension")
+    loss: Loss = Field(description="margin loss")
+    init_scale: Positive = Field(description="W₀ entries ~ N(0, init_scale²)")
+
+
+class OptimalTokenConfig(SweepConfig):
+    """Fields of the experiments on example1-type data (one optimal token per sample with
+    score γ, the others 0) from a random W₀ (ngd-fixed, antipodal, ngd-rates,
+    reexamine-polyak)."""
+
+    n: PositiveInt = Field(description="samples")
+    T: PositiveInt = Field(description="tokens per sample")
+    d: PositiveInt = Field(description="dimension (≥ n·T)")
+    opt_score: Positive = Field(description="score γ of the optimal tokens (others score 0)")
+    loss: Loss = Field(description="margin loss")
+    init_scale: Positive = Field(description="W₀ entries ~ N(0, init_scale²)")
+
+
+class DMConfig(SweepConfig):
+    """Fields of the experiments on the NGD paper's dm data (joint training: ngd-joint,
+    joint-rates)."""
+
+    n: PositiveInt = Field(description="samples")
+    d: PositiveInt = Field(description="dimension")
+    opt_norm: Positive = Field(description="norm of the label-carrying optimal token")
+    noise: Positive = Field(description="scale of the noise token")
+    loss: Loss = Field(description="margin loss")
+
+
+ZERO_OR_RANDOM_INIT = Field(description="W₀, v₀ entries ~ N(0, init_scale²); 0: zero init")
+
+
+def seeds(config: SweepConfig) -> range:
+    return range(1, config.seeds + 1)
+
+
+def without_diverged(records) -> list:
+    """The runs that did not diverge. A diverged run (RunRecord.status, the one marker) is a
+    result of its own kind: claims and figures leave it out, and count it
+    (store.diverged_runs)."""
+    return [r for r in records if r.status != DIVERGED]
 
 
 def random_init(shape, scale: float, seed: int, stream: int = 0) -> np.ndarray:
@@ -31,7 +89,7 @@ def random_init(shape, scale: float, seed: int, stream: int = 0) -> np.ndarray:
 
 
 def optimal_token_specs(
-    config: dict, generator: str, make: Callable, shape: dict, init: Callable[[int], dict]
+    config: SweepConfig, generator: str, make: Callable, shape: dict, init: Callable[[int], dict]
 ) -> list[RunSpec]:
     """One run per algorithm × seed on the seed's problem make(**shape, seed=seed), from the
     initial weights init(seed), with metrics about the optimal tokens (ℓ2 norm)."""
@@ -39,43 +97,44 @@ def optimal_token_specs(
     return [
         RunSpec(
             {
-                "experiment": config["experiment"],
+                "experiment": config.experiment,
                 "data": {"generator": generator, **shape, "seed": seed},
-                "init": {"scale": config["init_scale"], "seed": seed},
+                "init": {"scale": config.init_scale, "seed": seed},
             },
             problems[seed],
             algorithm,
-            config["steps"],
+            config.steps,
             init(seed),
-            loss=config["loss"],
+            loss=config.loss,
             norms=(2.0,),
             alpha="optimal",
-            grid_points=config["grid_points"],
+            grid_points=config.grid_points,
         )
-        for algorithm in parse_algorithms(config["algorithms"])
+        for algorithm in config.algorithms
         for seed in seeds(config)
     ]
 
 
-def sweep(config: dict, out: Path, specs: list[RunSpec]) -> SweepReport:
+def sweep(config: SweepConfig, out: Path, specs: list[RunSpec]) -> SweepReport:
     """Run (or resume) the sweep in `out` (on the active Dask cluster, if any: see
     base.run_experiment), then write every run's metrics as one tidy table out/metrics.parquet
     (run × step × metric, with the run's scalar config fields)."""
     store = ResultsStore(out)
-    if config["device"] == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"{config['experiment']}: device 'cuda' asked for, but no GPU is visible")
+    if config.device == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"{config.experiment}: device 'cuda' asked for, but no GPU is visible")
     report = run_sweep(
         specs,
         store,
-        batch_size=config["batch_size"] or None,
-        device=None if config["device"] == "auto" else config["device"],
-        desc=config["experiment"],
+        batch_size=config.batch_size or None,
+        device=None if config.device == "auto" else config.device,
+        desc=config.experiment,
         cluster=active_cluster(),
     )
     table = store.table(records=report.records)
     tmp = Path(out) / ".metrics.parquet.tmp"
     pq.write_table(table, tmp)
     os.replace(tmp, Path(out) / "metrics.parquet")
+    logger.info("%s: computing curves and claims", config.experiment)
     return report
 
 
@@ -101,6 +160,7 @@ class Curves:
     steps: np.ndarray
     values: dict[str, np.ndarray]
     diverged: int = 0
+    seeds: np.ndarray | None = None  # each kept run's seed: runs that share one are paired
 
     def mean(self, metric: str) -> np.ndarray:
         """Mean over the runs at each step; NaN if there are none."""
@@ -150,15 +210,24 @@ def curves(records: list[RunRecord], group: Callable = algorithm_name) -> dict[s
         steps = runs[0][0]
         if any(not np.array_equal(s, steps) for s, _ in runs):
             raise ValueError(f"runs of group {name!r} were recorded on different step grids")
-        kept = [c for r, (_, c) in zip(members, runs) if r.status != DIVERGED]
+        finished = {id(r) for r in without_diverged(members)}
+        kept = [c for r, (_, c) in zip(members, runs) if id(r) in finished]
         out[name] = Curves(
             steps,
             {m: np.stack([c[m] for c in kept]) for m in runs[0][1]}
             if kept
             else {m: np.empty((0, len(steps))) for m in runs[0][1]},
             diverged=len(members) - len(kept),
+            seeds=np.array([run_seed(r) for r in members if id(r) in finished], dtype=np.int64),
         )
     return out
+
+
+def run_seed(record: RunRecord) -> int:
+    """The seed of a stored run (its initialisation's; its data's where it has no init)."""
+    config = record.config
+    seed = config.get("init", {}).get("seed", config.get("data", {}).get("seed"))
+    return int(seed if seed is not None else config.get("seed", -1))
 
 
 def loglog_slope(steps: np.ndarray, values: np.ndarray, start: float = 0.1) -> float:

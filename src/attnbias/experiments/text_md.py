@@ -1,14 +1,22 @@
 """text-md: ℓp mirror descent on a transformer trained from scratch on sentiment, under the MD
-paper's IMDb protocol (on the offline Rotten Tomatoes snippets).
+paper's IMDb protocol, on the whole offline Rotten Tomatoes corpus (docs/REAL_DATA.md#text-md).
 
-Plain (unnormalized) ℓp-MD on every parameter, one learning rate per p (optionally chosen by a
-small search, `choose_lr`), each run trained until an epoch's train accuracy reaches
-`target_train_accuracy` (the separable regime the theory is about) or the step cap, which is
-reported. Per p: best and final test accuracy over seeds with different initial weights, and
-over the paper's variant (the same initial weights, different data orders); the paper's
-key-word attention (real/attention.py keyword_attention) on held-out sentences with exactly one
-VADER-lexicon word; K, Q, V weight counts above 0.06 (the paper's) and above a scale-relative
-threshold, with histograms.
+Data: the corpus's training split less a validation split carved from it by movie
+(data/splits.py), and its test split. Plain (unnormalized) ℓp-MD on every parameter; each run
+trains until an epoch's train accuracy reaches `target_train_accuracy` (the separable regime
+the theory is about) or the step cap, which is reported. Everything chosen is chosen on
+validation: the checkpoint a run reports (`real_runs.chosen_evaluation`), and per p the
+learning rate, among the rates whose run from the first seed reached the target
+(`real_runs.search_rates`, extended past an edge of the grid). Test is evaluated at every
+evaluation (its curve is logged) and read at the chosen checkpoint; it never selects.
+
+Paired design: each seed fixes the initial weights and the data order, the same for every p,
+so each seed gives one difference between two p (verdicts/real.py): test accuracy at the
+chosen checkpoint, the paper's key-word attention (min–max normalised last-layer [CLS]
+attention on held-out sentences with exactly one VADER-lexicon word), and K, Q, V entries above
+a threshold set relative to the initial weight scale as the paper's 0.06 is to its layers, with
+the raw counts above 0.06. Reference lines: the majority class, a bag-of-words logistic
+regression and the pretrained MiniLM fine-tuned on the same split (experiments/baselines.py).
 
 The model's 2-class cross-entropy (mean over the batch) is the paper's sigmoid + BCE of the
 logit difference; its summed loss makes its learning rates ours divided by the batch size.
@@ -18,82 +26,142 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import torch
+from pydantic import Field, model_validator
+from scipy import stats
 
-from ..claims import Claim, identified, not_applicable
+from ..claims import Claim, identified, mean_effect, not_applicable, paired_difference
 from ..config import (
-    Field,
+    Device,
+    Flag,
+    Fraction,
+    NonNegativeInt,
+    PositiveInt,
+    Text,
     check_paired,
-    choice,
-    fraction,
-    non_negative_int,
     numbers,
-    positive,
-    positive_int,
+    real,
 )
+from ..data.splits import train_validation_test
 from ..data.text import TEXT_DATASETS, vader_lexicon
 from ..figures import save_figure
+from ..real.adapters import subset, torch_device
 from ..real.attention import attention_maps, keyword_attention
-from ..real.minilm import load_tokenizer
+from ..real.minilm import encode, load_tokenizer
 from ..real.probe import lexicon_probe
-from ..real.runner import (
-    REAL_COMMON,
-    fmt,
-    history_table,
-    load_text,
-    mean_std,
-    run_once,
-    run_totals,
-    series,
-    start_run,
-    subset,
-    torch_device,
-)
-from ..real.train import seed_everything, train
+from ..real.records import history_table
+from ..real.train import TensorData, seed_everything, train
 from ..real.transformer import TextTransformer
+from ..store import DIVERGED, ResultsStore
+from . import baselines, papers
+from .real_runs import (
+    RateSearch,
+    RealConfig,
+    ValidationChooser,
+    fmt,
+    run_once,
+    run_status,
+    run_totals,
+    search_rates,
+    series,
+    use_threads,
+)
+from .verdicts import real as rules
 
 DESCRIPTION = (
-    "ℓp-MD (p = 1.1, 2, 3) on a transformer from scratch on Rotten Tomatoes, trained to 99.5 % "
-    "train accuracy: best test accuracy, key-word attention, K/Q/V weight sparsity"
+    "ℓp-MD (p = 1.1, 2, 3) on a transformer from scratch on all Rotten Tomatoes snippets, "
+    "trained to 99.5 % train accuracy, checkpoint and rate chosen on validation: test accuracy, "
+    "key-word attention, K/Q/V sparsity, paired by seed, beside three reference models"
 )
-# MD paper, IMDb, 3 blocks/heads: max test accuracy (%) and key-word attention score.
-PAPER_ACCURACY = {1.1: (83.47, 0.09), 2.0: (81.66, 0.09), 3.0: (82.57, 0.10)}
-PAPER_KEYWORD_ATTENTION = {1.1: 0.4387, 2.0: 0.3122}
-PAPER_COUNTS = {1.1: {"K": 18206, "Q": 13964, "V": 7643}, 2.0: {"K": 27224, "Q": 14654, "V": 10127}}
-ABSOLUTE_THRESHOLD = 0.06  # the paper's |w| threshold
+# Full scale in one process on a quiet core: an estimate from the profiled step (docs/REAL_DATA.md,
+# "Where a text-md step goes": 21-24 runs to the 14,200-step cap at 32-40 ms a step plus their
+# scorings, and the MiniLM reference: 3.0-4.1 h); not yet measured on a full run of this
+# protocol. `attnbias reproduce` states it first.
+FULL_SCALE_MINUTES = 240
+PAPER_ACCURACY = papers.MD_IMDB_ACCURACY
+PAPER_KEYWORD_ATTENTION = papers.MD_IMDB_KEYWORD_ATTENTION
+PAPER_COUNTS = papers.MD_IMDB_COUNTS
+ABSOLUTE_THRESHOLD = papers.MD_IMDB_THRESHOLD  # the paper's |w| threshold
+# The paper's 0.06 in units of its layers' initial RMS entry: the mapped threshold of a run is
+# this × the RMS entry of its own initial K, Q or V (docs/REAL_DATA.md#sparsity).
+INITIAL_SCALE_RATIO = papers.MD_IMDB_THRESHOLD / papers.MD_IMDB_INITIAL_RMS
 VARIANTS = {"seeds": "different init", "order": "same init, data order"}  # their table labels
-SEARCH_TAIL = 0.25  # a search run is scored by its mean train loss over its last quarter
+REFERENCE = 2.0  # ℓ2-MD is gradient descent: the p every other p is compared with
+MODEL_FIELDS = ("dim", "heads", "layers", "max_len", "mlp_ratio", "post_norm", "bias", "dropout",
+                "init")  # fmt: skip
 
-SCHEMA = {
-    **REAL_COMMON,
-    "dataset": choice("sentiment dataset", *TEXT_DATASETS),
-    "data_path": Field(str, "local copy of the dataset file ('': cache / fetch)"),
-    "ps": numbers("the p of each ℓp mirror descent compared", float, 1, strict=True),
-    "lrs": numbers("one base learning rate per p (mean loss)", float, 0, strict=True),
-    "normalize": choice("how mirror-descent steps are normalized", "per_tensor", "global", "none"),
-    "lr_search": numbers("multipliers of each base lr tried by the search ([1]: none)", float, 0,
-                         strict=True),
-    "search_steps": positive_int("steps of each learning-rate search run"),
-    "target_train_accuracy": Field(float, "stop when an epoch's train accuracy reaches this",
-                                   check=lambda x: 0 < x <= 1, rule="in (0, 1]"),
-    "order_seeds": non_negative_int("runs from the first seed's initial weights with other "
-                                    "data orders (the paper's repeats)"),
-    "probe_size": positive_int("held-out sentences of the key-word probe"),
-    "max_len": positive_int("tokens per text, incl. [CLS]/[SEP]"),
-    "dim": positive_int("model width"),
-    "heads": positive_int("attention heads per layer"),
-    "layers": positive_int("transformer blocks"),
-    "mlp_ratio": positive_int("MLP width / model width"),
-    "post_norm": Field(bool, "post-LayerNorm blocks (the paper's) instead of pre-LayerNorm"),
-    "bias": Field(bool, "biases in the linear and LayerNorm layers"),
-    "dropout": fraction("dropout after the embeddings, attention and MLP"),
-    "init": choice("initial weights: PyTorch's defaults (the paper's) or N(0, 0.02²)", "pytorch",
-                   "small"),
-    "device": choice("where to train ('auto': CUDA when present)", "auto", "cpu", "cuda"),
-    "relative_threshold": positive("scale-relative count: |w| > this × the matrix's RMS entry"),
-}  # fmt: skip
+
+class Config(RealConfig):
+    dataset: Literal[tuple(TEXT_DATASETS)] = Field(description="sentiment dataset")
+    data_path: Text = Field(description="local copy of the dataset file ('': cache / fetch)")
+    validation_share: real(gt=0, lt=1) = Field(
+        description="share of the training groups (movies) carved out as validation"
+    )
+    validation_size: NonNegativeInt = Field(
+        description="validation examples: a fixed random subset (0: all)"
+    )
+    ps: numbers(float, 1, strict=True) = Field(
+        description="the p of each ℓp mirror descent compared"
+    )
+    lrs: numbers(float, 0, strict=True) = Field(
+        description="per p, the centre of its learning-rate grid (mean loss)"
+    )
+    lr_search: numbers(float, 0, strict=True) = Field(
+        description="multipliers of each p's centre rate: the grid each p's rate is chosen from"
+    )
+    lr_factor: real(gt=1) = Field(description="step past an edge of the grid")
+    lr_extensions: NonNegativeInt = Field(
+        description="how many times a grid may be extended past the edge its best rate is on"
+    )
+    normalize: Literal["per_tensor", "global", "none"] = Field(
+        description="how mirror-descent steps are normalized"
+    )
+    target_train_accuracy: real(gt=0, le=1) = Field(
+        description="stop when an epoch's train accuracy reaches this"
+    )
+    order_seeds: NonNegativeInt = Field(
+        description="runs from the first seed's initial weights with other data orders (the "
+        "paper's repeats)"
+    )
+    probe_size: PositiveInt = Field(description="held-out sentences of the key-word probe")
+    max_len: PositiveInt = Field(description="tokens per text, incl. [CLS]/[SEP]")
+    dim: PositiveInt = Field(description="model width")
+    heads: PositiveInt = Field(description="attention heads per layer")
+    layers: PositiveInt = Field(description="transformer blocks")
+    mlp_ratio: PositiveInt = Field(description="MLP width / model width")
+    post_norm: Flag = Field(
+        description="post-LayerNorm blocks (the paper's) instead of pre-LayerNorm"
+    )
+    bias: Flag = Field(description="biases in the linear and LayerNorm layers")
+    dropout: Fraction = Field(description="dropout after the embeddings, attention and MLP")
+    init: Literal["pytorch", "small"] = Field(
+        description="initial weights: PyTorch's defaults (the paper's) or N(0, 0.02²)"
+    )
+    device: Device = Field(description="where to train ('auto': CUDA when present)")
+    bow_cs: numbers(float, 0, strict=True) = Field(
+        description="inverse regularisation strengths C the bag-of-words baseline chooses from"
+    )
+    minilm_steps: PositiveInt = Field(description="fine-tuning steps of the MiniLM baseline")
+    minilm_lr: real(gt=0) = Field(description="Adam learning rate of the MiniLM baseline")
+    minilm_batch_size: PositiveInt = Field(description="minibatch size of the MiniLM baseline")
+    minilm_eval_every: PositiveInt = Field(
+        description="steps between the MiniLM baseline's evaluations"
+    )
+
+    @model_validator(mode="after")
+    def _one_lr_per_p(self):
+        check_paired(self, "lrs", "ps")
+        return self
+
+
+def arm_name(p: float) -> str:
+    return f"ℓ{p:g}-MD"
+
+
+# --- data
 
 
 def compact_vocabulary(train_ids: torch.Tensor, vocab_size: int, unk_id: int) -> torch.Tensor:
@@ -103,6 +171,35 @@ def compact_vocabulary(train_ids: torch.Tensor, vocab_size: int, unk_id: int) ->
     table = torch.full((vocab_size,), -1, dtype=torch.long)
     table[seen] = torch.arange(len(seen))
     return torch.where(table >= 0, table, table[unk_id])
+
+
+def renumbered(data: TensorData, table: torch.Tensor) -> TensorData:
+    """The same examples with their token ids through `table`."""
+    return TensorData({**data.inputs, "input_ids": table[data.inputs["input_ids"]]}, data.labels)
+
+
+def load_data(config: Config, tokenizer):
+    """(splits, texts, encoded, counts): the corpus's three splits (data/splits.py); per split
+    ("train", "validation", "test") its texts with labels (a fixed random subset where the
+    config sizes one) and their tokens; counts says how many snippets (and movies) each holds."""
+    splits = train_validation_test(config.dataset, config.validation_share,
+                                   config.data_path or None)  # fmt: skip
+    sizes = {"train": config.train_size, "validation": config.validation_size,
+             "test": config.test_size}  # fmt: skip
+    texts, encoded = {}, {}
+    for name, size in sizes.items():
+        split = getattr(splits, name)
+        order = subset(len(split), size)
+        texts[name] = ([split.texts[i] for i in order], split.labels[order])
+        encoded[name] = encode(tokenizer, texts[name][0], texts[name][1], config.max_len)
+    counts = {**splits.counts(), **{f"{n}_used": len(texts[n][0]) for n in sizes},
+              "classes": len(splits.train.classes)}  # fmt: skip
+    for name in sizes:
+        counts[f"{name}_share_of_class_1"] = round(float(np.mean(texts[name][1])), 4)
+    return splits, texts, encoded, counts
+
+
+# --- what a run measures
 
 
 def hoyer_sparsity(w: np.ndarray) -> float:
@@ -123,18 +220,26 @@ def count_above(w: np.ndarray, threshold: float) -> int:
     return int((np.abs(w) > threshold).sum())
 
 
-def weight_counts(weights: dict[str, np.ndarray], relative: float) -> dict:
-    """Per K, Q, V: entries above the paper's 0.06, and above `relative` × the matrix's RMS entry
-    (the same count with the weights' own scale in place of a fixed one), and scale-free
-    measures (Hoyer sparsity, near-zero share)."""
+def rms(w: np.ndarray) -> float:
+    return float(np.sqrt(np.mean(np.asarray(w, dtype=np.float64) ** 2)))
+
+
+def weight_counts(weights: dict[str, np.ndarray], initial: dict[str, np.ndarray]) -> dict:
+    """Per K, Q, V: entries above the paper's 0.06 ("above_abs"), and above the threshold that
+    is to this run's initial weight scale what 0.06 is to the paper's: INITIAL_SCALE_RATIO × the
+    RMS entry of the matrix at initialisation ("above_init", threshold in "threshold"); and
+    scale-free measures (Hoyer sparsity, near-zero share)."""
     out = {}
     for m, w in weights.items():
-        rms = float(np.sqrt(np.mean(np.asarray(w, dtype=np.float64) ** 2)))
+        initial_rms = rms(initial[m])
+        threshold = INITIAL_SCALE_RATIO * initial_rms
         out[f"above_abs_{m}"] = count_above(w, ABSOLUTE_THRESHOLD)
-        out[f"above_rel_{m}"] = count_above(w, relative * rms)
+        out[f"above_init_{m}"] = count_above(w, threshold)
+        out[f"threshold_{m}"] = threshold
+        out[f"initial_rms_{m}"] = initial_rms
         out[f"hoyer_{m}"] = hoyer_sparsity(w)
         out[f"small_{m}"] = small_share(w)
-        out[f"rms_{m}"] = rms
+        out[f"rms_{m}"] = rms(w)
     return out
 
 
@@ -164,78 +269,72 @@ def last_train_accuracy(history, batch_size: int) -> float:
     return history.epoch_correct / max(len(history.train_loss) * batch_size, 1)
 
 
-def choose_lr(scores: dict[float, float]) -> float:
-    """The learning rate whose search run scored lowest (mean train loss over its last
-    quarter); a diverged run scores inf. ValueError if every candidate diverged."""
-    finite = {lr: s for lr, s in scores.items() if math.isfinite(s)}
-    if not finite:
-        raise ValueError(
-            f"text-md: every learning rate of the search diverged ({sorted(scores)}); "
-            "lower lrs in the config"
-        )
-    return min(finite, key=finite.get)
-
-
-def search_score(train_loss: np.ndarray) -> float:
-    """Mean train loss over the last SEARCH_TAIL of a search run (inf if it diverged)."""
-    tail = train_loss[-max(1, int(len(train_loss) * SEARCH_TAIL)) :]
-    value = float(np.mean(tail))
-    return value if math.isfinite(value) else math.inf
+def search_score(record) -> tuple[float, float, float]:
+    """A rate's score from its run (higher better): whether it reached the target, then its
+    validation accuracy and minus its validation loss at its chosen checkpoint; -inf if it
+    diverged. Only validation is read."""
+    info = record.info
+    if record.status == DIVERGED:
+        return (-math.inf, -math.inf, -math.inf)
+    return (float(bool(info["reached_target"])), info["chosen_val_accuracy"],
+            -info["chosen_val_loss"])  # fmt: skip
 
 
 class RunMaker:
     """Trains (or loads from the store) one text-md run: p, lr, the seed of the initial weights
     and the seed of the data order."""
 
-    def __init__(self, config, store, out, data, vocab_size, n_classes, probe, device):
+    def __init__(self, config: Config, store, out, data, counts, vocab_size, n_classes, probe,
+                 device):  # fmt: skip
         self.config, self.store, self.out = config, store, out
-        self.data, self.vocab_size, self.n_classes = data, vocab_size, n_classes
-        self.probe, self.device = probe, device
-        self.model_config = {
-            k: config[k]
-            for k in ("dim", "heads", "layers", "max_len", "mlp_ratio", "post_norm", "bias",
-                      "dropout", "init")
-        }  # fmt: skip
+        self.data, self.counts, self.vocab_size = data, counts, vocab_size
+        self.n_classes, self.probe, self.device = n_classes, probe, device
+        self.model_config = {k: getattr(config, k) for k in MODEL_FIELDS}
 
-    def run(self, role: str, p: float, lr: float, init_seed: int, order_seed: int, steps: int):
+    def run(self, p: float, lr: float, init_seed: int, order_seed: int):
         config = self.config
-        normalize = False if config["normalize"] == "none" else config["normalize"]
-        target = None if role == "search" else config["target_train_accuracy"]
+        normalize = False if config.normalize == "none" else config.normalize
+        train_data, validation, test = self.data
         run_config = {
             "experiment": "text-md",
-            "role": role,
-            "dataset": config["dataset"],
-            "train_size": len(self.data[0]),
-            "test_size": len(self.data[1]),
+            "dataset": config.dataset,
+            "data": {k: self.counts[k] for k in ("train_used", "validation_used", "test_used")}
+            | {"validation_share": config.validation_share},
             "model": self.model_config,
             "optimizer": {"name": "md", "p": p, "lr": lr, "normalize": normalize},
             "p": p,
             "init_seed": init_seed,
             "order_seed": order_seed,
-            "steps": steps,
-            "target_train_accuracy": target,
-            "probe_size": config["probe_size"],
-            **{k: config[k] for k in ("batch_size", "eval_every", "relative_threshold")},
+            "steps": config.steps,
+            "target_train_accuracy": config.target_train_accuracy,
+            "probe_size": config.probe_size,
+            "batch_size": config.batch_size,
+            "eval_every": config.eval_every,
         }
 
         def train_fn(checkpoints):
+            chooser = ValidationChooser(validation, test, checkpoints, device=self.device)
             seed_everything(init_seed)
             model = TextTransformer(self.vocab_size, self.n_classes, **self.model_config)
+            initial = kqv_weights(model)
             history = train(
-                model, *self.data, run_config["optimizer"], steps=steps,
-                batch_size=config["batch_size"], seed=order_seed, eval_every=config["eval_every"],
-                checkpoint_dir=checkpoints, desc=f"text-md {role} p={p:g} lr={lr:g}",
-                device=self.device, target_train_accuracy=target,
+                model, train_data, None, run_config["optimizer"], steps=config.steps,
+                batch_size=config.batch_size, seed=order_seed, eval_every=config.eval_every,
+                checkpoint_dir=checkpoints, extra_metrics=chooser,
+                desc=f"text-md p={p:g} lr={lr:g} seeds={init_seed}/{order_seed}",
+                device=self.device, target_train_accuracy=config.target_train_accuracy,
             )  # fmt: skip
+            chosen, predicted = chooser.report(history)
+            steps_run = len(history.train_loss)
             info = {
                 "seconds": history.seconds,
-                "diverged": history.diverged,
-                "steps_run": len(history.train_loss),
+                "seconds_per_step": history.seconds / max(steps_run, 1),
+                **run_status(history.diverged, steps_run),
+                "steps_run": steps_run,
                 "reached_target": history.reached_target,
-                "final_train_accuracy": last_train_accuracy(history, config["batch_size"]),
+                "final_train_accuracy": last_train_accuracy(history, config.batch_size),
+                **chosen,
             }
-            if role == "search":
-                return history_table(history), {}, info
             inputs = {k: v.to(self.device) for k, v in self.probe.inputs.items()}
             layers = [a.cpu() for a in attention_maps(model, inputs)]
             keyword = keyword_attention(layers, self.probe.word_mask, self.probe.attention_mask)
@@ -243,301 +342,491 @@ class RunMaker:
             info.update(
                 {f"keyword_{k}": v for k, v in keyword.items()},
                 probe_accuracy=probe_accuracy(model, self.probe, self.device),
-                **weight_counts(weights, config["relative_threshold"]),
+                **weight_counts(weights, initial),
             )
-            return history_table(history), weights, info
+            arrays = {**weights, "test_predicted": predicted.astype(np.int8)}
+            return history_table(history), arrays, info
 
         return run_once(self.store, run_config, self.out, train_fn)
 
 
-def run(config: dict, out: Path) -> dict:
-    check_paired(config, "lrs", "ps")
-    config, out, store = start_run(config, out)
-    device = torch_device(config["device"])
+def run(config: Config, out: Path) -> dict:
+    use_threads(config)
+    store = ResultsStore(out)
+    device = torch_device(config.device)
     tokenizer = load_tokenizer()
-    train_data, test_data, classes = load_text(
-        config["dataset"], tokenizer, config, config["data_path"] or None
-    )
-    held_out = TEXT_DATASETS[config["dataset"]](config["data_path"] or None)[1]
+    splits, texts, encoded, counts = load_data(config, tokenizer)
+    held_out = splits.test  # the whole test split, whatever test_size: it selects nothing
     order = subset(len(held_out), 0)  # a fixed random order: no sentence is picked by hand
     probe, probe_stats = lexicon_probe(
         tokenizer, [held_out.texts[i] for i in order], held_out.labels[order], vader_lexicon(),
-        config["probe_size"], config["max_len"],
-        known=set(train_data.inputs["input_ids"].unique().tolist()),
+        config.probe_size, config.max_len,
+        known=set(encoded["train"].inputs["input_ids"].unique().tolist()),
     )  # fmt: skip
     table = compact_vocabulary(
-        train_data.inputs["input_ids"], tokenizer.vocab_size, tokenizer.unk_token_id
+        encoded["train"].inputs["input_ids"], tokenizer.vocab_size, tokenizer.unk_token_id
     )
-    for ids_owner in (train_data.inputs, test_data.inputs):
-        ids_owner["input_ids"] = table[ids_owner["input_ids"]]
+    data = tuple(renumbered(encoded[n], table) for n in ("train", "validation", "test"))
     probe.input_ids = table[probe.input_ids]
-    trainer = RunMaker(config, store, out, (train_data, test_data), int(table.max()) + 1,
-                      len(classes), probe, device)  # fmt: skip
+    n_classes = counts["classes"]
+    trainer = RunMaker(config, store, out, data, counts, int(table.max()) + 1, n_classes, probe,
+                       device)  # fmt: skip
+    minilm_run = baselines.start_minilm(config, store, out, encoded, n_classes, device)
 
-    first = config["seeds"][0]
-    candidates = {
-        p: [base * m for m in config["lr_search"]]
-        for p, base in zip(map(float, config["ps"]), map(float, config["lrs"]))
-    }
-    # Every search run is started before any is read: on a cluster they train side by side.
-    search_runs = {
-        p: {lr: trainer.run("search", p, lr, first, first, config["search_steps"]) for lr in lrs}
-        for p, lrs in candidates.items()
-        if len(lrs) > 1
-    }
-    search_keys = [r.key for runs in search_runs.values() for r in runs.values()]
-    searches = {
-        p: {lr: search_score(series(r, "train_loss")[1]) for lr, r in runs.items()}
-        for p, runs in search_runs.items()
-    }
-    chosen = {
-        p: choose_lr(searches[p]) if p in searches else lrs[0] for p, lrs in candidates.items()
-    }
+    seeds = config.seed_list
+    first = seeds[0]
+
+    search_keys = []
+
+    def score(pending):
+        # every pending run is started before any is read: on a cluster, side by side
+        started = {(p, lr): trainer.run(p, lr, first, first)
+                   for p, lrs in pending.items() for lr in lrs}  # fmt: skip
+        search_keys.extend(r.key for r in started.values())
+        return {p: {lr: search_score(started[(p, lr)]) for lr in lrs}
+                for p, lrs in pending.items()}  # fmt: skip
+
+    grids = {p: [base * m for m in config.lr_search] for p, base in zip(config.ps, config.lrs)}
+    try:
+        searches = search_rates(grids, score, config.lr_factor, config.lr_extensions)
+    except ValueError as err:
+        raise ValueError(f"text-md: {err} in the config") from None
     records = {}
-    for p in candidates:
-        for seed in config["seeds"]:
-            records[("seeds", p, seed)] = trainer.run("seed", p, chosen[p], seed, seed,
-                                                      config["steps"])  # fmt: skip
-        for j in range(config["order_seeds"]):
-            records[("order", p, j)] = trainer.run("order", p, chosen[p], first, 1000 + j,
-                                                   config["steps"])  # fmt: skip
-    summary = summarize(config, records, out, probe_stats)
-    summary["lr_search"] = {
-        f"{p:g}": {"scores": {f"{lr:g}": s for lr, s in scores.items()}, "chosen": chosen[p]}
-        for p, scores in searches.items()
-    }
-    summary["learning_rates"] = {f"{p:g}": lr for p, lr in chosen.items()}
-    summary["search_runs"] = len(search_keys)
-    summary["run_keys"] += search_keys
+    for p, search in searches.items():
+        for seed in seeds:
+            records[("seeds", p, seed)] = trainer.run(p, search.chosen, seed, seed)
+        for j in range(config.order_seeds):
+            records[("order", p, j)] = trainer.run(p, search.chosen, first, 1000 + j)
+    references = baselines.references(config, texts, minilm_run)
+    main_keys = {r.key for r in records.values()}
+    search_keys = [k for k in dict.fromkeys(search_keys) if k not in main_keys]
+    summary = summarize(config, records, searches, references, counts, texts["test"][1], out)
+    summary.update(
+        probe={**probe_stats, "lexicon": "VADER (vaderSentiment 3.3.2, MIT)"},
+        lr_search={f"{p:g}": s.summary() for p, s in searches.items()},
+        learning_rates={f"{p:g}": s.chosen for p, s in searches.items()},
+        search_runs=len(search_keys),
+    )
+    summary["run_keys"] += search_keys + references.get("run_keys", [])
     return summary
 
 
-def variant_rows(config, records, variant: str) -> dict[float, dict]:
-    """Per p, over the runs of one variant ("seeds": different initial weights; "order": the
-    first seed's initial weights, different data orders): [mean, std] of the accuracies and
-    key-word scores, mean weight counts, and how many runs reached the target. Diverged runs
-    are counted and left out of the numbers (if all diverged, the numbers are NaN)."""
+# --- reading the runs back
 
-    def spread(values):
-        values = np.asarray(values, dtype=float)  # a NaN stored as JSON null comes back None
-        return [float(values.mean()), float(values.std())]
 
-    def mean(values):
-        return float(np.mean(np.asarray(values, dtype=float)))
+def run_values(record, test_labels: np.ndarray) -> dict:
+    """One run's per-run numbers (NaN where a diverged run has none) and its test correctness
+    at the chosen checkpoint."""
+    info = record.info
+    ok = record.status != DIVERGED
 
-    rows = {}
+    def get(key, scale=1.0):
+        value = info.get(key)
+        return scale * float(value) if ok and value is not None else math.nan
+
+    values = {
+        "test_accuracy": get("chosen_test_accuracy", 100),
+        "val_accuracy": get("chosen_val_accuracy", 100),
+        "best_test_accuracy_unselected": get("best_test_accuracy_unselected", 100),
+        "final_test_accuracy": 100 * float(series(record, "test_accuracy")[1][-1]) if ok
+        else math.nan,
+        "final_train_accuracy": 100 * float(info.get("final_train_accuracy", math.nan)),
+        "steps_run": float(info["steps_run"]),
+        "chosen_step": get("chosen_step"),
+        "seconds_per_step": float(info.get("seconds_per_step", math.nan)),
+        **{k: get(k) for k in ("keyword_normalised", "keyword_raw", "keyword_chance_normalised",
+                               "keyword_chance_raw", "probe_accuracy")},
+        **{f"{k}_{m}": get(f"{k}_{m}") for k in ("above_abs", "above_init", "threshold",
+                                                  "hoyer", "small", "rms") for m in "KQV"},
+    }  # fmt: skip
+    predicted = record.arrays.get("test_predicted")
+    correct = (np.asarray(predicted) == test_labels) if ok and predicted is not None else None
+    return {"values": values, "reached": bool(info.get("reached_target")), "correct": correct}
+
+
+def collect(config, records, searches, test_labels, variant: str) -> dict[float, dict]:
+    """Per p, the runs of one variant in seed order: their values (arrays over runs), whether
+    each reached the target, their test correctness and the p's search."""
+    out = {}
     for p in map(float, config["ps"]):
-        every = [r for (v, q, _), r in records.items() if v == variant and q == p]
-        if not every:
+        runs = [(k[2], r) for k, r in records.items() if k[0] == variant and k[1] == p]
+        if not runs:
             continue
-        runs = [r for r in every if r.status != "diverged"]
-        accs = [series(r, "test_accuracy")[1] for r in runs] or [np.full(1, np.nan)]
-        info = [r.info for r in runs] or [{}]
-        rows[p] = {
-            "p": p,
-            "variant": variant,
-            "runs": len(every),
-            "reached_target": sum(bool(i.get("reached_target")) for i in info),
-            "steps_run": spread([i.get("steps_run") for i in info]),
-            "final_train_accuracy": spread([100 * i.get("final_train_accuracy", np.nan)
-                                            for i in info]),
-            "best_accuracy": spread([100 * a.max() for a in accs]),
-            "final_accuracy": spread([100 * a[-1] for a in accs]),
-            "keyword_normalised": spread([i.get("keyword_normalised") for i in info]),
-            "keyword_raw": spread([i.get("keyword_raw") for i in info]),
-            "keyword_chance_normalised": mean([i.get("keyword_chance_normalised") for i in info]),
-            "keyword_chance_raw": mean([i.get("keyword_chance_raw") for i in info]),
-            "probe_accuracy": mean([i.get("probe_accuracy") for i in info]),
-            **{
-                f"{k}_{m}": mean([i.get(f"{k}_{m}") for i in info])
-                for k in ("above_abs", "above_rel", "hoyer", "small", "rms")
-                for m in "KQV"
-            },
-            "seconds_per_run": mean([r.info["seconds"] for r in every]),
-            "diverged": len(every) - len(runs),
-        }  # fmt: skip
-    return rows
+        each = [run_values(r, test_labels) for _, r in sorted(runs, key=lambda kr: kr[0])]
+        out[p] = {
+            "values": {k: np.array([e["values"][k] for e in each]) for k in each[0]["values"]},
+            "reached": np.array([e["reached"] for e in each]),
+            "correct": [e["correct"] for e in each],
+            "search": searches.get(p, RateSearch()),
+            "diverged": sum(r.status == DIVERGED for _, r in runs),
+        }
+    return out
 
 
-def summarize(config, records, out: Path, probe_stats: dict) -> dict:
-    import matplotlib.pyplot as plt
-
-    ps = [float(p) for p in config["ps"]]
-    by_variant = {v: variant_rows(config, records, v) for v in ("seeds", "order")}
-    main = by_variant["seeds"]
-    figures = []
-
-    fig, ax = plt.subplots(figsize=(5, 3.5))
-    for p in ps:
-        runs = [r for (v, q, _), r in records.items() if v == "seeds" and q == p]
-        curves = [series(r, "test_accuracy") for r in runs]
-        mean, std = mean_std([c[1] for c in curves])
-        steps = min((c[0] for c in curves), key=len)[: len(mean)]
-        ax.plot(steps, 100 * mean, label=f"ℓ{p:g}-MD")
-        ax.fill_between(steps, 100 * (mean - std), 100 * (mean + std), alpha=0.25)
-    ax.set(xlabel="step", ylabel="test accuracy (%)",
-           title="text-md: mean ± std over seeds (to the shortest run)")  # fmt: skip
-    ax.legend()
-    figures += save_figure(fig, out, "text_md_accuracy")
-
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.5), sharey=True)
-    for ax, m in zip(axes, "KQV"):
-        for p in ps:
-            w = np.concatenate(
-                [r.arrays[m] for (v, q, _), r in records.items() if v == "seeds" and q == p]
-            )
-            share = np.full(w.size, 1.0 / w.size)  # bar height = share of entries in the bin
-            ax.hist(np.abs(w) + 1e-12, bins=np.logspace(-8, 0.5, 60), weights=share,
-                    histtype="step", label=f"ℓ{p:g}-MD")  # fmt: skip
-        ax.axvline(ABSOLUTE_THRESHOLD, color="k", ls="--", lw=1)
-        ax.set(xscale="log", xlabel=f"|{m} weight| (dashed: 0.06)",
-               title=f"{m} weights (all seeds, blocks)")  # fmt: skip
-    axes[0].set_ylabel("share of entries")
-    axes[0].legend()
-    figures += save_figure(fig, out, "text_md_weight_histograms")
-
-    fig, (ax_norm, ax_raw) = plt.subplots(1, 2, figsize=(8, 3.5), layout="constrained")
-    labels = [f"ℓ{p:g}" for p in ps if p in main]
-    for ax, key, title in ((ax_norm, "keyword_normalised", "min–max normalised (paper)"),
-                           (ax_raw, "keyword_raw", "raw attention")):  # fmt: skip
-        values = [main[p][key] for p in ps if p in main]
-        ax.bar(labels, [v[0] for v in values], yerr=[v[1] for v in values], capsize=4)
-        chance = np.mean([main[p][key.replace("keyword_", "keyword_chance_")] for p in main])
-        ax.axhline(chance, color="k", ls="--", lw=1, label=f"chance ({chance:.3f})")
-        ax.set_title(title)
-        ax.legend()
-    ax_norm.set_ylabel("[CLS] attention on the key word")
-    fig.suptitle(f"key-word attention, last layer, {probe_stats['sentences']} held-out sentences")
-    figures += save_figure(fig, out, "text_md_keyword_attention")
-
-    relative = config["relative_threshold"]
-    table = [table_row(row, relative) for rows in by_variant.values() for row in rows.values()]
+def arms_of(collected: dict[float, dict]) -> dict[str, rules.Arm]:
     return {
-        "claims": text_md_claims(main, by_variant["order"]),
-        "tables": {"text_md": table, "text_md_runs": run_rows(records)},
-        "rows": [row for rows in by_variant.values() for row in rows.values()],
-        "probe": {**probe_stats, "lexicon": "VADER (vaderSentiment 3.3.2, MIT)"},
+        arm_name(p): rules.Arm(arm_name(p), c["values"], c["reached"], c["search"].interior)
+        for p, c in collected.items()
+    }
+
+
+def mcnemar_test(a_only: int, b_only: int) -> dict:
+    """The exact McNemar test of two classifiers on the same examples: of the discordant
+    examples (a right and b wrong: a_only; the reverse: b_only), is a's share ½? Two-sided
+    binomial p-value (scipy.stats.binomtest)."""
+    n = a_only + b_only
+    p_value = float(stats.binomtest(a_only, n, 0.5).pvalue) if n else math.nan
+    return {"a_right_b_wrong": int(a_only), "b_right_a_wrong": int(b_only), "p_value": p_value}
+
+
+def pooled_mcnemar(a: list, b: list) -> dict | None:
+    """McNemar on the test predictions of two arms pooled over the seeds both have (None if no
+    seed has both)."""
+    pairs = [(x, y) for x, y in zip(a, b) if x is not None and y is not None]
+    if not pairs:
+        return None
+    a_only = sum(int(np.sum(x & ~y)) for x, y in pairs)
+    b_only = sum(int(np.sum(~x & y)) for x, y in pairs)
+    return {**mcnemar_test(a_only, b_only), "seeds": len(pairs)}
+
+
+def text_md_claims(collected: dict[float, dict]) -> list[Claim]:
+    """The MD paper's IMDb findings, each a paired comparison over seeds (verdicts/real.py):
+    ℓ1.1 against ℓ2 (GD), and every p against ℓ2."""
+    arms = arms_of(collected)
+    lo, mid = arm_name(1.1), arm_name(REFERENCE)
+    texts = list(TEXT_MD_CLAIMS.values())
+    if not (lo in arms and mid in arms):
+        why = "needs runs of both p = 1.1 and p = 2"
+        return identified("text-md", [not_applicable(t, why) for t in texts], TEXT_MD_CLAIMS)
+    mcnemar = {arm_name(p): pooled_mcnemar(c["correct"], collected[REFERENCE]["correct"])
+               for p, c in collected.items() if p != REFERENCE}  # fmt: skip
+    threshold = f"{INITIAL_SCALE_RATIO:.3g} × the initial RMS entry (the paper's 0.06)"
+    claims = [
+        rules.more_accurate(arms, lo, mid, mcnemar[lo]),
+        rules.md_beats_gd(arms, mid, mcnemar),
+        rules.keyword_sharper(arms, lo, mid),
+        rules.sparser(arms, lo, mid, threshold),
+        rules.more_near_zero(arms, lo, mid),
+    ]
+    for claim, text in zip(claims, texts):  # "ours: …" is our statement, not the paper's
+        claim.claim = f"{claim.claim} — {text if text.startswith('ours:') else 'paper: ' + text}"
+    return identified("text-md", claims, TEXT_MD_CLAIMS)
+
+
+TEXT_MD_CLAIMS = {
+    "best-accuracy": f"ℓ1.1 {papers.accuracy_text(1.1)} vs ℓ2 {papers.accuracy_text(2.0)} % "
+    "best test accuracy (IMDb)",
+    "md-beats-gd": f"MD improves generalization over GD (ℓ3 {papers.accuracy_text(3.0)} %)",
+    "keyword-attention": f"normalised key-word attention {papers.keyword_text()}",
+    "sparsity-count": f"entries with |w| > {papers.MD_IMDB_THRESHOLD:g}: {papers.counts_text()}",
+    "sparsity-scale-free": "ours: the same sparsity, free of the weights' scale",
+}
+
+
+# --- summary, tables, figures
+
+
+def summarize(config, records, searches, references, counts, test_labels, out: Path) -> dict:
+    test_labels = np.asarray(test_labels)
+    by_variant = {v: collect(config, records, searches, test_labels, v) for v in VARIANTS}
+    main = by_variant["seeds"]
+    rows = [variant_row(p, c, v) for v, ps in by_variant.items() for p, c in ps.items()]
+    figures = plot_accuracy(config, records, references, out)
+    figures += plot_weights(config, records, main, out)
+    figures += plot_keyword(main, out)
+    paired = paired_rows(main)
+    figures += plot_paired(paired, out)
+    return {
+        "claims": text_md_claims(main),
+        "tables": {
+            "text_md": [table_row(r) for r in rows] + reference_rows(references),
+            "text_md_paired_differences": [paired_table_row(r) for r in paired],
+            "text_md_data": [counts],
+            "text_md_runs": run_rows(records),
+        },
+        "rows": rows,
+        "paired": paired,
+        "data": counts,
+        "baselines": {k: v for k, v in references.items() if k != "run_keys"},
+        "timing": timing(main),
         "figures": figures,
         **run_totals(records),
     }
 
 
+def effect_list(values) -> list[float]:
+    """[mean, low, high] of the per-run values' 95 % CI (mean_effect)."""
+    e = mean_effect(values)
+    return [e.estimate, e.low, e.high]
+
+
+def variant_row(p: float, c: dict, variant: str) -> dict:
+    """Per p and variant: each quantity's [mean, CI low, CI high] over runs (diverged runs left
+    out), how many runs reached the target, the rate and its grid."""
+    v = c["values"]
+    quantities = ["test_accuracy", "val_accuracy", "best_test_accuracy_unselected",
+                  "final_test_accuracy", "final_train_accuracy", "steps_run", "chosen_step",
+                  "keyword_normalised", "keyword_raw", "keyword_chance_normalised",
+                  "keyword_chance_raw", "probe_accuracy", "seconds_per_step",
+                  *(f"{k}_{m}" for k in ("above_abs", "above_init", "threshold", "small", "hoyer")
+                    for m in "KQV")]  # fmt: skip
+    return {
+        "p": p,
+        "variant": variant,
+        "runs": len(c["reached"]),
+        "reached_target": int(np.sum(c["reached"])),
+        "diverged": c["diverged"],
+        "rate_search": c["search"].summary() if c["search"].scores else {},
+        **{q: effect_list(v[q]) for q in quantities},
+    }
+
+
+def ci(triple, digits: int = 2) -> str:
+    mean, low, high = triple
+    if not (math.isfinite(low) and math.isfinite(high)) or low == high:
+        return f"{mean:.{digits}f}"
+    return f"{mean:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+
+
+def grid_text(search: dict) -> str:
+    if not search:
+        return ""
+    tried = ", ".join(f"**{r:g}**" if r == search["chosen"] else f"{r:g}"
+                      for r in search["tried"])  # fmt: skip
+    return tried + ("" if search["interior"] else " (edge)")
+
+
+def table_row(r: dict) -> dict:
+    """A row of the text-md table: means with their 95 % CI over runs."""
+    p = r["p"]
+    paper = PAPER_COUNTS.get(p)
+
+    def counts(kind):
+        return "/".join(f"{r[f'{kind}_{m}'][0]:,.0f}" for m in "KQV")
+
+    return {
+        "model": arm_name(p),
+        "variant": VARIANTS[r["variant"]],
+        "runs at 99.5 % / runs": f"{r['reached_target']}/{r['runs']}",
+        "rates tried (chosen)": grid_text(r["rate_search"]),
+        "steps": ci(r["steps_run"], 0),
+        "final train acc. (%)": ci(r["final_train_accuracy"]),
+        "val. acc. (%)": ci(r["val_accuracy"]),
+        "test acc. (%) [95 % CI]": ci(r["test_accuracy"]),
+        "best test acc. (%), not selected": ci(r["best_test_accuracy_unselected"]),
+        "paper best (IMDb)": fmt(*PAPER_ACCURACY[p]) if p in PAPER_ACCURACY else "",
+        "key word, normalised": ci(r["keyword_normalised"], 3),
+        "chance (normalised)": f"{r['keyword_chance_normalised'][0]:.3f}",
+        "key word, raw": ci(r["keyword_raw"], 4),
+        "chance (raw)": f"{r['keyword_chance_raw'][0]:.4f}",
+        "paper key word": PAPER_KEYWORD_ATTENTION.get(p, ""),
+        "threshold K/Q/V": "/".join(f"{r[f'threshold_{m}'][0]:.3g}" for m in "KQV"),
+        "count > threshold K/Q/V": counts("above_init"),
+        "count > 0.06 K/Q/V": counts("above_abs"),
+        "paper K/Q/V (> 0.06)": "/".join(f"{paper[m]:,}" for m in "KQV") if paper else "",
+        "near-zero share K/Q/V": "/".join(f"{r[f'small_{m}'][0]:.3f}" for m in "KQV"),
+        "s/step": f"{r['seconds_per_step'][0]:.3f}",
+    }
+
+
+def reference_rows(references: dict) -> list[dict]:
+    """The reference models as rows of the text-md table (accuracy columns only)."""
+    rows = []
+    for name, ref in references.items():
+        if name == "run_keys":
+            continue
+        rows.append({"model": ref["label"], "variant": "reference",
+                     "val. acc. (%)": f"{ref['val_accuracy']:.2f}",
+                     "test acc. (%) [95 % CI]": f"{ref['test_accuracy']:.2f}"})  # fmt: skip
+    return rows
+
+
+PAIRED = (
+    ("test_accuracy", "test acc. (pp)", 2),
+    ("keyword_normalised", "key word, normalised", 3),
+    *((f"above_init_{m}", f"count > threshold, {m}", 0) for m in "KQV"),
+    *((f"above_abs_{m}", f"count > 0.06, {m}", 0) for m in "KQV"),
+    *((f"small_{m}", f"near-zero share, {m}", 4) for m in "KQV"),
+)
+
+
+def paired_rows(collected: dict[float, dict]) -> list[dict]:
+    """Per p other than 2: each quantity's paired difference from ℓ2 over the seeds both have,
+    with its 95 % CI, and McNemar on the pooled test predictions."""
+    if REFERENCE not in collected:
+        return []
+    ref = collected[REFERENCE]
+    rows = []
+    for p, c in collected.items():
+        if p == REFERENCE:
+            continue
+        row = {"comparison": f"{arm_name(p)} − {arm_name(REFERENCE)}"}
+        for key, _, _ in PAIRED:
+            e = paired_difference(c["values"][key], ref["values"][key])
+            row[key] = [e.estimate, e.low, e.high, e.n]
+        row["mcnemar"] = pooled_mcnemar(c["correct"], ref["correct"])
+        rows.append(row)
+    return rows
+
+
+def paired_table_row(row: dict) -> dict:
+    out = {"comparison": row["comparison"]}
+    for key, label, digits in PAIRED:
+        out[f"{label} [95 % CI]"] = ci(row[key][:3], digits)
+    m = row["mcnemar"]
+    out["McNemar (pooled): only a / only b, p"] = (
+        f"{m['a_right_b_wrong']} / {m['b_right_a_wrong']}, p = {m['p_value']:.3g}" if m else ""
+    )
+    out["seeds"] = row["test_accuracy"][3]
+    return out
+
+
+def timing(collected: dict[float, dict]) -> dict:
+    """Per p: mean training seconds per step and steps run (for the full run's time)."""
+    return {
+        f"{p:g}": {
+            "seconds_per_step": float(np.nanmean(c["values"]["seconds_per_step"])),
+            "steps_run": float(np.mean(c["values"]["steps_run"])),
+        }
+        for p, c in collected.items()
+    }
+
+
 def run_rows(records) -> list[dict]:
-    """One row per run: where it stopped and why, its final train and best test accuracy."""
+    """One row per run: where it stopped and why, the checkpoint chosen on validation, its
+    validation and test accuracy there."""
     rows = []
     for (variant, p, _), r in sorted(
         records.items(), key=lambda kv: (kv[0][0] != "seeds", *kv[0][1:])
     ):
-        accuracy = series(r, "test_accuracy")[1]
+        info = r.info
         target = f"{100 * r.config['target_train_accuracy']:g} % reached"
-        stop = "diverged" if r.status == "diverged" else (
-            target if r.info["reached_target"] else "step cap")  # fmt: skip
+        stop = DIVERGED if r.status == DIVERGED else (
+            target if info["reached_target"] else "step cap")  # fmt: skip
         rows.append({
             "p": p,
             "variant": VARIANTS[variant],
             "init seed": r.config["init_seed"],
             "order seed": r.config["order_seed"],
-            "steps": r.info["steps_run"],
+            "lr": r.config["optimizer"]["lr"],
+            "steps": info["steps_run"],
             "stopped by": stop,
-            "final train acc. (%)": f"{100 * r.info['final_train_accuracy']:.2f}",
-            "best test acc. (%)": f"{100 * np.nanmax(accuracy):.2f}",
+            "final train acc. (%)": f"{100 * info['final_train_accuracy']:.2f}",
+            "chosen step": info.get("chosen_step", ""),
+            "val. acc. (%)": f"{100 * info.get('chosen_val_accuracy', math.nan):.2f}",
+            "test acc. (%)": f"{100 * info.get('chosen_test_accuracy', math.nan):.2f}",
         })  # fmt: skip
     return rows
 
 
-def table_row(r: dict, relative: float) -> dict:
-    counts = "/".join(f"{r[f'above_abs_{m}']:,.0f}" for m in "KQV")
-    paper = PAPER_COUNTS.get(r["p"])
-    return {
-        "p": r["p"],
-        "variant": VARIANTS[r["variant"]],
-        "runs at 99.5 % / runs": f"{r['reached_target']}/{r['runs']}",
-        "steps": fmt(*r["steps_run"], digits=0),
-        "final train acc. (%)": fmt(*r["final_train_accuracy"]),
-        "best test acc. (%)": fmt(*r["best_accuracy"]),
-        "final test acc. (%)": fmt(*r["final_accuracy"]),
-        "paper best (IMDb)": fmt(*PAPER_ACCURACY[r["p"]]) if r["p"] in PAPER_ACCURACY else "",
-        "key word, normalised": fmt(*r["keyword_normalised"], digits=3),
-        "chance (normalised)": f"{r['keyword_chance_normalised']:.3f}",
-        "key word, raw": fmt(*r["keyword_raw"], digits=4),
-        "chance (raw)": f"{r['keyword_chance_raw']:.4f}",
-        "paper key word": PAPER_KEYWORD_ATTENTION.get(r["p"], ""),
-        "count abs(w) > 0.06 K/Q/V": counts,
-        "paper K/Q/V": "/".join(f"{paper[m]:,}" for m in "KQV") if paper else "",
-        f"count abs(w) > {relative:g} RMS K/Q/V": "/".join(
-            f"{r[f'above_rel_{m}']:,.0f}" for m in "KQV"
-        ),
-        "near-zero share K/Q/V": "/".join(f"{r[f'small_{m}']:.3f}" for m in "KQV"),
-        "s/run": f"{r['seconds_per_run']:.0f}",
-    }
+def plot_accuracy(config, records, references, out: Path) -> list[str]:
+    """Validation (left) and test (right) accuracy of every run against steps, the chosen
+    checkpoint of each marked, with the reference models as horizontal lines."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True, layout="constrained")
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for k, p in enumerate(map(float, config["ps"])):
+        runs = [r for (v, q, _), r in records.items() if v == "seeds" and q == p]
+        for j, r in enumerate(runs):
+            chosen = r.info.get("chosen_step")
+            for ax, metric in zip(axes, ("val_accuracy", "test_accuracy")):
+                steps, values = series(r, metric)
+                ax.plot(steps, 100 * values, color=colours[k % len(colours)], lw=0.8,
+                        alpha=0.7, label=arm_name(p) if j == 0 else None)  # fmt: skip
+                at = np.flatnonzero(steps == chosen)
+                if at.size:
+                    ax.plot(steps[at], 100 * values[at], "o", color=colours[k % len(colours)],
+                            ms=4)  # fmt: skip
+    styles = iter(("--", ":", "-."))
+    for name, ref in references.items():
+        if name == "run_keys":
+            continue
+        style = next(styles, "--")
+        for ax, key in zip(axes, ("val_accuracy", "test_accuracy")):
+            ax.axhline(ref[key], color="k", ls=style, lw=1,
+                       label=f"{ref['label']} ({ref[key]:.1f})")  # fmt: skip
+    axes[0].set(xlabel="step", ylabel="accuracy (%)", title="validation (selects; dots: chosen)")
+    axes[1].set(xlabel="step", title="test (read at the chosen checkpoint only)")
+    for ax in axes:
+        ax.legend(fontsize=7)
+    fig.suptitle("text-md: every run with different initial weights; lines: reference models")
+    return save_figure(fig, out, "text_md_accuracy")
 
 
-TEXT_MD_CLAIMS = {
-    "best-accuracy": "ℓ1.1-MD reaches a higher best test accuracy than ℓ2-MD (GD): paper 83.47 "
-    "vs 81.66 % (mean over seeds with different initial weights)",
-    "md-beats-gd": "MD improves generalization over GD: every ℓp-MD with p ≠ 2 has a higher "
-    "mean best test accuracy than ℓ2-MD",
-    "keyword-attention": "ℓ1.1-MD puts more normalised last-layer [CLS] attention on the key "
-    "word than GD (paper 0.4387 vs 0.3122)",
-    "sparsity-count": "ℓ1.1-MD gives sparser K, Q, V than GD: fewer entries with |w| > 0.06 "
-    "in each (paper K 18,206 vs 27,224; Q 13,964 vs 14,654; V 7,643 vs 10,127)",
-    "sparsity-scale-free": "ℓ1.1-MD's K, Q, V have a larger share of near-zero entries (below "
-    "1 % of the RMS entry) than GD's (free of the weights' overall scale)",
-}
+def plot_weights(config, records, main, out: Path) -> list[str]:
+    """|w| of the trained K, Q, V (all seeds, blocks), with 0.06 and the mapped threshold."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.5), sharey=True)
+    for ax, m in zip(axes, "KQV"):
+        for p in map(float, config["ps"]):
+            w = [r.arrays[m] for (v, q, _), r in records.items()
+                 if v == "seeds" and q == p and r.status != DIVERGED]  # fmt: skip
+            if not w:
+                continue
+            w = np.concatenate(w)
+            share = np.full(w.size, 1.0 / w.size)  # bar height = share of entries in the bin
+            ax.hist(np.abs(w) + 1e-12, bins=np.logspace(-8, 0.5, 60), weights=share,
+                    histtype="step", label=arm_name(p))  # fmt: skip
+        ax.axvline(ABSOLUTE_THRESHOLD, color="k", ls="--", lw=1)
+        thresholds = [np.nanmean(c["values"][f"threshold_{m}"]) for c in main.values()]
+        if thresholds and np.isfinite(thresholds).any():
+            ax.axvline(float(np.nanmean(thresholds)), color="k", ls=":", lw=1)
+        ax.set(xscale="log", xlabel=f"|{m} weight| (dashed: 0.06; dotted: mapped)",
+               title=f"{m} weights (all seeds, blocks)")  # fmt: skip
+    axes[0].set_ylabel("share of entries")
+    axes[0].legend()
+    return save_figure(fig, out, "text_md_weight_histograms")
 
 
-def standardized_difference(a, b) -> float:
-    """(mean_a − mean_b) / √((std_a² + std_b²) / 2) of two [mean, std] pairs (Cohen's d)."""
-    lead, pooled = a[0] - b[0], math.sqrt((a[1] ** 2 + b[1] ** 2) / 2)
-    if math.isnan(lead) or math.isnan(pooled):  # a p whose runs all diverged
-        return math.nan
-    if pooled == 0:
-        return math.copysign(math.inf, lead) if lead else 0.0
-    return lead / pooled
+def plot_keyword(main: dict[float, dict], out: Path) -> list[str]:
+    """Key-word attention per p, mean with its 95 % CI over seeds, and chance."""
+    import matplotlib.pyplot as plt
+
+    fig, (ax_norm, ax_raw) = plt.subplots(1, 2, figsize=(8, 3.5), layout="constrained")
+    ps = list(main)
+    labels = [f"ℓ{p:g}" for p in ps]
+    for ax, key, title in ((ax_norm, "keyword_normalised", "min–max normalised (paper)"),
+                           (ax_raw, "keyword_raw", "raw attention")):  # fmt: skip
+        effects = [effect_list(main[p]["values"][key]) for p in ps]
+        means = np.array([e[0] for e in effects])
+        low = np.array([e[1] if math.isfinite(e[1]) else e[0] for e in effects])
+        high = np.array([e[2] if math.isfinite(e[2]) else e[0] for e in effects])
+        ax.bar(labels, means, yerr=[means - low, high - means], capsize=4)
+        chance = np.nanmean([np.nanmean(main[p]["values"][key.replace("keyword_",
+                             "keyword_chance_")]) for p in ps])  # fmt: skip
+        ax.axhline(chance, color="k", ls="--", lw=1, label=f"chance ({chance:.3f})")
+        ax.set_title(title)
+        ax.legend()
+    ax_norm.set_ylabel("[CLS] attention on the key word")
+    fig.suptitle("key-word attention, last layer: mean and 95 % CI over seeds")
+    return save_figure(fig, out, "text_md_keyword_attention")
 
 
-def text_md_claims(by_p: dict[float, dict], order: dict[float, dict] | None = None) -> list:
-    """The MD paper's IMDb findings from the per-p rows of the runs with different initial
-    weights; the same numbers of the same-init variant (order) go into the evidence."""
-    order = order or {}
-    lo, mid = by_p.get(1.1), by_p.get(2.0)
-    if not (lo and mid):
-        why = "needs runs of both p = 1.1 and p = 2"
-        return identified("text-md", [not_applicable(c, why) for c in TEXT_MD_CLAIMS.values()],
-                          TEXT_MD_CLAIMS)  # fmt: skip
+def plot_paired(paired: list[dict], out: Path) -> list[str]:
+    """Each paired difference from ℓ2 with its 95 % CI (what the verdicts read)."""
+    import matplotlib.pyplot as plt
 
-    def evidence(*keys, ps=(1.1, 2.0)):
-        """{key: {"l1.1": …, "l2": …, "l1.1 same init": …}} for each key."""
-        found = {}
-        for key in keys:
-            found[key] = {f"l{p:g}": by_p[p][key] for p in ps if p in by_p}
-            found[key].update({f"l{p:g} same init": order[p][key] for p in ps if p in order})
-        return found
-
-    def in_stds(ps):
-        """Each p's lead over ℓ2 in pooled stds: the claims compare means; this says by how much."""
-        return {"lead_over_l2_in_pooled_stds": {
-            f"l{p:g}": standardized_difference(by_p[p]["best_accuracy"], mid["best_accuracy"])
-            for p in ps}}  # fmt: skip
-
-    others = [p for p in by_p if p != 2.0]
-    text = list(TEXT_MD_CLAIMS.values())
-    claims = [
-        Claim(text[0], lo["best_accuracy"][0] > mid["best_accuracy"][0],
-              {**evidence("best_accuracy"), **in_stds([1.1])}),
-        Claim(text[1], all(by_p[p]["best_accuracy"][0] > mid["best_accuracy"][0] for p in others),
-              {**evidence("best_accuracy", ps=sorted(by_p)), **in_stds(sorted(others))}),
-        Claim(text[2], lo["keyword_normalised"][0] > mid["keyword_normalised"][0],
-              {**evidence("keyword_normalised", "keyword_raw"),
-               "chance_normalised": mid["keyword_chance_normalised"],
-               "chance_raw": mid["keyword_chance_raw"]}),
-        Claim(text[3], all(lo[f"above_abs_{m}"] < mid[f"above_abs_{m}"] for m in "KQV"),
-              {m: evidence(f"above_abs_{m}", f"above_rel_{m}") for m in "KQV"}),
-        Claim(text[4], all(lo[f"small_{m}"] > mid[f"small_{m}"] for m in "KQV"),
-              {m: evidence(f"small_{m}", f"hoyer_{m}") for m in "KQV"}),
-    ]  # fmt: skip
-    # The claims are about the fitted (separable) regime: say how many runs reached it.
-    at_target = {f"l{p:g}": f"{r['reached_target']}/{r['runs']}" for p, r in by_p.items()}
-    for claim in claims:
-        claim.evidence["runs_at_target_train_accuracy"] = at_target
-    return identified("text-md", claims, TEXT_MD_CLAIMS)
+    if not paired:  # one p: nothing to compare
+        return []
+    keys = [("test_accuracy", "test accuracy (pp)"), ("keyword_normalised", "key word (norm.)"),
+            *((f"above_init_{m}", f"count > threshold, {m}") for m in "KQV")]  # fmt: skip
+    fig, axes = plt.subplots(1, len(keys), figsize=(3 * len(keys), 3), layout="constrained")
+    for ax, (key, title) in zip(axes, keys):
+        for y, row in enumerate(paired):
+            mean, low, high, _ = row[key]
+            low = low if math.isfinite(low) else mean
+            high = high if math.isfinite(high) else mean
+            ax.errorbar([mean], [y], xerr=[[mean - low], [high - mean]], fmt="o", capsize=4)
+        ax.axvline(0.0, color="k", lw=1)
+        ax.set(
+            title=title,
+            yticks=range(len(paired)),
+            yticklabels=[r["comparison"] for r in paired],
+            ylim=(-0.5, len(paired) - 0.5),
+        )
+        ax.tick_params(axis="y", labelsize=7)
+    fig.suptitle("paired differences from ℓ2-MD (mean over seeds, 95 % paired t interval)")
+    return save_figure(fig, out, "text_md_paired_differences")

@@ -1,15 +1,303 @@
-"""What the optimiser classes share: the step protocol, gathering gradients, validation, the
-dual iterates of mirror descent and the check for non-finite gradients."""
+"""What the optimiser classes share: checking hyper-parameters and parameters, the step
+protocol, the torch.optim keywords (weight_decay, maximize, foreach, differentiable),
+gathering gradients, float32 working copies of half-precision parameters, the dual iterates of
+mirror descent and the check for non-finite gradients."""
 
 from __future__ import annotations
 
+import functools
+import inspect
+import warnings
+from typing import ClassVar
+
 import numpy as np
 import torch
+from torch.optim import Optimizer
 
 from .._validate import check_scalar
 from ..norms import mirror_map
 
 NORMALIZE_MODES = ("per_tensor", "global")
+# Parameter dtypes the optimisers step; float16/bfloat16 ones are stepped in float32.
+SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+LOW_PRECISION = (torch.float16, torch.bfloat16)
+# The torch.optim keywords every class takes (keyword-only, torch's defaults; see `torch_keywords`).
+TORCH_DEFAULTS = dict(weight_decay=0.0, maximize=False, foreach=None, differentiable=False)
+
+
+class CheckedOptimizer(Optimizer):
+    """A torch.optim.Optimizer whose hyper-parameters are checked wherever they enter: the
+    constructor, every param group (torch's __init__ adds each one through add_param_group),
+    add_param_group, load_state_dict, and again at every step, where schedulers and users
+    write group["lr"] or group["momentum"] (a few microseconds per group). `checked` is the
+    one validator: the step size here, a subclass's `check_hyper` for the rest.
+    `check_parameter` refuses tensors the optimiser cannot step."""
+
+    # old names of constructor arguments: {old: new}. The constructor still takes the old name
+    # (DeprecationWarning) and a checkpoint's old keys are renamed as it loads; a param group
+    # must use the new one.
+    RENAMED: ClassVar[dict[str, str]] = {}
+
+    def __init__(self, params, hyper: dict):
+        self.hyper_keys = tuple(hyper)  # torch adds keys of its own to the defaults
+        self.checked_values: dict[int, list] = {}  # id(group): its values as last checked
+        super().__init__(params, self.checked(hyper, ""))
+
+    @classmethod
+    def renamed(cls, hyper: dict, old: dict) -> dict:
+        """`hyper` with the arguments given under an old name (`old`, the constructor's
+        **kwargs) moved to the new one, with a DeprecationWarning; TypeError for an unknown
+        keyword, or for a value given under both names."""
+        hyper = dict(hyper)
+        for name, value in old.items():
+            new = cls.RENAMED.get(name)
+            if new is None:
+                raise TypeError(f"{cls.__name__}() got an unexpected keyword argument {name!r}")
+            if hyper[new] is not inspect.signature(cls).parameters[new].default:
+                raise TypeError(f"{cls.__name__}: give {new!r} or its old name {name!r}, not both")
+            warnings.warn(
+                f"{cls.__name__}: {name!r} is now called {new!r}", DeprecationWarning, stacklevel=3
+            )
+            hyper[new] = value
+        return hyper
+
+    @classmethod
+    def checked(cls, hyper: dict, where: str, running: bool = False) -> dict:
+        """`hyper` (one value per key of the defaults) checked and normalised. `where` is ""
+        for the constructor's arguments, " of param group i" for a group's. `running`: the
+        values a step or a checkpoint finds, where a scheduler may have set lr to 0 (the
+        start of a warm-up, the end of an annealing); where they enter, lr > 0."""
+        name = cls.__name__
+        lr = check_scalar(
+            hyper["lr"], f"{name}: lr{where}", low=0.0, include_low=running, allow_tensor=True
+        )  # a positive finite number or a one-element tensor
+        torch_keys = check_torch_keywords(hyper, name, where)
+        return {**cls.check_hyper(hyper, where), **torch_keys, "lr": lr}
+
+    @classmethod
+    def check_hyper(cls, hyper: dict, where: str) -> dict:
+        """The hyper-parameters other than lr, checked and normalised."""
+        raise NotImplementedError
+
+    def check_parameter(self, w: torch.Tensor, label: str) -> None:
+        """Refuse a parameter this optimiser cannot step (TypeError, naming it)."""
+        if w.dtype not in SUPPORTED_DTYPES:
+            dtype = str(w.dtype).removeprefix("torch.")
+            raise TypeError(
+                f"{type(self).__name__}: {label} is {dtype}; attnbias optimisers support real "
+                "floating tensors (float16, bfloat16, float32, float64)"
+            )
+
+    def add_param_group(self, param_group: dict) -> None:
+        name, index = type(self).__name__, len(self.param_groups)
+        if not isinstance(param_group, dict):
+            raise TypeError(f"{name}: param group {index} must be a dict, got {type(param_group)}")
+        for argument, key in self.RENAMED.items():
+            if argument in param_group:
+                raise ValueError(
+                    f"{name}: param group {index} gives {argument!r}; a group sets it as {key!r}"
+                )
+        given = {key: param_group.get(key, self.defaults[key]) for key in self.hyper_keys}
+        param_group.update(self.checked(given, f" of param group {index}"))
+        super().add_param_group(param_group)
+        try:
+            for k, w in enumerate(self.param_groups[-1]["params"]):
+                self.check_parameter(w, f"parameter {k} of group {index}")
+        except (TypeError, ValueError):
+            self.param_groups.pop()
+            raise
+
+    def check_group(self, group: dict, index: int) -> None:
+        """Check a group's hyper-parameters again, as a step finds them (in place,
+        normalised). Values that are the very objects checked last time are not checked
+        again (numbers and strings cannot change; a tensor lr can, in place, so it is)."""
+        values = self.group_values(group, index)
+        seen = self.checked_values.get(id(group), ())
+        if len(seen) == len(values) and all(
+            v is s and not isinstance(v, torch.Tensor) for v, s in zip(values, seen)
+        ):
+            return
+        given = dict(zip(self.hyper_keys, values))
+        group.update(self.checked(given, f" of param group {index}", running=True))
+        self.checked_values[id(group)] = [group[key] for key in self.hyper_keys]
+
+    def group_values(self, group: dict, index: int) -> list:
+        """The group's hyper-parameters, in the order of `hyper_keys` (a torch keyword a
+        checkpoint of an older version lacks takes its default)."""
+        for key, default in TORCH_DEFAULTS.items():
+            group.setdefault(key, default)
+        missing = [key for key in self.hyper_keys if key not in group]
+        if missing:
+            raise ValueError(
+                f"{type(self).__name__}: param group {index} has no {missing[0]!r} (a state "
+                "dict saved by another optimiser?)"
+            )
+        return [group[key] for key in self.hyper_keys]
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """torch's load_state_dict, after checking the saved groups' hyper-parameters (a
+        checkpoint is untrusted input): a bad one changes nothing."""
+        saved = state_dict.get("param_groups") if isinstance(state_dict, dict) else None
+        if isinstance(saved, list):
+            saved = [self.upgraded(group) for group in saved]
+            state_dict = {**state_dict, "param_groups": saved}
+            for index, group in enumerate(saved):
+                if isinstance(group, dict):
+                    given = dict(zip(self.hyper_keys, self.group_values(group, index)))
+                    self.checked(given, f" of param group {index}", running=True)
+        super().load_state_dict(state_dict)
+        self.checked_values.clear()
+        for index, group in enumerate(self.param_groups):
+            self.check_group(group, index)
+
+    def upgraded(self, group):
+        """A saved param group in this version's spelling: old names renamed, the torch
+        keywords added with their defaults (a copy; anything but a dict as it is)."""
+        if not isinstance(group, dict):
+            return group
+        group = {**TORCH_DEFAULTS, **group}
+        for old, new in self.RENAMED.items():
+            if old in group and new not in group:
+                group[new] = group.pop(old)
+        return group
+
+    def groups_with_grad(self):
+        """(index, group, params, grads) for each group with a gradient, its hyper-parameters
+        checked again first."""
+        for index, group in enumerate(self.param_groups):
+            self.check_group(group, index)
+            params, grads = self.params_with_grad(group, index)
+            if params:
+                yield index, group, params, grads
+
+    def params_with_grad(self, group: dict, index: int):
+        """Parameters of a group that have a gradient, and those gradients (others are
+        skipped, and so are zero-size ones: nothing to step), each parameter checked."""
+        params, grads = [], []
+        for k, w in enumerate(group["params"]):
+            if w.grad is None:
+                continue
+            self.check_parameter(w, f"parameter {k} of group {index}")
+            if w.grad.is_sparse:
+                raise RuntimeError("attnbias optimisers do not support sparse gradients")
+            if w.numel() == 0:
+                continue
+            params.append(w)
+            grads.append(w.grad)
+        return params, grads
+
+    def momentum_buffers(self, params, weights) -> list[torch.Tensor]:
+        """The momentum buffer of each parameter, shaped and typed like its working copy
+        (torch's load_state_dict casts a float32 buffer of a float16 parameter to float16)."""
+        out = []
+        for w, x in zip(params, weights):
+            s = self.state[w]
+            buffer = s.get("momentum_buffer")
+            if buffer is None or buffer.shape != x.shape:
+                buffer = torch.zeros_like(x)
+            s["momentum_buffer"] = buffer = buffer.to(device=x.device, dtype=x.dtype)
+            out.append(buffer)
+        return out
+
+
+def torch_arguments(arguments: dict) -> dict:
+    """The torch.optim keywords among a constructor's arguments (its `locals()`)."""
+    return {key: arguments[key] for key in TORCH_DEFAULTS}
+
+
+def check_torch_keywords(hyper: dict, name: str, where: str) -> dict:
+    """The torch.optim keywords of `hyper`, checked: weight_decay ≥ 0 (decoupled: see
+    `decay_`), maximize and differentiable booleans, foreach None or a boolean. differentiable
+    must be False: a step checks its values on the host (no parameter is changed when a
+    gradient is not finite) and writes in place, which autograd cannot differentiate."""
+    out = dict(weight_decay=check_scalar(hyper["weight_decay"], f"{name}: weight_decay{where}"))
+    if out["weight_decay"] < 0:
+        raise ValueError(f"{name}: weight_decay{where} must be >= 0, got {out['weight_decay']:g}")
+    for key in ("maximize", "foreach", "differentiable"):
+        value = hyper[key]
+        if not isinstance(value, bool) and not (key == "foreach" and value is None):
+            kind = "None or a bool" if key == "foreach" else "a bool"
+            raise TypeError(f"{name}: {key}{where} must be {kind}, got {value!r}")
+        out[key] = value
+    if out["differentiable"]:
+        raise ValueError(
+            f"{name}: differentiable{where} must be False: each step checks its values on the "
+            "host (a NaN gradient changes no parameter) and writes in place"
+        )
+    return out
+
+
+def use_foreach(group: dict, params: list[torch.Tensor]) -> bool:
+    """Whether to step the group with torch._foreach_* kernels: its `foreach`, or where that is
+    None, as torch chooses: when every parameter is a CUDA tensor."""
+    if group["foreach"] is not None:
+        return group["foreach"]
+    return bool(params) and all(w.is_cuda for w in params)
+
+
+def gradients(group: dict, grads: list[torch.Tensor], foreach: bool) -> list[torch.Tensor]:
+    """The gradients a step follows: the float32 working copies of `working_copies`, negated
+    where the group maximizes (new tensors: .grad is never changed)."""
+    grads = working_copies(grads)
+    if not group["maximize"]:
+        return grads
+    return list(torch._foreach_neg(grads)) if foreach else [torch.neg(g) for g in grads]
+
+
+def decay_factor(optimizer: str, index: int, group: dict) -> float:
+    """1 − η·λ, the factor decoupled weight decay multiplies the weights by before a step
+    (1 when weight_decay is 0); ValueError unless it is > 0 (η·λ ≥ 1 would flip or zero
+    the weights)."""
+    shrink = 1.0 - float(group["lr"]) * group["weight_decay"]
+    if not shrink > 0:
+        raise ValueError(
+            f"{optimizer}: lr × weight_decay of param group {index} must be < 1, got "
+            f"{1.0 - shrink:g}"
+        )
+    return shrink
+
+
+def decay_(weights: list[torch.Tensor], shrink: float, foreach: bool) -> None:
+    """In place: w ← shrink·w (decoupled weight decay, as torch.optim.AdamW)."""
+    if shrink == 1.0:
+        return
+    if foreach:
+        torch._foreach_mul_(weights, shrink)
+    else:
+        for w in weights:
+            w.mul_(shrink)
+
+
+def check_momentum(momentum, name: str = "momentum") -> float:
+    return check_scalar(momentum, name, low=0.0, high=1.0, include_high=False)
+
+
+def check_normalize(normalize, name: str = "normalize") -> str:
+    """False/None → "none"; True → "per_tensor" (as the engine's configs read it); or a mode
+    name ("none" as stored)."""
+    if (
+        normalize is None
+        or normalize is False
+        or (isinstance(normalize, str) and normalize == "none")
+    ):
+        return "none"
+    if normalize is True:
+        return "per_tensor"
+    if not isinstance(normalize, str) or normalize not in NORMALIZE_MODES:
+        error = TypeError if not isinstance(normalize, str) else ValueError
+        raise error(
+            f"{name} must be False, True or one of {NORMALIZE_MODES}, got "
+            f"{type(normalize).__name__} {normalize!r}"
+        )
+    return normalize
+
+
+def step_function(step):
+    """A class's step(): under torch.no_grad, and left out of torch.compile's graphs (one
+    clean graph break, not a storm of them): before anything is written a step reads values
+    on the host (are the gradients finite, can the result leave the dtype's range), which a
+    graph cannot do without breaking at each of them."""
+    return torch.compiler.disable(functools.wraps(step)(torch.no_grad()(step)))
 
 
 def evaluate(closure):
@@ -20,25 +308,52 @@ def evaluate(closure):
         return closure()
 
 
-def params_with_grad(group: dict) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
-    """Parameters of a group that have a gradient, and those gradients (others are skipped)."""
-    params, grads = [], []
-    for p in group["params"]:
-        if p.grad is None:
-            continue
-        if p.grad.is_sparse:
-            raise RuntimeError("attnbias optimisers do not support sparse gradients")
-        params.append(p)
-        grads.append(p.grad)
-    return params, grads
+def working_copies(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Each tensor, or a float32 copy of a float16/bfloat16 one: steps compute in float32,
+    and `write_back` rounds the result into the parameter."""
+    return [t.float() if t.dtype in LOW_PRECISION else t for t in tensors]
 
 
-def groups_with_grad(optimizer):
-    """(index, group, params, grads) for each parameter group that has a gradient."""
-    for index, group in enumerate(optimizer.param_groups):
-        params, grads = params_with_grad(group)
-        if params:
-            yield index, group, params, grads
+def may_overflow(step: float, dtype: torch.dtype) -> bool:
+    """Whether adding to finite weights of `dtype` a step of at most `step` in absolute value
+    can round past the largest number: only if it reaches half the spacing of the numbers
+    there (about 1e292 in float64, 1e31 in float32, 16 in float16). True for NaN."""
+    return not step < half_top_spacing(dtype)
+
+
+@functools.cache
+def half_top_spacing(dtype: torch.dtype) -> float:
+    info = torch.finfo(dtype)
+    return info.max * info.eps / 4
+
+
+def guarded(params, weights, step: float) -> list[torch.Tensor]:
+    """The working copies, with a copy of each parameter whose step (at most `step`) may
+    overflow, so that `write_back` can refuse the result before anything is written."""
+    return [
+        x.clone() if x is w and may_overflow(step, w.dtype) else x for w, x in zip(params, weights)
+    ]
+
+
+def write_back(optimizer: str, index: int, params, weights) -> None:
+    """Write the results computed on copies (float32 ones of float16/bfloat16 parameters,
+    `guarded` ones) into their parameters, rounded: all of them or, where a result is not
+    finite while its parameter was, none (FloatingPointError). The copies then hold the
+    values written."""
+    pairs = [(k, w, x) for k, (w, x) in enumerate(zip(params, weights)) if x is not w]
+    rounded = [x.to(w.dtype) for _, w, x in pairs]
+    for (k, w, _), r in zip(pairs, rounded):
+        if not bool(torch.isfinite(r).all()) and bool(torch.isfinite(w).all()):
+            raise FloatingPointError(
+                f"{optimizer}: the step of parameter {k} of group {index} (shape "
+                f"{tuple(w.shape)}) leaves {str(w.dtype).removeprefix('torch.')}'s range "
+                f"(largest {torch.finfo(w.dtype).max:g}); no parameter was changed. A smaller "
+                "lr, or a wider dtype, keeps it in range."
+            )
+    for (_, w, x), r in zip(pairs, rounded):
+        w.copy_(r)
+        if r is not x:
+            x.copy_(r)
 
 
 def as_runs(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
@@ -47,30 +362,16 @@ def as_runs(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
     return [t.unsqueeze(0) for t in tensors]
 
 
-def check_lr(lr, name: str = "lr"):
-    """A step size: a positive finite number or a one-element tensor."""
-    return check_scalar(lr, name, low=0.0, include_low=False, allow_tensor=True)
-
-
-def check_normalize(normalize) -> str:
-    """False/None → "none"; True → "per_tensor"; or a mode name."""
-    if normalize is None or normalize is False:
-        return "none"
-    if normalize is True:
-        return "per_tensor"
-    if normalize not in NORMALIZE_MODES:
-        raise ValueError(
-            f"normalize must be False, True or one of {NORMALIZE_MODES}, got {normalize!r}"
-        )
-    return normalize
-
-
 def check_finite(optimizer: str, values: list[torch.Tensor], culprit) -> None:
     """Raise FloatingPointError if any of the values (one element each) is NaN or ±inf, with
     one host sync for all of them. `culprit` names the cause: a string, or (group index,
     params, grads) to name the first parameter whose gradient is not finite."""
-    if bool(torch.isfinite(torch.stack([v.reshape(-1)[0] for v in values])).all()):
-        return
+    if not bool(torch.isfinite(torch.stack([v.reshape(-1)[0] for v in values])).all()):
+        raise not_finite(optimizer, culprit)
+
+
+def not_finite(optimizer: str, culprit) -> FloatingPointError:
+    """The error for a NaN or infinite gradient or loss (`culprit` as in check_finite)."""
     if not isinstance(culprit, str):
         index, params, grads = culprit
         bad = [k for k, g in enumerate(grads) if not bool(torch.isfinite(g).all())]
@@ -78,73 +379,81 @@ def check_finite(optimizer: str, values: list[torch.Tensor], culprit) -> None:
         if bad:
             shape = tuple(params[bad[0]].shape)
             culprit = f"the gradient of parameter {bad[0]} of group {index} (shape {shape})"
-    raise FloatingPointError(
+    return FloatingPointError(
         f"{optimizer}: {culprit} is NaN or infinite; no parameter was changed. A diverging "
         "loss or a step size too large for the problem is the usual cause."
     )
 
 
 def dual_iterates(
-    state, params: list[torch.Tensor], p: float, rows: list
-) -> tuple[list[torch.Tensor], list[bool]]:
-    """The dual iterates θ = ∇ψ(w) of ℓp mirror descent, kept in `state` so that a step costs
-    one map, not two (and θ keeps what w loses when it underflows), and for each whether it
-    was built from w just now (no state yet, or w changed shape or dtype).
+    state, keys: list[torch.Tensor], weights: list[torch.Tensor], p: float, rows: list
+) -> tuple[list[torch.Tensor], list[str | None]]:
+    """The dual iterates θ = ∇ψ(w) of ℓp mirror descent, kept in `state` (under each
+    parameter in `keys`; `weights` are the tensors stepped: the parameters, or their float32
+    working copies) so that a step costs one mirror map, not two (and θ keeps what w loses
+    when it underflows); and for each "built" (from w just now: no state yet, or w changed
+    shape, dtype or device), "refreshed" (some entries recomputed from edited weights) or None.
 
     θ is trusted only where w is exactly what the last step wrote: `state["weight"]` holds
-    that copy, and entries changed since by anything (in place, `.data =`,
-    `load_state_dict`, a projection) get θ = ∇ψ(w) of their new value, as plain SGD would
-    honour the change; the other entries keep their θ. Where `rows[k]` is given, the step
-    writes only those rows of parameter k, so only they are checked: an edit to another row
-    stays as the user left it, and is found when a step first touches that row."""
-    duals, built = [], []
-    for w, r in zip(params, rows):
-        s, w = state[w], w.detach()
-        new = "dual" not in s or s["weight"].shape != w.shape or s["weight"].dtype != w.dtype
-        if new:
-            s["dual"] = mirror_map(w, p)
-            s["weight"] = w.clone()
+    that copy (in the parameter's dtype: the values written into it; see `remember_weights`),
+    and entries changed since by anything (in place, through `.data` too, which torch's
+    version counter does not see; `.data =`; `load_state_dict`; a projection), NaN counting
+    as changed, get θ = ∇ψ(w) of their new value, as plain SGD would honour the change; the
+    others keep their θ. Where `rows[k]` is given, the step writes only those rows of
+    parameter k, so only they are compared: an edit to another row stays as the user left it,
+    and is found when a step first touches that row."""
+    duals, status = [], []
+    for key, w, r in zip(keys, weights, rows):
+        s, w, current, changed = state[key], w.detach(), key.detach(), None
+        dual, copy = s.get("dual"), s.get("weight")
+        if not (fits(dual, w) and fits(copy, current)):
+            s["dual"], s["weight"] = mirror_map(w, p), current.clone()
+            changed = "built"
         elif r is None:
-            if not same_values(s["weight"], w):
-                refresh_edited_(s["dual"], s["weight"], w, p)
+            if not same_values(copy, current):
+                refresh_edited_(dual, copy != current, w, p)
+                changed = "refreshed"
         else:
-            dual, copy, current = (t.index_select(0, r) for t in (s["dual"], s["weight"], w))
-            if not torch.equal(copy, current):
-                s["dual"].index_copy_(0, r, refresh_edited_(dual, copy, current, p))
+            old, now = copy.index_select(0, r), current.index_select(0, r)
+            if not same_values(old, now):
+                part = refresh_edited_(dual.index_select(0, r), old != now, w.index_select(0, r), p)
+                dual.index_copy_(0, r, part)
+                changed = "refreshed"
         duals.append(s["dual"])
-        built.append(new)
-    return duals, built
+        status.append(changed)
+    return duals, status
 
 
-def refresh_edited_(
-    dual: torch.Tensor, copy: torch.Tensor, w: torch.Tensor, p: float
-) -> torch.Tensor:
-    """In place: θ ← ∇ψ(w) where w differs from the copy of what the last step wrote (NaN
-    counts as different), θ kept elsewhere."""
-    return dual.copy_(torch.where(copy != w, mirror_map(w, p), dual))
+def fits(saved, w: torch.Tensor) -> bool:
+    """Whether `saved` (from the state, perhaps a checkpoint's) is a tensor shaped, typed and
+    placed as `w`."""
+    if not isinstance(saved, torch.Tensor):
+        return False
+    return (saved.shape, saved.dtype, saved.device) == (w.shape, w.dtype, w.device)
+
+
+def refresh_edited_(dual: torch.Tensor, edited: torch.Tensor, w: torch.Tensor, p: float):
+    """In place: θ ← ∇ψ(w) where `edited`, θ kept elsewhere; returns θ."""
+    return dual.copy_(torch.where(edited, mirror_map(w, p), dual))
 
 
 def same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """torch.equal(a, b) (NaN ≠ NaN, 0 = −0); numpy's comparison on the CPU, about twice as
-    fast on large tensors."""
+    """torch.equal(a, b) for tensors of one shape and dtype (NaN ≠ NaN, 0 = −0); numpy's
+    comparison on the CPU, several times faster on large tensors."""
     if a.device.type == "cpu" and b.device.type == "cpu" and a.dtype in NUMPY_DTYPES:
-        return (
-            a.shape == b.shape
-            and a.dtype == b.dtype
-            and bool(np.array_equal(a.detach().numpy(), b.detach().numpy()))
-        )
+        return bool(np.array_equal(a.numpy(), b.numpy()))
     return torch.equal(a, b)
 
 
-NUMPY_DTYPES = (torch.float32, torch.float64)
+NUMPY_DTYPES = (torch.float16, torch.float32, torch.float64)
 
 
-def remember_weights(state, params: list[torch.Tensor], rows: list) -> None:
-    """After a mirror step: the copies that `dual_iterates` compares against (only the rows
-    the step wrote, where it wrote some of them)."""
-    for w, r in zip(params, rows):
-        copy = state[w]["weight"]
-        copy.copy_(w) if r is None else copy.index_copy_(0, r, w.detach().index_select(0, r))
+def remember_weights(state, keys: list[torch.Tensor], rows: list) -> None:
+    """After a mirror step: the copies `dual_iterates` compares against, of the values the
+    step wrote into the parameters (only the rows it wrote, where it wrote some of them)."""
+    for key, r in zip(keys, rows):
+        copy, w = state[key]["weight"], key.detach()
+        copy.copy_(w) if r is None else copy.index_copy_(0, r, w.index_select(0, r))
 
 
 # Sparse rows. A word embedding's gradient is zero outside the few hundred rows a batch uses,
@@ -161,9 +470,10 @@ SPARSE_SAMPLE = 16  # rows looked at first, so that a dense gradient costs no fu
 
 
 def touched_rows(grad: torch.Tensor) -> torch.Tensor | None:
-    """Indices of the rows (first dimension) of `grad` with a nonzero or NaN entry, when the
-    gradient is on the CPU and at most SPARSE_MAX_FRACTION of its rows are touched; else None
-    (the whole tensor is stepped)."""
+    """Indices of the rows (first dimension) of `grad` with a nonzero or NaN entry (or −0.0:
+    stepping a row with a zero gradient changes nothing), when the gradient is on the CPU and
+    at most SPARSE_MAX_FRACTION of its rows are touched; else None (the whole tensor is
+    stepped)."""
     n = grad.shape[0] if grad.dim() >= 2 else 0
     if grad.device.type != "cpu" or n < SPARSE_MIN_ROWS or grad.numel() < SPARSE_MIN_SIZE:
         return None
@@ -171,8 +481,10 @@ def touched_rows(grad: torch.Tensor) -> torch.Tensor | None:
     sample = grad[:: max(1, n // SPARSE_SAMPLE)]
     if bool((sample != 0).any(rest).float().mean() > SPARSE_MAX_FRACTION):
         return None
-    # two reductions and no temporary the size of grad; NaN ≠ 0, so a NaN row counts
-    touched = (grad.amax(rest) != 0) | (grad.amin(rest) != 0)
+    if grad.stride(-1) == 1:  # one reduction over the bytes: a row is touched if any is set
+        touched = grad.view(torch.uint8).amax(rest) != 0
+    else:  # two reductions and no temporary the size of grad; NaN ≠ 0, so a NaN row counts
+        touched = (grad.amax(rest) != 0) | (grad.amin(rest) != 0)
     rows = touched.nonzero().squeeze(1)
     return rows if rows.numel() <= SPARSE_MAX_FRACTION * n else None
 

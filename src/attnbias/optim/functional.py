@@ -16,6 +16,12 @@ Norms are scale-safe (`attnbias.norms`), so a gradient anywhere in the float ran
 true direction: a normalised method keeps moving as long as its gradient is not exactly zero.
 D = 0 (a zero gradient, or L = 0) means no step; a NaN or infinite gradient propagates into
 the parameters (the classes check for it first and raise, naming the parameter).
+
+The mirror step is scale-safe too. For p < 2, θ = |w|^{p−1} cannot leave the float range and
+w⁺ leaves it only where the exact w⁺ does (it is ±inf there). For p > 2 (or a per-run p), θ
+overflows or underflows for unremarkable weights (|w| > 1.43 at p = 2000), so each tensor's
+θ⁺ is checked (one host sync) and the entries out of range are redone in the log domain
+(`norms.log_domain_step`); w⁺ is ±inf only where the exact w⁺ does not fit.
 """
 
 from __future__ import annotations
@@ -24,7 +30,14 @@ import math
 
 import torch
 
-from ..norms import dual_exponent, inverse_mirror_map, lp_norm, per_run
+from ..norms import (
+    dual_exponent,
+    inverse_mirror_map,
+    log_domain_step,
+    lp_norm,
+    per_run,
+    power_,
+)
 
 RULES = ("none", "per_tensor", "global", "loss", "polyak")
 Number = float | torch.Tensor
@@ -56,7 +69,8 @@ def polyak_divisor(
     matters: ‖g‖² underflowing to 0 gives the cap (as the true η_t would), L ≤ L* gives ∞
     (no step)."""
     gap = (loss - f_star).clamp(min=0.0)
-    return torch.maximum(c * sq_root * (sq_root / gap), torch.as_tensor(1.0 / cap))
+    inverse_cap = torch.as_tensor(cap, dtype=sq_root.dtype, device=sq_root.device).reciprocal()
+    return torch.maximum(c * sq_root * (sq_root / gap), inverse_cap)  # γ_b = 0: ∞, no step
 
 
 def divisors(
@@ -130,20 +144,97 @@ def step_(
     if uses_momentum and buffers is None:
         raise ValueError("momentum needs the momentum `buffers`")
     for k, (w, g) in enumerate(zip(params, grads)):
-        target = duals[k] if mirror else w
         d = None if divisors is None else per_run(_no_step_at_zero(divisors[k]), g)
         if uses_momentum:
-            m = buffers[k].mul_(per_run(momentum, g))
-            m.add_(g) if d is None else m.addcdiv_(g, d)
-            _subtract_scaled_(target, m, lr)
+            u = buffers[k].mul_(per_run(momentum, g))
+            u.add_(g) if d is None else u.addcdiv_(g, d)
         elif d is None:
-            _subtract_scaled_(target, g, lr)
+            u = g
         else:  # u = g/D first: |u| ≤ 1, so no η/D or D/η can overflow or underflow
             u = g / d if scratch is None else torch.div(g, d, out=scratch[k])
-            _subtract_scaled_(target, u, lr)
-        if mirror:  # (u is spent: the scratch buffer is free for the map's powers)
+        if not mirror:
+            _subtract_scaled_(w, u, lr)
+        elif isinstance(p, torch.Tensor) or p > 2.0:
+            _checked_mirror_update_(w, duals[k], u, lr, p)
+        else:  # p < 2: θ = |w|^{p−1} never leaves the range, and w⁺ leaves it only to ±inf
+            _subtract_scaled_(duals[k], u, lr)
+            # (u is spent: the scratch buffer is free for the map's powers)
             powers = None if scratch is None else scratch[k]
-            inverse_mirror_map(target, p, out=w, scratch=powers)
+            inverse_mirror_map(duals[k], p, out=w, scratch=powers)
+
+
+def step_foreach_(
+    params: list[torch.Tensor],
+    grads: list[torch.Tensor],
+    divisors: list[torch.Tensor] | None,
+    lr: Number,
+    *,
+    momentum: Number = 0.0,
+    buffers: list[torch.Tensor] | None = None,
+) -> None:
+    """`step_` for p = 2 written with torch._foreach_* kernels (on a GPU, one launch per
+    operation for all the tensors): the same operations on the same values, so the same
+    results bit for bit."""
+    uses_momentum = isinstance(momentum, torch.Tensor) or momentum != 0.0
+    if uses_momentum and buffers is None:
+        raise ValueError("momentum needs the momentum `buffers`")
+    d = None
+    if divisors is not None:
+        d = [per_run(_no_step_at_zero(x), g) for x, g in zip(divisors, grads)]
+    if uses_momentum:
+        beta = (
+            momentum
+            if not isinstance(momentum, torch.Tensor)
+            else [per_run(momentum, g) for g in grads]
+        )
+        torch._foreach_mul_(buffers, beta)
+        torch._foreach_add_(buffers, grads) if d is None else torch._foreach_addcdiv_(
+            buffers, grads, d
+        )
+        u = buffers
+    else:
+        u = grads if d is None else torch._foreach_div(grads, d)
+    if isinstance(lr, torch.Tensor):
+        torch._foreach_sub_(params, torch._foreach_mul(u, [per_run(lr, x) for x in u]))
+    else:
+        torch._foreach_add_(params, u, alpha=-lr)
+
+
+def _checked_mirror_update_(
+    w: torch.Tensor, theta: torch.Tensor, u: torch.Tensor, lr: Number, p: Number
+) -> None:
+    """In place: θ ← θ − η·u, w ← (∇ψ)⁻¹(θ), where p > 2 (or p is per run). θ = |w|^{p−1}
+    may then have overflowed or underflowed, and θ⁺ may land where the map loses digits;
+    the entries where θ⁺ is not a normal number at least tiny/eps (or, for a per-run p ≤ 2,
+    not finite) are redone by `log_domain_step`. One host sync; the log domain only when
+    needed."""
+    if w.numel() == 0:
+        return
+    if isinstance(lr, torch.Tensor):  # θ⁺ (θ is kept for the entries redone)
+        new = torch.sub(theta, (u * per_run(lr, u)).to(theta.dtype))
+    else:
+        new = torch.sub(theta, u, alpha=lr)
+    size = new.abs()  # |θ⁺|: checked, then raised to 1/(p − 1) in place
+    info = torch.finfo(new.dtype)
+    low = info.tiny / info.eps
+    redo = None
+    if not (size.amin().item() >= low and size.amax().item() <= info.max):  # False for NaN
+        good = (size >= low) & (size <= info.max)
+        if isinstance(p, torch.Tensor):
+            good |= (per_run(p, size) <= 2.0) & torch.isfinite(size)
+        redo = ~good
+        entries = [t.expand_as(w)[redo] for t in (theta, w, u)]
+        rates, exponents = (
+            x if not isinstance(x, torch.Tensor) else per_run(x, w).expand_as(w)[redo]
+            for x in (lr, p)
+        )
+    exponent = 1.0 / (per_run(p, size) - 1.0) if isinstance(p, torch.Tensor) else 1.0 / (p - 1.0)
+    torch.copysign(power_(size, exponent), new, out=w)
+    theta.copy_(new)
+    if redo is not None:
+        theta_new, w_new = log_domain_step(*entries, rates, exponents)
+        theta[redo] = theta_new.to(theta.dtype)
+        w[redo] = w_new.to(w.dtype)
 
 
 def _no_step_at_zero(d: torch.Tensor) -> torch.Tensor:

@@ -12,76 +12,332 @@ at 0 (e.g. biases) move very slowly at first: w = |θ|^{1/(p−1)} is 1e-30 for 
 
 from __future__ import annotations
 
+import functools
+import itertools
+import math
+
 import torch
-from torch.optim import Optimizer
+from torch import Tensor
 
 from .._validate import check_p
+from ..norms import inverse_mirror_map
 from . import functional as F
 from ._common import (
+    LOW_PRECISION,
+    CheckedOptimizer,
     Workspace,
     as_runs,
     check_finite,
-    check_lr,
     check_normalize,
+    decay_,
+    decay_factor,
     dual_iterates,
     evaluate,
+    fits,
     gather_rows,
-    groups_with_grad,
+    gradients,
+    guarded,
+    not_finite,
     remember_weights,
     scatter_rows_,
+    step_function,
+    torch_arguments,
     touched_rows,
+    use_foreach,
+    working_copies,
+    write_back,
 )
 
 
-class MirrorDescent(Optimizer):
+class MirrorDescent(CheckedOptimizer):
     """ℓp mirror descent.
 
     Args:
         params: parameters or parameter groups.
         lr: step size η > 0 (a float or a one-element tensor).
-        p: exponent of the potential, p > 1 (p = 2 is gradient descent).
-        normalize: False (plain MD), True / "per_tensor" (each tensor's gradient divided by its
-            own dual ℓq norm) or "global" (by the dual norm of the group's gradients together).
+        p: exponent of the potential, p > 1, finite (p = 2 is gradient descent). Default 2.
+        normalize: False (plain MD, the default), True / "global" (the gradient divided by the
+            dual ℓq norm of all the group's gradients together, the papers' ‖∇L‖_q) or
+            "per_tensor" (each tensor's gradient by its own).
+        weight_decay: λ ≥ 0, decoupled (as AdamW): w ← (1 − ηλ)w before each step, taken in
+            the mirror space as θ ← (1 − ηλ)^{p−1}θ (the same shrink of w). Default 0.
+        maximize: follow +g (maximise the objective). Default False.
+        foreach: None (torch._foreach_* kernels where every parameter is on a GPU), True or
+            False; the results are the same bit for bit.
+        differentiable: False only (see `CheckedOptimizer`).
 
-    A NaN or infinite gradient raises FloatingPointError when normalising (plain steps let it
-    propagate into the weights, as torch.optim.SGD does). Any change to a parameter between
-    steps is honoured: the dual iterate is recomputed from the changed weights.
+    State: per parameter with p ≠ 2, the dual iterate θ = ∇ψ(w) (`dual`, as large as the
+    parameter; float32 for float16/bfloat16 ones) and a copy of w as the last step wrote it
+    (`weight`, in the parameter's dtype); nothing at p = 2. The copy is what guarantees that
+    an edit of the weights between steps is never undone: torch's version counter would miss
+    an in-place edit through `.data` (`w.data.clamp_(...)`, WGAN's clipping), and the next
+    step would recompute w from the stale θ, undoing the edit. It costs a comparison and a copy
+    of w a step.
+
+    Every value is checked where it enters (TypeError for a wrong type, ValueError for a
+    value out of range, naming the argument and the param group): here, in each param group,
+    in add_param_group, in load_state_dict, and at each step (for what schedulers write).
+
+    Any change to a parameter between steps is honoured, however it was made: the entries of
+    w that differ from the copy (NaN counting as different) get θ = ∇ψ(w) of their new value,
+    the others keep their θ. A NaN or infinite gradient raises FloatingPointError naming the
+    parameter, with no parameter changed; so do NaN or infinite weights where p ≠ 2 (at
+    p = 2 they stay as they are, as with torch.optim.SGD).
+
+    Range: the step is computed scale-safely. Where θ = ∇ψ(w) does not fit the dtype (p > 2:
+    |w|^{p−1} overflows already at |w| = 1.43 for p = 2000 in float64, and underflows for
+    small |w|), the entries concerned are stepped in the log domain (`norms.log_domain_step`),
+    so a result that fits is returned to about |log w|·eps relative (elsewhere, as before, to
+    a few eps times the map's condition number 1/(p−1)). A result that does not fit (|w⁺|
+    beyond the dtype's largest number) raises FloatingPointError naming the parameter, with
+    no parameter changed; one below its smallest normal number is rounded as IEEE arithmetic
+    does (θ keeps what w loses). Whether a step can leave the range is decided from a bound on
+    max|θ| kept per tensor, so the check costs no pass over the weights (plain steps: one
+    reduction over the gradient).
+
+    Parameters: zero-size ones are skipped (nothing to step). float16 and bfloat16 ones are
+    stepped in float32 (the dual iterate is kept in float32) and rounded back; a result
+    beyond their range raises FloatingPointError. Complex (and other non-floating) ones are
+    refused with TypeError naming the parameter.
     """
 
-    def __init__(self, params, lr, p: float = 2.0, normalize: bool | str = False):
-        lr = check_lr(lr)
-        p = check_p(p, "p", minimum=1.0, strict=True)
-        super().__init__(params, dict(lr=lr, p=p, normalize=check_normalize(normalize)))
+    def __init__(
+        self,
+        params,
+        lr,
+        p: float = 2.0,
+        normalize: bool | str = False,
+        *,
+        weight_decay: float = 0.0,
+        maximize: bool = False,
+        foreach: bool | None = None,
+        differentiable: bool = False,
+    ):
+        hyper = dict(lr=lr, p=p, normalize=normalize, **torch_arguments(locals()))
+        super().__init__(params, hyper)
         self.workspace = Workspace()
+        # Not optimiser state (never saved: a checkpoint cannot vouch for it; rebuilt on
+        # demand): per parameter, an upper bound on log max|θ|.
+        self.dual_bounds: dict[torch.Tensor, float] = {}
 
-    @torch.no_grad()
+    @classmethod
+    def check_hyper(cls, hyper: dict, where: str) -> dict:
+        name = cls.__name__
+        return dict(
+            p=check_p(hyper["p"], f"{name}: p{where}", minimum=1.0, strict=True),
+            normalize=check_normalize(hyper["normalize"], f"{name}: normalize{where}"),
+        )
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        super().load_state_dict(state_dict)
+        self.dual_bounds.clear()
+        saved = saved_duals(state_dict, self.param_groups)
+        for group in self.param_groups:
+            for key in group["params"]:
+                if key not in self.state or not isinstance(self.state[key].get("dual"), Tensor):
+                    continue
+                s, dual = self.state[key], saved.get(key)
+                if key.dtype in LOW_PRECISION and dual is not None and dual.dtype == torch.float32:
+                    # torch cast θ to the parameter's dtype; it is kept in float32
+                    s["dual"] = dual.to(key.device)
+                if not fits(s.get("weight"), key):
+                    # a checkpoint without the copy of w (saved by a version that kept θ
+                    # alone): rebuilt as what the last step wrote, (∇ψ)⁻¹(θ); entries where w
+                    # differs from it get θ = ∇ψ(w) at the next step
+                    s["weight"] = inverse_mirror_map(s["dual"], group["p"]).to(key.dtype)
+
+    @step_function
     def step(self, closure=None):
         loss = evaluate(closure)
-        for index, group, params, grads in groups_with_grad(self):
-            p, rule = group["p"], group["normalize"]
-            rows = [touched_rows(g) for g in grads]
-            duals = None
-            if p != 2.0:
-                duals, built = dual_iterates(self.state, params, p, rows)
-                # a new θ = ∇ψ(w) is not yet w's exact preimage: step every row once
-                rows = [None if new else r for r, new in zip(rows, built)]
-            g = as_runs(gather_rows(grads, rows))
-            d = F.divisors(g, rule, p=p, scratch=self.workspace.views(g, 2))
-            if d is not None:
-                check_finite("MirrorDescent", d, (index, params, grads))
-            w = gather_rows(params, rows)
-            theta = None if duals is None else gather_rows(duals, rows)
-            F.step_(
-                as_runs(w),
-                g,
-                d,
-                group["lr"],
-                p=p,
-                duals=None if theta is None else as_runs(theta),
-                scratch=[s for (s,) in self.workspace.views(as_runs(w), 1)],
-            )
-            scatter_rows_(params, rows, w)
-            if duals is not None:
-                scatter_rows_(duals, rows, theta)
-                remember_weights(self.state, params, rows)
+        for index, group, params, grads in self.groups_with_grad():
+            foreach = use_foreach(group, params)
+            weights, grads = working_copies(params), gradients(group, grads, foreach)
+            shrink = decay_factor("MirrorDescent", index, group)
+            if group["p"] == 2.0:
+                self._euclidean_step(index, group, params, weights, grads, shrink, foreach)
+            else:
+                self._mirror_step(index, group, params, weights, grads, shrink)
         return loss
+
+    def _euclidean_step(self, index, group, params, weights, grads, shrink, foreach) -> None:
+        """p = 2: SGD or normalized GD, no dual iterate."""
+        # weight decay moves every row: no sparse rows then
+        rows = [touched_rows(g) if shrink == 1.0 else None for g in grads]
+        g = as_runs(gather_rows(grads, rows))
+        d = F.divisors(g, group["normalize"], scratch=self.workspace.views(g, 2))
+        sizes = self._direction_sizes(index, params, grads, g, d)
+        eta = float(group["lr"])
+        weights = [guarded([w], [x], eta * size)[0] for w, x, size in zip(params, weights, sizes)]
+        decay_(weights, shrink, foreach)
+        w = gather_rows(weights, rows)
+        if foreach:
+            F.step_foreach_(as_runs(w), g, d, group["lr"])
+        else:
+            scratch = [s for (s,) in self.workspace.views(as_runs(w), 1)]
+            F.step_(as_runs(w), g, d, group["lr"], scratch=scratch)
+        scatter_rows_(weights, rows, w)
+        write_back("MirrorDescent", index, params, weights)
+
+    @staticmethod
+    def _direction_sizes(index, params, grads, g, d) -> list[float]:
+        """For each tensor, a bound on max|u| of its step direction u: 1 for normalized steps
+        (|g/D| ≤ 1, D being a norm of g or of all the group's gradients), ‖g‖₂-based for plain
+        ones (`max_abs_bound`, one reduction). A NaN or infinite gradient raises."""
+        if d is not None:
+            check_finite("MirrorDescent", d, (index, params, grads))
+            return [1.0] * len(g)
+        sizes = [max_abs_bound(x) for x in g]
+        if not all(math.isfinite(size) for size in sizes):  # or squares beyond the range
+            if not all(bool(torch.isfinite(x).all()) for x in g):
+                raise not_finite("MirrorDescent", (index, params, grads))
+        return sizes
+
+    def _mirror_step(self, index, group, params, weights, grads, shrink) -> None:
+        p, lr = group["p"], group["lr"]
+        # weight decay moves every row: no sparse rows then
+        rows = [touched_rows(g) if shrink == 1.0 else None for g in grads]
+        duals, status = dual_iterates(self.state, params, weights, p, rows)
+        # a new θ = ∇ψ(w) is not yet w's exact preimage: step every row once
+        rows = [None if s == "built" else r for r, s in zip(rows, status)]
+        for key, w, theta, s in zip(params, weights, duals, status):
+            if s is not None or key not in self.dual_bounds:
+                self.dual_bounds[key] = dual_log_bound(theta, w, p)
+        g = as_runs(gather_rows(grads, rows))
+        d = F.divisors(g, group["normalize"], p=p, scratch=self.workspace.views(g, 2))
+        sizes = self._direction_sizes(index, params, grads, g, d)
+        eta = float(lr)
+        # (1 − ηλ)^{p−1} θ: the same shrink of w (|θ| only shrinks, so the bounds still hold)
+        theta_shrink = shrink ** (p - 1.0)
+        bounds = [
+            log_add(self.dual_bounds[key], safe_log(eta * size)) for key, size in zip(params, sizes)
+        ]
+        w, theta = gather_rows(weights, rows), gather_rows(duals, rows)
+        # 1. tensors whose step might leave the range: stepped on copies and checked before
+        # anything is written
+        done = {}
+        for k, key in enumerate(params):
+            limit = dual_log_limit(p, key.dtype)
+            if d is None and not bounds[k] <= limit:  # ‖g‖₂ may be loose: max|g| decides
+                top = max(float(g[k].amax()), -float(g[k].amin()))
+                bounds[k] = log_add(self.dual_bounds[key], safe_log(eta * top))
+            if bounds[k] <= limit:  # False for NaN
+                continue
+            w_k, theta_k = (t.clone() if rows[k] is None else t for t in (w[k], theta[k]))
+            theta_k.mul_(theta_shrink)
+            F.step_(
+                as_runs([w_k]), [g[k]], None if d is None else [d[k]], lr, p=p,
+                duals=as_runs([theta_k]),
+            )  # fmt: skip
+            self._check_result(index, k, params, weights, grads, w_k)
+            done[k] = (w_k, theta_k)
+        # 2. the others, in place (for gathered rows: on their copies)
+        rest = [k for k in range(len(params)) if k not in done]
+        decay_([theta[k] for k in rest], theta_shrink, foreach=False)
+        w_rest = [w[k] for k in rest]
+        F.step_(
+            as_runs(w_rest),
+            [g[k] for k in rest],
+            None if d is None else [d[k] for k in rest],
+            lr,
+            p=p,
+            duals=as_runs([theta[k] for k in rest]),
+            scratch=[s for (s,) in self.workspace.views(as_runs(w_rest), 1)],
+        )
+        for k, (w_k, theta_k) in done.items():
+            if rows[k] is None:
+                w[k].copy_(w_k)
+                theta[k].copy_(theta_k)
+            else:
+                w[k], theta[k] = w_k, theta_k
+        scatter_rows_(weights, rows, w)
+        scatter_rows_(duals, rows, theta)
+        write_back("MirrorDescent", index, params, weights)
+        remember_weights(self.state, params, rows)
+        for k, key in enumerate(params):
+            exact = k in done
+            self.dual_bounds[key] = dual_log_bound(duals[k], weights[k], p) if exact else bounds[k]
+
+    def _check_result(self, index, k, params, weights, grads, result) -> None:
+        """Refuse a step whose result is not finite in the parameter's dtype, saying why."""
+        w = params[k]
+        if bool(torch.isfinite(result.to(w.dtype)).all()):
+            return
+        shape = tuple(w.shape)
+        if not bool(torch.isfinite(weights[k]).all()):
+            raise FloatingPointError(
+                f"MirrorDescent: parameter {k} of group {index} (shape {shape}) is NaN or "
+                "infinite before the step; no parameter was changed"
+            )
+        dtype = str(w.dtype).removeprefix("torch.")
+        group = self.param_groups[index]
+        raise FloatingPointError(
+            f"MirrorDescent: the step of parameter {k} of group {index} (shape {shape}) "
+            f"leaves {dtype}'s range: the exact |w| exceeds {torch.finfo(w.dtype).max:g} "
+            f"(p = {group['p']:g}, lr = {float(group['lr']):g}); no parameter was changed. "
+            "A smaller lr, or p closer to 2, keeps it in range."
+        )
+
+
+def saved_duals(state_dict: dict, groups: list[dict]) -> dict:
+    """The dual iterates of a state dict that torch's load_state_dict accepted, as saved
+    (before torch cast them), under the parameters they were loaded into."""
+    state = state_dict["state"]
+    ids = itertools.chain.from_iterable(g["params"] for g in state_dict["param_groups"])
+    params = itertools.chain.from_iterable(g["params"] for g in groups)
+    return {
+        w: state[i]["dual"]
+        for i, w in zip(ids, params)
+        if isinstance(state.get(i), dict) and isinstance(state[i].get("dual"), Tensor)
+    }
+
+
+def max_abs_bound(x: torch.Tensor) -> float:
+    """An upper bound on max|x| from one reduction: the largest ℓ2 norm of chunks of at most
+    0.1/eps entries, with room for its rounding (n·eps relative at worst, in any summation
+    order) and for squares flushed to zero (each below the smallest normal number); NaN or ∞
+    where x has such entries (∞ also where squares overflow)."""
+    n = x.numel()
+    if n == 0:
+        return 0.0
+    info = torch.finfo(x.dtype)
+    size = min(n, int(0.1 / info.eps))  # entries per chunk
+    flat, whole = x.reshape(-1), n - n % size
+    norm = torch.linalg.vector_norm(flat[:whole].view(-1, size), dim=1).max()
+    if whole < n:
+        norm = torch.maximum(norm, torch.linalg.vector_norm(flat[whole:]))  # NaN wins
+    return float(norm) * math.sqrt(1.0 + 4.0 * size * info.eps) + math.sqrt(size * info.tiny)
+
+
+def dual_log_bound(theta: torch.Tensor, w: torch.Tensor, p: float) -> float:
+    """An upper bound on log max|θ| over the exact dual iterates of a tensor: log max|θ| of
+    the stored θ where it is finite; where some θ overflowed (p > 2) those are |w|^{p−1},
+    with room for the rounding of w (1e-12 relative covers the log-domain step's). NaN if θ
+    or w holds NaN."""
+    if theta.numel() == 0:
+        return -math.inf
+    top = max(float(theta.amax()), -float(theta.amin()))
+    if not math.isinf(top):
+        return safe_log(top)
+    return (p - 1.0) * (safe_log(max(float(w.amax()), -float(w.amin()))) + 1e-12)
+
+
+@functools.lru_cache(maxsize=64)
+def dual_log_limit(p: float, dtype: torch.dtype) -> float:
+    """log of the largest |θ| whose w = |θ|^{1/(p−1)} is at most half the dtype's largest
+    number: below it no rounding can carry w⁺ out of the range."""
+    return (p - 1.0) * (math.log(torch.finfo(dtype).max) - math.log(2.0))
+
+
+def safe_log(x: float) -> float:
+    """math.log, with log 0 = −∞ and log NaN = NaN."""
+    return math.log(x) if x > 0 else -math.inf if x == 0 else math.nan
+
+
+def log_add(a: float, b: float) -> float:
+    """log(e^a + e^b), without overflow; NaN if either is."""
+    top = max(a, b)
+    if math.isnan(a) or math.isnan(b):
+        return math.nan
+    if top == -math.inf:
+        return top
+    return top + math.log1p(math.exp(-abs(a - b)))

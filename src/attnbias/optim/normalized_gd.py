@@ -9,68 +9,126 @@ minibatch gradients it is SNGD.
 
 from __future__ import annotations
 
-import torch
-from torch.optim import Optimizer
+from typing import ClassVar
 
-from .._validate import check_scalar
 from . import functional as F
 from ._common import (
+    CheckedOptimizer,
     Workspace,
     as_runs,
     check_finite,
-    check_lr,
+    check_momentum,
+    check_normalize,
+    decay_,
+    decay_factor,
     evaluate,
     gather_rows,
-    groups_with_grad,
+    gradients,
+    guarded,
     scatter_rows_,
+    step_function,
+    torch_arguments,
     touched_rows,
+    use_foreach,
+    working_copies,
+    write_back,
 )
 
 
-class NormalizedGD(Optimizer):
+class NormalizedGD(CheckedOptimizer):
     """Args:
     params: parameters or parameter groups.
     lr: step size η > 0 (a float or a one-element tensor).
-    momentum: β in [0, 1).
-    norm: "global" (‖g‖ over all tensors of the group, the paper's ‖∇L‖) or "per_tensor".
+    momentum: β in [0, 1), on the normalized gradient. Default 0.
+    normalize: True / "global" (the default: ‖g‖ over all tensors of the group, the paper's
+        ‖∇L‖) or "per_tensor" (each tensor by its own norm); as `MirrorDescent`'s, which
+        adds False. (Called `norm` before: still taken, with a DeprecationWarning.)
+    weight_decay: λ ≥ 0, decoupled (as AdamW): w ← (1 − ηλ)w before each step. Default 0.
+    maximize: follow +g (maximise the objective). Default False.
+    foreach: None (torch._foreach_* kernels where every parameter is on a GPU), True or
+        False; the results are the same bit for bit.
+    differentiable: False only (see `CheckedOptimizer`).
 
-    A NaN or infinite gradient raises FloatingPointError naming the parameter.
+    State: a momentum buffer per parameter where momentum > 0 (float32 for float16/bfloat16
+    parameters); nothing otherwise.
+
+    Every value is checked where it enters (TypeError for a wrong type, ValueError for a
+    value out of range, naming the argument and the param group): here, in each param group,
+    in add_param_group, in load_state_dict, and at each step (for what schedulers write).
+
+    A NaN or infinite gradient raises FloatingPointError naming the parameter, with no
+    parameter changed. A step moves each entry by at most η/(1 − β); where that could carry
+    finite weights past the dtype's largest number (η/(1 − β) above ~1e292 in float64, 1e31
+    in float32), the result is checked first and refused with FloatingPointError.
+
+    Parameters: zero-size ones are skipped (nothing to step). float16 and bfloat16 ones are
+    stepped in float32 (momentum buffers in float32) and rounded back; a result beyond their
+    range raises FloatingPointError. Complex (and other non-floating) ones are refused with
+    TypeError naming the parameter.
     """
 
-    def __init__(self, params, lr, momentum: float = 0.0, norm: str = "global"):
-        lr = check_lr(lr)
-        momentum = check_scalar(momentum, "momentum", low=0.0, high=1.0, include_high=False)
-        if norm not in ("global", "per_tensor"):
-            raise ValueError(f"norm must be 'global' or 'per_tensor', got {norm!r}")
-        super().__init__(params, dict(lr=lr, momentum=momentum, norm=norm))
+    RENAMED: ClassVar[dict[str, str]] = {"norm": "normalize"}
+
+    def __init__(
+        self,
+        params,
+        lr,
+        momentum: float = 0.0,
+        normalize: bool | str = "global",
+        *,
+        weight_decay: float = 0.0,
+        maximize: bool = False,
+        foreach: bool | None = None,
+        differentiable: bool = False,
+        **renamed,
+    ):
+        hyper = dict(lr=lr, momentum=momentum, normalize=normalize, **torch_arguments(locals()))
+        super().__init__(params, self.renamed(hyper, renamed))
         self.workspace = Workspace()
 
-    @torch.no_grad()
+    @classmethod
+    def check_hyper(cls, hyper: dict, where: str) -> dict:
+        name = cls.__name__
+        normalize = check_normalize(hyper["normalize"], f"{name}: normalize{where}")
+        if normalize == "none":
+            raise ValueError(
+                f"{name}: normalize{where} must be True, 'global' or 'per_tensor' (normalized "
+                "GD always normalizes; MirrorDescent(p=2) is plain gradient descent)"
+            )
+        return dict(
+            momentum=check_momentum(hyper["momentum"], f"{name}: momentum{where}"),
+            normalize=normalize,
+        )
+
+    @step_function
     def step(self, closure=None):
         loss = evaluate(closure)
-        for index, group, params, grads in groups_with_grad(self):
+        for index, group, params, grads in self.groups_with_grad():
             beta, buffers = group["momentum"], None
-            # momentum moves a row even where its gradient is zero: no sparse rows then
-            rows = [touched_rows(g) if beta == 0.0 else None for g in grads]
+            foreach = use_foreach(group, params)
+            shrink = decay_factor("NormalizedGD", index, group)
+            # |m| ≤ 1/(1 − β): a step moves an entry by at most η/(1 − β)
+            weights = guarded(params, working_copies(params), float(group["lr"]) / (1 - beta))
+            grads = gradients(group, grads, foreach)
+            # momentum and weight decay move a row even where its gradient is zero: no sparse
+            # rows then
+            sparse = beta == 0.0 and shrink == 1.0
+            rows = [touched_rows(g) if sparse else None for g in grads]
             g = as_runs(gather_rows(grads, rows))
-            d = F.divisors(g, group["norm"], scratch=self.workspace.views(g, 2))
+            d = F.divisors(g, group["normalize"], scratch=self.workspace.views(g, 2))
             check_finite("NormalizedGD", d, (index, params, grads))
             if beta != 0.0:
-                buffers = as_runs(
-                    [
-                        self.state[w].setdefault("momentum_buffer", torch.zeros_like(w))
-                        for w in params
-                    ]
-                )
-            w = gather_rows(params, rows)
-            F.step_(
-                as_runs(w),
-                g,
-                d,
-                group["lr"],
-                momentum=beta,
-                buffers=buffers,
-                scratch=[s for (s,) in self.workspace.views(as_runs(w), 1)],
-            )
-            scatter_rows_(params, rows, w)
+                buffers = as_runs(self.momentum_buffers(params, weights))
+            decay_(weights, shrink, foreach)
+            w = gather_rows(weights, rows)
+            if foreach:
+                F.step_foreach_(as_runs(w), g, d, group["lr"], momentum=beta, buffers=buffers)
+            else:
+                scratch = [s for (s,) in self.workspace.views(as_runs(w), 1)]
+                F.step_(
+                    as_runs(w), g, d, group["lr"], momentum=beta, buffers=buffers,
+                    scratch=scratch,
+                )  # fmt: skip
+            scatter_rows_(weights, rows, w)
+            write_back("NormalizedGD", index, params, weights)
         return loss

@@ -9,46 +9,105 @@ each group's `lr` is its cap γ_b, so learning-rate schedulers scale the cap.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import torch
-from torch.optim import Optimizer
 
 from .._validate import check_scalar
 from . import functional as F
 from ._common import (
+    CheckedOptimizer,
     Workspace,
     as_runs,
     check_finite,
-    check_lr,
+    decay_,
+    decay_factor,
     gather_rows,
-    params_with_grad,
+    gradients,
+    guarded,
     scatter_rows_,
+    step_function,
+    torch_arguments,
     touched_rows,
+    use_foreach,
+    working_copies,
+    write_back,
 )
 
 
-class PolyakStep(Optimizer):
+class PolyakStep(CheckedOptimizer):
     """Args:
     params: parameters or parameter groups.
-    lr_max: the cap γ_b > 0 on the step size (stored as the group's `lr`).
+    lr: the cap γ_b > 0 on the step size (the group's "lr", which learning-rate schedulers
+        scale). (Called `lr_max` before: still taken, with a DeprecationWarning.)
     f_star: the optimal loss L*, finite (0 on separable / real data; the all-optimal-token
-        loss for a fixed head).
-    c: the constant c > 0.
+        loss for a fixed head). Default 0.
+    c: the constant c > 0, finite. Default 1.
+    weight_decay: λ ≥ 0, decoupled (as AdamW): w ← (1 − γ_b λ)w before each step, with the
+        group's lr γ_b (not η_t). Default 0.
+    maximize: follow +g, i.e. minimise −L: η_t = min{(−L − L*)/(c‖g‖²), γ_b}, with L* the
+        optimum of −L. Default False.
+    foreach: None (torch._foreach_* kernels where every parameter is on a GPU), True or
+        False; the results are the same bit for bit.
+    differentiable: False only (see `CheckedOptimizer`).
+
+    State: none (the step size taken is left in each group's "step_size").
+
+    Every value is checked where it enters (TypeError for a wrong type, ValueError for a
+    value out of range, naming the argument and the param group): here, in each param group,
+    in add_param_group, in load_state_dict, and at each step (for what schedulers write).
 
     step(closure) needs the loss: from the closure (it may just return a loss already
     computed, with gradients already in .grad), or, for training loops that call step()
     without one (the Hugging Face Trainer: real/hf.py), handed beforehand with hand_loss(loss)
     — the losses handed since the last step are summed, as the gradients of gradient
-    accumulation are. A NaN or infinite loss or gradient raises FloatingPointError. The step
-    size taken is left in each group's "step_size".
+    accumulation are. A NaN or infinite loss or gradient raises FloatingPointError, with no
+    parameter changed. The step size taken is left in each group's "step_size". A step that
+    could carry finite weights past the dtype's largest number (η_t‖g‖ above ~1e292 in
+    float64, 1e31 in float32) is checked first and refused with FloatingPointError.
+
+    Parameters: zero-size ones are skipped (nothing to step). float16 and bfloat16 ones are
+    stepped in float32 and rounded back; a result beyond their range raises
+    FloatingPointError. Complex (and other non-floating) ones are refused with TypeError
+    naming the parameter.
     """
 
-    def __init__(self, params, lr_max, f_star: float = 0.0, c: float = 1.0):
-        lr_max = check_lr(lr_max, "lr_max")
-        f_star = check_scalar(f_star, "f_star")
-        c = check_scalar(c, "c", low=0.0, include_low=False)
-        super().__init__(params, dict(lr=lr_max, f_star=f_star, c=c))
+    RENAMED: ClassVar[dict[str, str]] = {"lr_max": "lr"}
+
+    def __init__(
+        self,
+        params,
+        lr=None,
+        f_star: float = 0.0,
+        c: float = 1.0,
+        *,
+        weight_decay: float = 0.0,
+        maximize: bool = False,
+        foreach: bool | None = None,
+        differentiable: bool = False,
+        **renamed,
+    ):
+        hyper = dict(lr=lr, f_star=f_star, c=c, **torch_arguments(locals()))
+        super().__init__(params, self.renamed(hyper, renamed))
         self.workspace = Workspace()
         self.handed_loss = None  # losses handed since the last step (not optimiser state)
+
+    @classmethod
+    def check_hyper(cls, hyper: dict, where: str) -> dict:
+        name = cls.__name__
+        return dict(
+            f_star=check_scalar(hyper["f_star"], f"{name}: f_star{where}"),
+            c=check_scalar(hyper["c"], f"{name}: c{where}", low=0.0, include_low=False),
+        )
+
+    def common(self, key: str):
+        """A value every group must share (the step uses one loss for all of them)."""
+        values = {group[key] for group in self.param_groups}
+        if len(values) > 1:
+            raise ValueError(
+                f"PolyakStep: every param group must have the same {key}, got {values}"
+            )
+        return values.pop()
 
     def hand_loss(self, loss) -> None:
         """Add `loss` (the loss whose gradient backward() put in .grad) to the loss the next
@@ -56,7 +115,7 @@ class PolyakStep(Optimizer):
         loss = torch.as_tensor(loss).detach().double().sum()
         self.handed_loss = loss if self.handed_loss is None else self.handed_loss + loss
 
-    @torch.no_grad()
+    @step_function
     def step(self, closure=None):
         if closure is None and self.handed_loss is None:
             raise ValueError(
@@ -70,27 +129,48 @@ class PolyakStep(Optimizer):
         else:
             with torch.enable_grad():
                 loss = closure()
-        gathered = [params_with_grad(group) for group in self.param_groups]
+        for index, group in enumerate(self.param_groups):
+            self.check_group(group, index)
+        gathered = [
+            self.params_with_grad(group, index) for index, group in enumerate(self.param_groups)
+        ]
         params = [w for ws, _ in gathered for w in ws]
-        grads = [g for _, gs in gathered for g in gs]
-        if not grads:
+        if not params:
             return loss
-        rows = [touched_rows(g) for g in grads]
+        # one loss for all groups: maximize and foreach must agree across them
+        maximize = self.common("maximize")
+        foreach = use_foreach(dict(foreach=self.common("foreach")), params)
+        grads = gradients(dict(maximize=maximize), [g for _, gs in gathered for g in gs], foreach)
+        shrinks = [decay_factor("PolyakStep", k, g) for k, g in enumerate(self.param_groups)]
+        weights = working_copies(params)
+        # weight decay moves every row: no sparse rows then
+        sparse = all(shrink == 1.0 for shrink in shrinks)
+        rows = [touched_rows(g) if sparse else None for g in grads]
         g = as_runs(gather_rows(grads, rows))
         value = torch.as_tensor(loss).detach().reshape(1).to(grads[0])
+        if maximize:
+            value = -value
         norms = F.gradient_norms(g, 2.0, self.workspace.views(g, 2))
         sq_root = F.global_norm(norms, 2.0)
         check_finite("PolyakStep", [value], "the loss")
         check_finite("PolyakStep", [sq_root], ("(all groups)", params, grads))
         start = 0
-        for group, (group_params, _) in zip(self.param_groups, gathered):
+        for index, (group, (group_params, _)) in enumerate(zip(self.param_groups, gathered)):
             d = F.polyak_divisor(sq_root, value, group["f_star"], group["c"], group["lr"])
             group["step_size"] = 1.0 / d.item()
             if group_params:
                 part = slice(start, start + len(group_params))
-                w = gather_rows(group_params, rows[part])
-                scratch = [b for (b,) in self.workspace.views(as_runs(w), 1)]
-                F.step_(as_runs(w), g[part], [d] * len(w), 1.0, scratch=scratch)
-                scatter_rows_(group_params, rows[part], w)
+                # |η_t g| ≤ η_t ‖g‖
+                step = group["step_size"] * sq_root.item()
+                weights[part] = guarded(group_params, weights[part], step)
+                decay_(weights[part], shrinks[index], foreach)
+                w = gather_rows(weights[part], rows[part])
+                if foreach:
+                    F.step_foreach_(as_runs(w), g[part], [d] * len(w), 1.0)
+                else:
+                    scratch = [b for (b,) in self.workspace.views(as_runs(w), 1)]
+                    F.step_(as_runs(w), g[part], [d] * len(w), 1.0, scratch=scratch)
+                scatter_rows_(weights[part], rows[part], w)
+                write_back("PolyakStep", index, group_params, weights[part])
                 start = part.stop
         return loss

@@ -15,46 +15,97 @@ from __future__ import annotations
 import math
 
 import torch
-from torch.optim import Optimizer
 
-from .._validate import check_scalar
+from .._validate import check_choice, check_scalar
 from . import steepest
-from ._common import as_runs, check_finite, check_lr, evaluate, groups_with_grad
+from ._common import (
+    CheckedOptimizer,
+    as_runs,
+    check_finite,
+    check_momentum,
+    decay_,
+    decay_factor,
+    evaluate,
+    gradients,
+    guarded,
+    step_function,
+    torch_arguments,
+    use_foreach,
+    working_copies,
+    write_back,
+)
+
+# What every class here does with its inputs (appended to each class's docstring).
+BEHAVIOUR = """
+    Every value is checked where it enters (TypeError for a wrong type, ValueError for a
+    value out of range, naming the argument and the param group): in the constructor, in
+    each param group, in add_param_group, in load_state_dict, and at each step (for what
+    schedulers write). A NaN or infinite gradient raises FloatingPointError naming the
+    parameter, with no parameter changed. A step moves each entry by at most η; where that
+    could carry finite weights past the dtype's largest number (η above ~1e292 in float64,
+    1e31 in float32), the result is checked first and refused with FloatingPointError.
+
+    Parameters: zero-size ones are skipped (nothing to step). float16 and bfloat16 ones are
+    stepped in float32 (momentum buffers in float32) and rounded back; a result beyond their
+    range raises FloatingPointError. Complex (and other non-floating) ones are refused with
+    TypeError naming the parameter.
+
+    The torch.optim keywords (keyword-only): weight_decay λ ≥ 0, decoupled (as AdamW:
+    w ← (1 − ηλ)w before each step; default 0); maximize (follow +g; default False); foreach
+    (None: torch._foreach_* kernels where every parameter is on a GPU, for the weight decay
+    and the negation of maximize; the direction is computed per tensor; the same results bit
+    for bit); differentiable (False only, see `CheckedOptimizer`).
+
+    State: a momentum buffer per parameter where momentum > 0 (float32 for float16/bfloat16
+    parameters); nothing otherwise.
+"""
 
 
-class _Steepest(Optimizer):
-    """The step shared by the three classes; a group's "kind", "p" and "method" choose Δ."""
+class _Steepest(CheckedOptimizer):
+    """The step shared by the three classes; `rule(group)` gives a group's "kind", "p" and
+    "method" (the choices of `steepest.directions`)."""
 
-    def __init__(self, params, lr, momentum, **rule):
-        lr = check_lr(lr)
-        momentum = check_scalar(momentum, "momentum", low=0.0, high=1.0, include_high=False)
-        super().__init__(params, dict(lr=lr, momentum=momentum, **rule))
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.__doc__ = (cls.__doc__ or "").rstrip() + "\n" + BEHAVIOUR
 
-    @torch.no_grad()
+    @classmethod
+    def check_hyper(cls, hyper: dict, where: str) -> dict:
+        name = cls.__name__
+        return dict(
+            hyper,
+            momentum=check_momentum(hyper["momentum"], f"{name}: momentum{where}"),
+        )
+
+    @staticmethod
+    def rule(group: dict) -> dict:
+        raise NotImplementedError
+
+    @step_function
     def step(self, closure=None):
         loss = evaluate(closure)
         name = type(self).__name__
-        for index, group, params, grads in groups_with_grad(self):
-            tops = [g.abs().amax() if g.numel() else g.new_zeros(()) for g in grads]
+        for index, group, params, grads in self.groups_with_grad():
+            tops = [g.abs().amax() for g in grads]
             check_finite(name, tops, (index, params, grads))
+            foreach = use_foreach(group, params)
+            shrink = decay_factor(name, index, group)
+            # |Δ| ≤ 1: a step moves an entry by at most η
+            weights = guarded(params, working_copies(params), float(group["lr"]))
+            grads = gradients(group, grads, foreach)
             beta, buffers = group["momentum"], None
             if beta != 0.0:
-                buffers = as_runs(
-                    [
-                        self.state[w].setdefault("momentum_buffer", torch.zeros_like(w))
-                        for w in params
-                    ]
-                )
+                buffers = as_runs(self.momentum_buffers(params, weights))
+            decay_(weights, shrink, foreach)
             steepest.steepest_step_(
-                as_runs(params),
+                as_runs(weights),
                 as_runs(grads),
                 group["lr"],
-                kind=group["kind"],
-                p=group["p"],
-                method=group["method"],
                 momentum=beta,
                 buffers=buffers,
+                **self.rule(group),
             )
+            write_back(name, index, params, weights)
         return loss
 
 
@@ -65,24 +116,62 @@ class SteepestDescent(_Steepest):
     Args:
         params: parameters or parameter groups.
         lr: step size η > 0 (a float or a one-element tensor).
-        norm: p in (1, ∞] (float("inf") is SignGD, 2 is per-tensor NormalizedGD).
-        momentum: β in [0, 1), on the raw gradient.
-
-    A NaN or infinite gradient raises FloatingPointError naming the parameter.
+        norm: the p of the entrywise ℓp norm, in (1, ∞] (float("inf") is SignGD, 2 is
+            per-tensor NormalizedGD); default 2. (Not `p`: that is MirrorDescent's potential.)
+        momentum: β in [0, 1), on the raw gradient; default 0.
     """
 
-    def __init__(self, params, lr, norm: float = 2.0, momentum: float = 0.0):
-        norm = check_scalar(norm, "norm", low=1.0, include_low=False, allow_inf=True)
-        super().__init__(params, lr, momentum, kind="lp", p=float(norm), method="svd")
+    def __init__(
+        self,
+        params,
+        lr,
+        norm: float = 2.0,
+        momentum: float = 0.0,
+        *,
+        weight_decay: float = 0.0,
+        maximize: bool = False,
+        foreach: bool | None = None,
+        differentiable: bool = False,
+    ):
+        super().__init__(
+            params, dict(lr=lr, norm=norm, momentum=momentum, **torch_arguments(locals()))
+        )
+
+    @classmethod
+    def check_hyper(cls, hyper: dict, where: str) -> dict:
+        norm = check_scalar(
+            hyper["norm"], f"{cls.__name__}: norm{where}", low=1.0, include_low=False,
+            allow_inf=True,
+        )  # fmt: skip
+        return super().check_hyper(dict(hyper, norm=float(norm)), where)
+
+    @staticmethod
+    def rule(group: dict) -> dict:
+        return dict(kind="lp", p=group["norm"])
 
 
 class SignGD(_Steepest):
     """Sign descent, normalized steepest descent for the entrywise ℓ∞ norm: W ← W − η sign(m).
 
-    Args: params, lr (η > 0), momentum (β in [0, 1), on the raw gradient)."""
+    Args: params, lr (η > 0), momentum (β in [0, 1), on the raw gradient; default 0).
+    """
 
-    def __init__(self, params, lr, momentum: float = 0.0):
-        super().__init__(params, lr, momentum, kind="lp", p=math.inf, method="svd")
+    def __init__(
+        self,
+        params,
+        lr,
+        momentum: float = 0.0,
+        *,
+        weight_decay: float = 0.0,
+        maximize: bool = False,
+        foreach: bool | None = None,
+        differentiable: bool = False,
+    ):
+        super().__init__(params, dict(lr=lr, momentum=momentum, **torch_arguments(locals())))
+
+    @staticmethod
+    def rule(group: dict) -> dict:
+        return dict(kind="lp", p=math.inf)
 
 
 class SpectralDescent(_Steepest):
@@ -90,21 +179,42 @@ class SpectralDescent(_Steepest):
     W ← W − η U Vᵀ with m = U Σ Vᵀ (thin SVD, nonzero singular values).
 
     Args:
-        params: 2-d parameters (matrices) or groups of them.
-        lr: step size η > 0; momentum: β in [0, 1), on the raw gradient.
-        method: "svd" (exact) or "newton-schulz" (cubic Newton–Schulz iterations on m/‖m‖_F,
-            `optim.steepest.NS_STEPS` of them, as Muon orthogonalises without an SVD).
+        params: 2-d parameters (matrices) or groups of them; any other shape is refused with
+            ValueError naming the parameter (here, in add_param_group and at each step).
+        lr: step size η > 0; momentum: β in [0, 1), on the raw gradient (default 0).
+        method: "svd" (exact, the default) or "newton-schulz" (cubic Newton–Schulz
+            iterations on m/‖m‖_F, `optim.steepest.NS_STEPS` of them, as Muon orthogonalises
+            without an SVD).
     """
 
-    def __init__(self, params, lr, momentum: float = 0.0, method: str = "svd"):
-        if method not in steepest.METHODS:
-            raise ValueError(f"method must be one of {steepest.METHODS}, got {method!r}")
-        super().__init__(params, lr, momentum, kind="spectral", p=2.0, method=method)
-        for index, group in enumerate(self.param_groups):
-            for k, w in enumerate(group["params"]):
-                if w.dim() != 2:
-                    raise ValueError(
-                        f"SpectralDescent: parameter {k} of group {index} has shape "
-                        f"{tuple(w.shape)}; the spectral norm needs matrices (2-d parameters), "
-                        "optimise the others with another optimiser"
-                    )
+    def __init__(
+        self,
+        params,
+        lr,
+        momentum: float = 0.0,
+        method: str = "svd",
+        *,
+        weight_decay: float = 0.0,
+        maximize: bool = False,
+        foreach: bool | None = None,
+        differentiable: bool = False,
+    ):
+        hyper = dict(lr=lr, momentum=momentum, method=method, **torch_arguments(locals()))
+        super().__init__(params, hyper)
+
+    @classmethod
+    def check_hyper(cls, hyper: dict, where: str) -> dict:
+        method = check_choice(hyper["method"], f"{cls.__name__}: method{where}", steepest.METHODS)
+        return super().check_hyper(dict(hyper, method=method), where)
+
+    def check_parameter(self, w: torch.Tensor, label: str) -> None:
+        super().check_parameter(w, label)
+        if w.dim() != 2:
+            raise ValueError(
+                f"SpectralDescent: {label} has shape {tuple(w.shape)}; the spectral norm "
+                "needs matrices (2-d parameters), optimise the others with another optimiser"
+            )
+
+    @staticmethod
+    def rule(group: dict) -> dict:
+        return dict(kind="spectral", method=group["method"])

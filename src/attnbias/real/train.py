@@ -4,12 +4,21 @@ Minibatches come from a per-epoch permutation seeded by (seed, epoch), so the ba
 is known without replaying the run: a run resumed from a checkpoint (model, optimiser, RNG
 state and history, written atomically every `checkpoint_every` steps) continues exactly as
 if it had never stopped.
+
+Checkpoints hold only tensors and plain values (the history as a dict of lists), so they are
+loaded with torch.load(weights_only=True): a planted checkpoint can fail to load, never run
+code (docs/SECURITY.md).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import math
 import os
+import pickle
+import stat
+import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -19,44 +28,27 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
-from tqdm.auto import tqdm
 
-from ..optim import MirrorDescent, NormalizedGD, PolyakStep
+from ..engine.algorithms import TABLE_NAMES, Algorithm
+from ..log import Progress
 
-# name → (constructor, allowed hyper-parameters, required ones)
-OPTIMIZERS = {
-    "sgd": (torch.optim.SGD, {"lr", "momentum", "weight_decay"}, {"lr"}),
-    "adam": (torch.optim.Adam, {"lr", "betas", "eps", "weight_decay"}, {"lr"}),
-    "sngd": (NormalizedGD, {"lr", "momentum", "norm"}, {"lr"}),
-    "sps": (PolyakStep, {"lr_max", "f_star", "c"}, {"lr_max"}),
-    "md": (MirrorDescent, {"lr", "p", "normalize"}, {"lr", "p"}),
-}
+logger = logging.getLogger(__name__)
+
+# The names an optimizer table may give (the one vocabulary: engine.algorithms.TABLE_NAMES).
+OPTIMIZERS = TABLE_NAMES
 
 
-def make_optimizer(params, config: Mapping) -> torch.optim.Optimizer:
-    """An optimiser from a config: {"name": "md", "lr": 0.1, "p": 1.1}, {"name": "sgd", ...}."""
-    config = dict(config)
-    name = config.pop("name", None)
-    if name not in OPTIMIZERS:
-        raise ValueError(f"optimizer.name must be one of {sorted(OPTIMIZERS)}, got {name!r}")
-    cls, allowed, required = OPTIMIZERS[name]
-    if unknown := set(config) - allowed:
-        raise ValueError(
-            f"optimizer {name!r} has no field(s) {sorted(unknown)}; allowed {sorted(allowed)}"
-        )
-    if missing := required - set(config):
-        raise ValueError(f"optimizer {name!r} needs field(s) {sorted(missing)}")
-    if "betas" in config:
-        config["betas"] = tuple(config["betas"])
-    return cls(params, **config)
+def make_optimizer(params, config: Mapping | Algorithm) -> torch.optim.Optimizer:
+    """An optimiser from a config: {"name": "md", "lr": 0.1, "p": 1.1}, {"name": "sgd", ...}
+    (`Algorithm.from_optimizer_table`; ValueError naming a bad field), or an Algorithm."""
+    if not isinstance(config, Algorithm):
+        config = Algorithm.from_optimizer_table(config)
+    return config.torch_optimizer(params)
 
 
 def optimizer_label(config: Mapping) -> str:
     """Short display name: SGD, Adam, SNGD, SPS, ℓ1.1-MD."""
-    name = config["name"]
-    if name == "md":
-        return f"ℓ{config['p']:g}-MD"
-    return {"sgd": "SGD", "adam": "Adam", "sngd": "SNGD", "sps": "SPS"}[name]
+    return Algorithm.from_optimizer_table(config).name
 
 
 def seed_everything(seed: int) -> None:
@@ -82,6 +74,12 @@ class TensorData:
             inputs = {k: v[:, :width] if v.dim() == 2 else v for k, v in inputs.items()}
         return inputs, self.labels[index]
 
+    def shortest_first(self) -> torch.Tensor | None:
+        """The example indices by length, shortest first (stable; None without an attention
+        mask): batches of similar lengths, which `batch` cuts to their own longest."""
+        mask = self.inputs.get("attention_mask")
+        return None if mask is None else mask.sum(1).argsort(stable=True)
+
     def subset(self, n: int) -> TensorData:
         return TensorData({k: v[:n] for k, v in self.inputs.items()}, self.labels[:n])
 
@@ -105,6 +103,18 @@ class History:
         keys = self.evals[0].keys() if self.evals else ["step"]
         return {k: np.array([e[k] for e in self.evals], dtype=float) for k in keys}
 
+    def to_state(self) -> dict:
+        """The history as plain values (dicts, lists, numbers): a checkpoint's "history"."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_state(cls, state) -> History:
+        """The history a checkpoint's to_state() holds; ValueError if it is not one."""
+        fields = {f.name for f in dataclasses.fields(cls)}
+        if not isinstance(state, dict) or set(state) != fields:
+            raise ValueError(f"a training history has the fields {sorted(fields)}")
+        return cls(**state)
+
 
 def batch_indices(n: int, batch_size: int, seed: int, step: int) -> torch.Tensor:
     """Indices of the batch at `step` (0-based): epoch = step // batches_per_epoch, each epoch
@@ -122,16 +132,21 @@ def to_device(batch: tuple[dict, torch.Tensor], device) -> tuple[dict, torch.Ten
     return {k: v.to(device) for k, v in inputs.items()}, labels.to(device)
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def evaluate(
     model: nn.Module, data: TensorData, batch_size: int = 256, device="cpu"
 ) -> dict[str, float]:
-    """Mean cross-entropy and accuracy, without gradients, in eval mode."""
+    """Mean cross-entropy and accuracy, without gradients, in eval mode. Texts go shortest
+    first, so each batch is cut to a length near its texts' own (TensorData.batch); an
+    example's logits do not depend on its batch-mates (per-example results, if ever kept,
+    must be put back in data order)."""
     was_training = model.training
     model.eval()
     loss, correct = 0.0, 0
+    order = data.shortest_first()
     for start in range(0, len(data), batch_size):
-        inputs, labels = to_device(data.batch(slice(start, start + batch_size)), device)
+        index = slice(start, start + batch_size)
+        inputs, labels = to_device(data.batch(index if order is None else order[index]), device)
         logits = model(**inputs).logits
         loss += float(F.cross_entropy(logits, labels, reduction="sum"))
         correct += int((logits.argmax(-1) == labels).sum())
@@ -139,11 +154,73 @@ def evaluate(
     return {"loss": loss / len(data), "accuracy": correct / len(data)}
 
 
+class UnsafeCheckpoint(ValueError):
+    """A checkpoint that is not one this code wrote: not loaded (a ValueError: on the command
+    line a usage error, exit code 2)."""
+
+
+def checkpoint_directory(directory: Path) -> Path:
+    """The run's checkpoint directory, created if need be; UnsafeCheckpoint if something else
+    (a symbolic link, a file) is at its name: it would lead the checkpoints elsewhere."""
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        directory.mkdir()
+    except FileExistsError:
+        pass
+    mode = os.lstat(directory).st_mode
+    if not stat.S_ISDIR(mode):
+        kind = "a symbolic link" if stat.S_ISLNK(mode) else "not a directory"
+        raise UnsafeCheckpoint(
+            f"checkpoint directory {directory} is {kind}; the trainer never makes one and will "
+            "not follow it: remove it to train this run from the start"
+        )
+    return directory
+
+
 def save_checkpoint(path: Path, state: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.partial")
-    torch.save(state, partial)
-    os.replace(partial, path)  # atomic: a kill mid-write leaves the previous checkpoint intact
+    """Write a checkpoint atomically (a kill mid-write leaves the previous one intact), through
+    a fresh temporary file: never through a link someone put at a fixed name."""
+    fd, partial = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            torch.save(state, f)
+        os.replace(partial, path)
+    finally:
+        if os.path.lexists(partial):
+            os.unlink(partial)
+
+
+def load_checkpoint(path: Path, device) -> dict | None:
+    """A checkpoint written by save_checkpoint, or None if there is none. Loaded with
+    weights_only=True (tensors and plain values only: nothing in it can run code) from a
+    regular file opened without following a symbolic link; UnsafeCheckpoint for anything else."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        raise UnsafeCheckpoint(
+            f"checkpoint {path} cannot be opened ({err.strerror}; a symbolic link is never "
+            "followed): remove it to train this run from the start"
+        ) from err
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UnsafeCheckpoint(f"checkpoint {path} is not a regular file: remove it")
+        try:
+            state = torch.load(f, weights_only=True, map_location=device)
+        except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError) as err:
+            reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise UnsafeCheckpoint(
+                f"checkpoint {path} is not a checkpoint this version writes and was not loaded "
+                f"(it holds more than tensors and plain values: {reason}); remove it to train "
+                "this run from the start"
+            ) from err
+    if not isinstance(state, dict) or not CHECKPOINT_KEYS <= state.keys():
+        raise UnsafeCheckpoint(f"checkpoint {path} lacks {sorted(CHECKPOINT_KEYS)}: remove it")
+    return state
+
+
+CHECKPOINT_KEYS = {"model", "optimizer", "step", "rng", "history"}
 
 
 def train(
@@ -181,13 +258,21 @@ def train(
     model.to(device)
     opt = make_optimizer(model.parameters(), optimizer)
     history, step = History(), 0
-    checkpoint = Path(checkpoint_dir) / "last.pt" if checkpoint_dir else None
-    if checkpoint is not None and checkpoint.exists():
-        state = torch.load(checkpoint, weights_only=False, map_location=device)
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["optimizer"])
-        torch.set_rng_state(state["rng"])
-        history, step = state["history"], state["step"]
+    checkpoint = None
+    if checkpoint_dir:
+        checkpoint = checkpoint_directory(Path(checkpoint_dir)) / "last.pt"
+        state = load_checkpoint(checkpoint, device)
+        if state is not None:
+            try:
+                model.load_state_dict(state["model"])
+                opt.load_state_dict(state["optimizer"])
+                torch.set_rng_state(state["rng"])
+                history, step = History.from_state(state["history"]), int(state["step"])
+            except (KeyError, TypeError, ValueError, RuntimeError) as err:
+                raise UnsafeCheckpoint(
+                    f"checkpoint {checkpoint} does not fit this run ({err}); remove it to train "
+                    "this run from the start"
+                ) from err
 
     def record_eval():
         row = {"step": step}
@@ -201,14 +286,13 @@ def train(
     def save():
         if checkpoint is not None:
             state = dict(model=model.state_dict(), optimizer=opt.state_dict(), step=step)
-            save_checkpoint(checkpoint, dict(state, rng=torch.get_rng_state(), history=history))
+            state.update(rng=torch.get_rng_state(), history=history.to_state())
+            save_checkpoint(checkpoint, state)
 
     if step == 0:
         record_eval()
     model.train()
-    bar = tqdm(
-        total=steps, initial=step, desc=desc, disable=None if progress else True, leave=False
-    )
+    bar = Progress(desc, steps, initial=step, enabled=progress, leave=False, logger=logger)
     while step < steps and not history.diverged and not history.reached_target:
         inputs, labels = to_device(
             train_data.batch(batch_indices(len(train_data), batch_size, seed, step)), device
@@ -218,13 +302,17 @@ def train(
         logits = model(**inputs).logits
         loss = F.cross_entropy(logits, labels)
         loss.backward()
-        opt.step(lambda loss=loss: loss)  # the closure only hands SPS the loss already computed
+        try:
+            opt.step(lambda loss=loss: loss)  # the closure only hands SPS the loss computed
+            stepped = True
+        except FloatingPointError:  # a non-finite gradient: the optimiser changed nothing
+            stepped = False
         history.seconds += time.perf_counter() - start
         step += 1
         history.steps.append(step)
         history.train_loss.append(loss.item())
         history.step_size.append(opt.param_groups[0].get("step_size", math.nan))
-        history.diverged = not math.isfinite(history.train_loss[-1])
+        history.diverged = not (stepped and math.isfinite(history.train_loss[-1]))
         history.epoch_correct += int((logits.detach().argmax(-1) == labels).sum())
         if step % per_epoch == 0:
             accuracy = history.epoch_correct / (per_epoch * batch_size)
@@ -233,8 +321,8 @@ def train(
             history.reached_target = (
                 target_train_accuracy is not None and accuracy >= target_train_accuracy
             )
+        bar.set_postfix(f"loss {history.train_loss[-1]:.3f}")
         bar.update()
-        bar.set_postfix(loss=f"{history.train_loss[-1]:.3f}")
         done = step == steps or history.diverged or history.reached_target
         if step % eval_every == 0 or done:
             record_eval()

@@ -21,8 +21,11 @@ when it is at most 1e-6 (every p ≥ 1 is supported, p = 1000, p = 1.001 and ∞
 A single instance raises InfeasibleSVMError (also when a solution would need ‖w‖ beyond what
 float64 can verify, with the true reason) or SVMSolveError; a batch reports a status per instance.
 
+Every solver refuses up front (ValueError) a problem whose estimated memory exceeds
+max_memory_gb (8 GB by default; memory.py says how it is estimated).
+
 Layout (each file reads top to bottom): tokens — token scores and choice; norms — the norms
-and the KKT residual; results — the result dataclasses;
+and the KKT residual; results — the result dataclasses; memory — the memory estimate;
 infeasible — the errors, short rows and Farkas certificates; l2, lp, l1, linf, sdp, conic — the
 solvers;
 solver — the verified core min ‖w‖ s.t. Aw ≥ 1; problems — the constraint matrices and the solve
@@ -31,12 +34,14 @@ of one instance; api — max_margin, att_svm, head_svm and their batches.
 
 from .api import att_svm, att_svm_batch, head_svm, head_svm_batch, max_margin
 from .infeasible import InfeasibleSVMError, SVMSolveError
+from .memory import DEFAULT_MAX_MEMORY_GB, solver_memory
 from .norms import parse_norm
 from .problems import constraint_matrix
 from .results import AttSVMResult, HeadSVMResult, MaxMarginResult
 from .tokens import optimal_tokens, selected_tokens, token_scores
 
 __all__ = [
+    "DEFAULT_MAX_MEMORY_GB",
     "AttSVMResult",
     "HeadSVMResult",
     "InfeasibleSVMError",
@@ -51,5 +56,6 @@ __all__ = [
     "optimal_tokens",
     "parse_norm",
     "selected_tokens",
+    "solver_memory",
     "token_scores",
 ]

@@ -12,6 +12,7 @@ import scipy.sparse as sp
 
 from .._validate import check_sequences
 from .infeasible import InfeasibleSVMError, SVMSolveError, relative_row_lengths
+from .memory import check_memory, solver_memory
 from .results import AttSVMResult, HeadSVMResult, MaxMarginResult, result_fields, unsolved_fields
 from .solver import solve_max_margin
 from .tokens import to_numpy, token_indices
@@ -60,6 +61,16 @@ def _att_lifting(diffs: np.ndarray, z: np.ndarray):
     i, j, k = np.meshgrid(np.arange(n), np.arange(d), np.arange(d), indexing="ij")
     C = sp.csr_matrix((z[i, k].ravel(), ((i * d + j).ravel(), (j * d + k).ravel())), (n * d, d * d))
     return B, C
+
+
+def check_size(
+    m: int, D: int, norm_type, max_memory_gb, queries: int | None = None, instances: int = 1
+) -> None:
+    """ValueError if solving `instances` problems of m constraints with D entries (one at a
+    time, their constraint matrices all held) needs more than max_memory_gb (memory.py)."""
+    estimate = solver_memory(m, D, norm_type, queries) + (instances - 1) * 8 * m * D
+    many = f"{instances} max-margin problems" if instances > 1 else "the max-margin problem"
+    check_memory(estimate, max_memory_gb, f"{many} (norm {norm_type}, {m} constraints × {D})")
 
 
 class _Rows:
@@ -118,10 +129,15 @@ class AttProblem(_Rows):
 
     title = "Att-SVM is infeasible"
 
-    def __init__(self, X, z, alpha):
+    def __init__(self, X, z, alpha, norm_type=None, max_memory_gb=None, instances=1):
+        """With norm_type, the memory the solve needs is checked (check_size) before the
+        constraint matrix is built."""
         self.X, self.z, self.alpha = _att_arrays(X, z, alpha)
-        if self.X.shape[1] < 2:
+        n, T, d = self.X.shape
+        if T < 2:
             raise ValueError("X must have T >= 2 tokens: with one token there are no constraints")
+        if norm_type is not None:
+            check_size(n * (T - 1), d * d, norm_type, max_memory_gb, n, instances)
         self.diffs, self.pairs = _differences(self.X, self.alpha)
         self.A = _att_rows(self.diffs, self.z)
 

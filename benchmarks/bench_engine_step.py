@@ -1,0 +1,69 @@
+"""One engine step of md-local's batch, fused against unfused, on a device.
+
+    python benchmarks/bench_engine_step.py [--device cpu|cuda] [--threads 1] [--steps 200]
+
+The batch is full md-local's (100 seeds × p ∈ {1.75, 2, 3} + the zero-initialised runs: 303
+runs of 10×10 W) and its last phase (the 101 runs of p = 3 that take 18,000 of the 20,000
+steps). Each is stepped `--steps` times per round, fused and unfused interleaved, best of
+`--rounds` rounds; on CUDA each round ends with a synchronisation (the loop itself has none).
+On the CPU the times are this process's CPU time (one thread: the work done, which a busy
+machine changes much less than the wall time); on CUDA, wall time.
+"""
+
+import argparse
+import os
+import time
+
+parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+parser.add_argument("--threads", type=int, default=1, help="torch threads on the CPU (default 1)")
+parser.add_argument("--steps", type=int, default=200, help="steps per round")
+parser.add_argument("--rounds", type=int, default=7)
+args = parser.parse_args()
+for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[var] = str(args.threads)
+
+import torch  # noqa: E402
+
+from attnbias.engine import RunBatch  # noqa: E402
+from attnbias.experiments import load_config  # noqa: E402
+from attnbias.experiments.md_local import specs  # noqa: E402
+
+torch.set_num_threads(args.threads)
+if args.device == "cuda" and not torch.cuda.is_available():
+    raise SystemExit("--device cuda: no CUDA GPU is visible")
+
+
+def sync():
+    if args.device == "cuda":
+        torch.cuda.synchronize()
+
+
+clock = time.perf_counter if args.device == "cuda" else time.process_time
+
+
+def per_step(batch: RunBatch, fused: bool) -> float:
+    sync()
+    start = clock()
+    with torch.inference_mode():
+        for _ in range(args.steps):
+            batch.step(fused)
+    sync()
+    return (clock() - start) / args.steps
+
+
+runs = specs(load_config("md-local"))
+print(f"engine step on {args.device} ({args.threads} thread(s)), best of {args.rounds} rounds")
+for label, chosen in (
+    ("all 303 runs (p = 1.75, 2, 3)", runs),
+    ("the 101 runs of p = 3", [s for s in runs if s.algorithm.p == 3.0]),
+):
+    batches = {f: RunBatch.from_specs(chosen, device=args.device) for f in (True, False)}
+    best = {True: float("inf"), False: float("inf")}
+    for _ in range(args.rounds):
+        for fused in (True, False):
+            best[fused] = min(best[fused], per_step(batches[fused], fused))
+    print(
+        f"  {label}: fused {best[True] * 1e6:7.0f} µs/step, unfused {best[False] * 1e6:7.0f} "
+        f"µs/step: {best[False] / best[True]:.2f}×"
+    )

@@ -1,0 +1,195 @@
+"""The fused engine step: `kernel.Stack.scaled_gradients` and `update.step` in fewer, larger
+tensor operations on buffers allocated once per batch (`Workspace`).
+
+A sweep's batch is ~100 runs of 10×10 matrices, so a step's cost is the number of tensor
+operations and how well each one's kernel handles tiny matrices, not arithmetic. The unfused
+step (kept: `simulate(..., fused=False)`) spends most of its time in per-sample matrix-vector
+products (606 of 8×10 per product) and in `pow`. Here:
+- logits: one (d×d)(d×n) and one (n×d)(d×nT) product per run; the logits of sample i are the
+  diagonal blocks of the second (it also forms the cross terms x_{j,t}ᵀ W z_i, j ≠ i: 6× the
+  multiplications, in two BLAS calls per run instead of 600 tiny products);
+- Σ_t r_{i,t} x_{i,t}: the weights r laid out block-diagonally, one (n×nT)(nT×d) product;
+- the largest logit and its token in one `max`; the log-scale weights' per-sample offset
+  (log|ℓ'(u_i)| − log n − log Σ_t e^{a_{i,t}}) added once; y f = Σ_t s_t (y h_t) and
+  −y(h − f) = y f − y h with y h formed once (exact for labels ±1);
+- norms: as `norms.lp_norm` (scaled by the largest entry), with x^{k+1/2} as x^k·√x instead of
+  `pow` (ℓ1.5 norms: mirror descent with p = 3), and no host synchronisation for batches that
+  mix step rules. The step itself is `optim.functional.step_` (its range check of the dual
+  iterates for p > 2 reads two numbers on the host each step).
+
+Same maths, other rounding: from the same state a fused step is within `STEP_ULPS` of the
+unfused one (its gradients within `GRADIENT_ULPS`), and whole runs of W stay within `RUN_RTOL`
+of it at every recorded step (tests/test_engine_fused.py, every rule and parameterisation).
+Each run's numbers depend on the other runs of its batch no more than `sweep.plan` reproduces
+(per-run products, elementwise operations and per-run reductions only).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ..norms import dual_exponent, per_run, power_
+from ..optim.functional import RULES, global_norm, polyak_divisor, run_dims, step_
+from .kernel import Stack
+from .update import Hyper, in_rule_scale
+
+# From the same state as the unfused step (tests/test_engine_fused.py, every rule and
+# parameterisation): the parameters after a fused step agree to STEP_ULPS ulps of each run's
+# largest entry (2.3 measured), the gradients to GRADIENT_ULPS of their largest entry (320
+# measured: their sums cancel, Σ_t r_{i,t} = 0, so an entry can be far below its terms);
+# whole runs of W (and v) agree to RUN_RTOL at every recorded step.
+STEP_ULPS = 16
+GRADIENT_ULPS = 1024
+RUN_RTOL = 1e-9
+
+
+class Workspace:
+    """The buffers of one batch's fused steps (a batch that loses runs gets a new one)."""
+
+    def __init__(self, data: Stack, params: list[torch.Tensor]):
+        R, n, T, d = data.R, data.n, data.T, data.d
+        like = {"dtype": data.X.dtype, "device": data.X.device}
+        self.zT = data.z.mT.contiguous()
+        self.Wz = torch.empty(R, d, n, **like)  # column i: W z_i
+        # row i: (W z_i)ᵀ x_{j,t} for every (j, t); the logits are the blocks j = i
+        self.cross = torch.empty(R, n, n * T, **like)
+        self.logits = self.cross.view(R, n, n, T).diagonal(0, 1, 2).transpose(1, 2)
+        self.shifted, self.e, self.s, self.work, self.log_terms = (
+            torch.empty(R, n, T, **like) for _ in range(5)
+        )
+        # row i holds r_{i,·} at columns i·T … i·T+T−1 and zeros elsewhere
+        self.blocks = torch.zeros(R, n, n * T, **like)
+        self.block_diagonal = self.blocks.view(R, n, n, T).diagonal(0, 1, 2)
+        self.xr = torch.empty(R, n, d, **like)
+        self.G = torch.empty(R, d, d, **like)
+        self.neg_y = -data.y.unsqueeze(-1)
+        self.yh = None if data.h is None else data.y.unsqueeze(-1) * data.h
+        self.yh_trained = torch.empty(R, n, T, **like)
+        self.g_v = torch.empty(R, d, 1, **like)
+        self.v_weights = torch.empty(R, n, T, **like)
+        # per parameter: the step's scratch and two buffers for its norm
+        self.scratch = [torch.empty_like(w) for w in params]
+        smallest = torch.finfo(data.X.dtype).tiny * torch.finfo(data.X.dtype).eps  # > 0
+        self.norm_work = [(torch.empty_like(w), torch.empty_like(w), smallest) for w in params]
+
+
+def scaled_gradients(data: Stack, ws: Workspace, W: torch.Tensor, v=None, risk=True):
+    """`Stack.scaled_gradients`, fused: (L or None, [G̃_W, G̃_v], [m_W, m_v]). The gradients
+    live in the workspace until the next call."""
+    R, n = data.R, data.n
+    h = data.h if v is None else data.values(v)
+    torch.bmm(W, ws.zT, out=ws.Wz)
+    torch.bmm(ws.Wz.mT, data.XfT, out=ws.cross)
+    a = ws.logits
+    largest, top = torch.max(a, -1, keepdim=True)
+    shifted = torch.sub(a, largest, out=ws.shifted)
+    e = torch.exp(shifted, out=ws.e)
+    total = e.sum(-1, keepdim=True)
+    s = torch.div(e, total, out=ws.s)
+    yh = ws.yh if v is None else torch.mul(data.y.unsqueeze(-1), h, out=ws.yh_trained)
+    u = torch.mul(s, yh, out=ws.work).sum(-1)  # y·Σ_t s_t h_t, exactly so for y = ±1
+    # log|c_i s_{i,t}| = shifted − log Σ_t e + log|ℓ'(u_i)| − log n (c_i's sign is −y_i)
+    offset = data.loss.log_abs_derivative(u).sub_(math.log(n)).unsqueeze(-1).sub_(total.log_())
+    log_terms = torch.add(shifted, offset, out=ws.log_terms)
+    if v is not None:
+        m_v = finite_max(log_terms)
+        weights = torch.sub(log_terms, per_run(m_v, log_terms), out=ws.v_weights).exp_()
+        weights.mul_(ws.neg_y)
+    log_terms.scatter_(-1, top, -math.inf)  # the top token's term is −Σ others
+    m_W = finite_max(log_terms)
+    r = log_terms.sub_(per_run(m_W, log_terms)).exp_()
+    r.mul_(torch.sub(u.unsqueeze(-1), yh, out=ws.work))  # −y (h − f) = y f − y h, y = ±1
+    r.scatter_(-1, top, r.sum(-1, keepdim=True).neg_())
+    ws.block_diagonal.copy_(r.transpose(1, 2))
+    torch.bmm(ws.blocks, data.Xf, out=ws.xr)
+    grads, log_scales = [torch.bmm(ws.xr.mT, data.z, out=ws.G)], [m_W]
+    if v is not None:
+        grads.append(torch.bmm(data.XfT, weights.view(R, -1, 1), out=ws.g_v).squeeze(-1))
+        log_scales.append(m_v)
+    return data.loss.value(u).mean(-1) if risk else None, grads, log_scales
+
+
+def finite_max(log_terms: torch.Tensor) -> torch.Tensor:
+    """The largest entry per run, 0 where it is not finite (no such terms: a zero gradient)."""
+    return log_terms.amax(run_dims(log_terms)).nan_to_num_(0.0, 0.0, 0.0)
+
+
+def step(
+    params: list[torch.Tensor],
+    duals: list[torch.Tensor] | None,
+    grads: list[torch.Tensor],
+    log_scales: list[torch.Tensor],
+    buffers: list[torch.Tensor],
+    loss: torch.Tensor | None,
+    hp: Hyper,
+    ws: Workspace,
+) -> None:
+    """`update.step`, fused (in place)."""
+    grads = in_rule_scale(grads, log_scales, hp)
+    p = 2.0 if hp.mirror_p is None else hp.mirror_p
+    step_(
+        params,
+        grads,
+        divisors(grads, hp, p, loss, ws),
+        hp.lr,
+        p=p,
+        duals=duals,
+        momentum=hp.momentum if hp.has_momentum else 0.0,
+        buffers=buffers,
+        scratch=ws.scratch,
+    )
+
+
+def divisors(grads, hp: Hyper, p, loss, ws: Workspace) -> list[torch.Tensor] | None:
+    """`optim.functional.divisors` for the rules present in the batch (known on the host, so
+    a mixed batch needs no synchronisation), with the workspace's norms."""
+    if hp.rules == {"none"}:
+        return None
+    out: list = [1.0] * len(grads)
+
+    def choose(rule: str, values: list[torch.Tensor]) -> None:
+        for k, value in enumerate(values):
+            mixed = hp.uniform_rule is None
+            out[k] = torch.where(hp.rule == RULES.index(rule), value, out[k]) if mixed else value
+
+    if hp.rules & {"per_tensor", "global"}:
+        q = dual_exponent(p)
+        norms = [lp_norm(g, q, work) for g, work in zip(grads, ws.norm_work)]
+        if "per_tensor" in hp.rules:
+            choose("per_tensor", norms)
+        if "global" in hp.rules:
+            choose("global", [global_norm(norms, q)] * len(grads))
+    if "loss" in hp.rules:
+        choose("loss", [loss] * len(grads))
+    if "polyak" in hp.rules:
+        norms = [lp_norm(g, 2.0, work) for g, work in zip(grads, ws.norm_work)]
+        divisor = polyak_divisor(global_norm(norms, 2.0), loss, hp.f_star, hp.c, hp.cap)
+        choose("polyak", [divisor] * len(grads))
+    return out
+
+
+def lp_norm(g: torch.Tensor, q, work) -> torch.Tensor:
+    """‖g‖_q per run, (R,): `norms.lp_norm`'s arithmetic (m·‖g/m‖_q with m = max|g|, safe at
+    any scale), in the buffers of `work` (with the dtype's smallest positive number), with
+    `half_power_`."""
+    dims = run_dims(g)
+    a = torch.abs(g, out=work[0])
+    top = a.amax(dims, keepdim=True)
+    if not isinstance(q, torch.Tensor) and math.isinf(q):
+        return top.view(-1)
+    a.div_(top.clamp_min(work[2]))  # = where(top > 0, top, 1) here: 0/smallest = 0
+    q = per_run(q, top)
+    total = half_power_(a, q, work[1]).sum(dims, keepdim=True)
+    norm = power_(total, 1.0 / q) * top
+    return torch.where(torch.isinf(top), top, norm).view(-1)
+
+
+def half_power_(x: torch.Tensor, e, scratch: torch.Tensor) -> torch.Tensor:
+    """x ← x^e (x ≥ 0) as `norms.power_`, but x^{k+1/2} (k ≥ 1) as x^k·√x: within an ulp of
+    `pow`, and several times faster than its scalar loop."""
+    if isinstance(e, torch.Tensor) or e < 1.5 or (2 * e) % 2 != 1:
+        return power_(x, e, scratch)
+    root = torch.sqrt(x, out=scratch)
+    return power_(x, math.floor(e)).mul_(root)

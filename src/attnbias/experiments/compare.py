@@ -1,0 +1,180 @@
+"""Comparing optimisers on one model (text-finetune, vision): the loss / accuracy / norm figures
+and table rows over (dataset, optimiser, seed), and the arms the claims of both experiments
+compare (verdicts/real.py: paired by seed, each optimiser at the rate its search chose)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from ..claims import Claim, mean_effect, not_applicable
+from ..figures import save_figure
+from ..store import DIVERGED
+from .real_runs import RateSearch, mean_std, series, smooth
+from .runs import without_diverged
+from .verdicts.real import Arm, norm_grows
+
+TAIL = 0.1  # the final train loss: the minibatch loss averaged over the last 10 % of the steps
+# "About as fast" (text-finetune: SNGD and SPS vs Adam; vision: Adam vs SGD): final train losses
+# within this factor of each other, either way (ours: the papers read it off curves).
+ABOUT_EQUAL = 1.25
+
+
+def norm_growth(record) -> dict[str, float]:
+    """Per layer: final norm / initial norm."""
+    metrics = set(record.metrics["metric"].to_pylist())
+    layers = [m.split("/", 1)[1] for m in sorted(metrics) if m.startswith("norm/")]
+    return {
+        n: float(series(record, f"norm/{n}")[1][-1] / series(record, f"norm/{n}")[1][0])
+        for n in layers
+    }
+
+
+def final_train_loss(record, steps: int) -> float:
+    """The run's minibatch train loss averaged over its last TAIL of `steps` (NaN if it
+    diverged)."""
+    if record.status == DIVERGED:
+        return math.nan
+    window = max(int(steps * TAIL), 1)
+    return float(np.mean(series(record, "train_loss")[1][-window:]))
+
+
+def final_test_accuracy(record) -> float:
+    """The run's test accuracy (%) at its last evaluation (NaN if it diverged)."""
+    if record.status == DIVERGED:
+        return math.nan
+    return 100 * float(series(record, "test_accuracy")[1][-1])
+
+
+def compare_optimizers(records, datasets, labels, seeds, steps, out: Path, name: str, title: str,
+                       searches: dict | None = None):  # fmt: skip
+    """records[(dataset, label, seed)] → (table rows, figure paths): per dataset a figure of the
+    smoothed train loss and test accuracy (mean ± std over seeds) and one of per-layer movement.
+    Each row holds its per-seed values in `seeds` order (NaN for a diverged run) and, from
+    searches[(dataset, label)], the rates tried and the one chosen."""
+    import matplotlib.pyplot as plt
+
+    window = max(int(steps * TAIL), 1)
+    searches = searches or {}
+    rows, figures = [], []
+    for dataset in datasets:
+        fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(10, 3.8))
+        for label in labels:
+            every = [records[(dataset, label, s)] for s in seeds]
+            # Diverged runs are counted and left out of the curves (if every run diverged
+            # they are drawn, and their NaN per-seed values make no comparison hold).
+            runs = without_diverged(every) or every
+            mean, std = mean_std([smooth(series(r, "train_loss")[1], window) for r in runs])
+            x = np.arange(1, len(mean) + 1)
+            ax_loss.plot(x, mean, label=label)
+            ax_loss.fill_between(x, mean - std, mean + std, alpha=0.2)
+            acc_mean, acc_std = mean_std([series(r, "test_accuracy")[1] for r in runs])
+            acc_steps = series(runs[0], "test_accuracy")[0][: len(acc_mean)]
+            ax_acc.errorbar(acc_steps, 100 * acc_mean, 100 * acc_std, label=label, capsize=2)
+            losses = [final_train_loss(r, steps) for r in every]
+            final_by_seed = [final_test_accuracy(r) for r in every]
+            final = [final_test_accuracy(r) for r in runs]
+            growth = [norm_growth(r) for r in every]
+            search = searches.get((dataset, label), RateSearch())
+            rows.append(
+                {
+                    "dataset": dataset,
+                    "optimizer": label,
+                    "final_train_loss": [float(np.nanmean(losses)), float(np.nanstd(losses))],
+                    "final_train_loss_by_seed": losses,
+                    "final_test_accuracy": [float(np.mean(final)), float(np.std(final))],
+                    "final_test_accuracy_by_seed": final_by_seed,
+                    "seconds_per_step": float(np.mean([r.info["seconds"] / steps for r in runs])),
+                    "diverged": len(every) - len(without_diverged(every)),
+                    "norm_growth": growth[0],
+                    "norm_growth_by_seed": growth,
+                    "seeds": list(seeds),
+                    **({"rate_search": search.summary()} if search.scores else {}),
+                }
+            )
+        ax_loss.set(xlabel="step", ylabel=f"train loss (moving average of {window})", yscale="log")
+        ax_acc.set(xlabel="step", ylabel="test accuracy (%)")
+        ax_loss.legend()
+        fig.suptitle(f"{title}, {dataset} (mean ± std over {len(seeds)} seed(s))")
+        figures += save_figure(fig, out, f"{name}_{dataset}_loss")
+        figures += plot_movement(records, dataset, labels, seeds[0], out, name)
+    return rows, figures
+
+
+def plot_movement(records, dataset, labels, seed, out: Path, name: str) -> list[str]:
+    """Per optimiser, per layer: norm growth ‖θ_t‖/‖θ_0‖ (top) and movement ‖θ_t − θ_0‖/‖θ_0‖
+    (bottom, log scale)."""
+    import matplotlib.pyplot as plt
+
+    layers = list(norm_growth(records[(dataset, labels[0], seed)]))
+    fig, axes = plt.subplots(2, len(labels), figsize=(3.2 * len(labels), 5.6), sharey="row")
+    axes = axes.reshape(2, len(labels))
+    for (top, bottom), label in zip(axes.T, labels):
+        record = records[(dataset, label, seed)]
+        for layer in layers:
+            steps, norm = series(record, f"norm/{layer}")
+            _, moved = series(record, f"moved/{layer}")
+            top.plot(steps, norm / norm[0], label=layer)
+            bottom.plot(steps[1:], moved[1:] / norm[0], label=layer)  # 0 at step 0: off a log axis
+        top.set(title=label)
+        bottom.set(xlabel="step", yscale="log")
+    axes[0, 0].set_ylabel("norm growth ‖θ_t‖ / ‖θ_0‖")
+    axes[1, 0].set_ylabel("movement ‖θ_t − θ_0‖ / ‖θ_0‖")
+    axes[0, -1].legend(fontsize=7)
+    fig.suptitle(f"per-layer parameter norms, {dataset} (seed {seed})")
+    fig.tight_layout()
+    return save_figure(fig, out, f"{name}_{dataset}_norms")
+
+
+def arms(rows, dataset: str) -> dict[str, Arm]:
+    """Optimiser → its Arm on `dataset`: per-seed final train loss and log norm growth of each
+    layer (NaN for a diverged run), and whether its chosen rate is inside the rates tried (a
+    row without a search — a rate given, not chosen — counts as inside)."""
+    out = {}
+    for r in rows:
+        if r["dataset"] != dataset:
+            continue
+        values = {"final_train_loss": np.asarray(r["final_train_loss_by_seed"], dtype=float)}
+        for layer in r["norm_growth_by_seed"][0]:
+            growth = [g.get(layer, math.nan) for g in r["norm_growth_by_seed"]]
+            values[f"log_growth/{layer}"] = np.log(np.asarray(growth, dtype=float))
+        losses = values["final_train_loss"]
+        for key in values:  # a diverged run's norms are no evidence either
+            values[key] = np.where(np.isfinite(losses), values[key], np.nan)
+        interior = r.get("rate_search", {}).get("interior", True)
+        out[r["optimizer"]] = Arm(r["optimizer"], values, interior=interior)
+    return out
+
+
+def norm_growth_claim(rows, dataset: str) -> Claim:
+    """Every layer's norm grows on `dataset`, for every optimiser (verdicts/real.py)."""
+    text = f"every layer's parameter norm grows during training, for every optimiser ({dataset})"
+    found = arms(rows, dataset)
+    if not found:
+        return not_applicable(text, "no runs")
+    return norm_grows(found, layers_of(rows, dataset), text)
+
+
+def layers_of(rows, dataset: str) -> list[str]:
+    """The layers whose norms the runs on `dataset` tracked."""
+    found = [r for r in rows if r["dataset"] == dataset]
+    return list(found[0]["norm_growth_by_seed"][0]) if found else []
+
+
+def ci_text(values, digits: int = 3) -> str:
+    """mean [95 % CI] of per-seed values (`mean_effect`), or the one value for one seed."""
+    effect = mean_effect(values)
+    if effect.n <= 1:
+        return f"{effect.estimate:.{digits}f}"
+    return f"{effect.estimate:.{digits}f} [{effect.low:.{digits}f}, {effect.high:.{digits}f}]"
+
+
+def grid_text(row: dict) -> str:
+    """The rates a row's search tried, the chosen one in bold, and whether it is inside."""
+    search = row.get("rate_search")
+    if not search:
+        return "given"
+    rates = ", ".join(f"**{r:g}**" if r == search["chosen"] else f"{r:g}" for r in search["tried"])
+    return rates + ("" if search["interior"] else " (edge)")

@@ -1,0 +1,179 @@
+"""Re-examinations of the atlas's two negative results (issue 16, point 6): was torch's Muon
+(reexamine-muon) or constant-rate Adam (reexamine-adam) failing to behave like its steepest
+method because of an artefact of our setup, or because of the method itself? Each candidate
+explanation is a claim of its own (`explains` / `explained_if` in the config).
+
+The runs are the atlas's (`atlas.specs`: gaussian_unit data, seeds 1..N, W₀ ~ N(0,
+init_scale²), every norm measured), so an algorithm listed as in atlas.toml is the very run the
+atlas made (same key: `--from` an atlas results directory reuses it). Beside them, the
+algorithms that remove the suspected artefact. Claims (verdicts: experiments/verdicts/):
+
+    own-norm-gap                   the yardstick: each owner reaches its own norm's limit
+    NAME-like-OWNER                atlas's behaves_like, for every entry of `like`
+    NAME-stalls                    NAME stalls where stalls[NAME] keeps moving (same seeds)
+    NAME-closer-than-OTHER         NAME ends closer to its owner's max-margin than OTHER
+    KEY-explains                   every claim of explained_if[KEY] holds: the explanation
+                                   explains[KEY] of the atlas's verdict is right
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from pydantic import Field, model_validator
+
+from ..claims import Claim, identified, not_applicable
+from ..config import Algorithms, Norms, Positive, PositiveInt, Text, real
+from ..figures import save_figure
+from . import atlas, plotting
+from .runs import GaussianUnitConfig, curves, sweep, sweep_summary
+from .verdicts import atlas as atlas_rules
+from .verdicts import reexamine as rules
+
+
+class Config(GaussianUnitConfig):
+    steps: PositiveInt = Field(description="steps of every run")
+    algorithms: Algorithms = Field(description="the optimisers compared ([[algorithms]] tables)")
+    norms: Norms = Field(
+        description="norms the margin gap is measured in (numbers p, inf, 'spectral', 'nuc')"
+    )
+    own_norm: dict[str, Text] = Field(
+        description="owner (an algorithm that is steepest descent in a norm) → that norm's "
+        "label: the yardsticks"
+    )
+    like: dict[str, Text] = Field(description="algorithm → the owner it should behave like")
+    stalls: dict[str, Text] = Field(
+        description="algorithm → an algorithm of the same kind that should keep moving where "
+        "it stalls (the stall-artefact check)"
+    )
+    closer: dict[str, Text] = Field(
+        description="algorithm → one it should end closer than to the max-margin direction of "
+        "its `like` owner's norm (paired by seed)"
+    )
+    threshold: Positive = Field(description="a gap counts as near 0 below this final median")
+    rate_start: real(gt=0, lt=1) = Field(
+        description="norm growth (the stall test) is fitted over steps ≥ rate_start · last step"
+    )
+    explains: dict[str, Text] = Field(
+        description="key → a candidate explanation of the atlas's verdict (an artefact of our "
+        "setup, or a property of the method), in words; claim 'KEY-explains' judges it"
+    )
+    explained_if: dict[str, tuple[Text, ...]] = Field(
+        description="key → ids (after 'NAME/') of this experiment's claims that must all be "
+        "supported for explains[KEY] to hold"
+    )
+
+    @model_validator(mode="after")
+    def _names_and_norms_agree(self):
+        """Every name is an algorithm; owners' norms are measured; like / closer name owners."""
+        names, labels = [a.name for a in self.algorithms], [n.label for n in self.norms]
+        for field in ("own_norm", "like", "stalls", "closer"):
+            table = getattr(self, field)
+            for name, value in table.items():
+                if name not in names:
+                    raise ValueError(f"{field}.{name} is not one of the algorithms {names}")
+                if field in ("stalls", "closer") and value not in names:
+                    raise ValueError(f"{field}.{name} = {value!r} is not one of {names}")
+        for name, label in self.own_norm.items():
+            if label not in labels:
+                raise ValueError(f"own_norm.{name} = {label!r} is not one of norms {labels}")
+        for name, owner in self.like.items():
+            if owner not in self.own_norm:
+                raise ValueError(f"like.{name} = {owner!r} has no own_norm to compare with")
+        for name in self.closer:
+            if name not in self.like:
+                raise ValueError(f"closer.{name}: {name} has no `like` entry naming its norm")
+        ids = [slug for slug, *_ in planned(self)]
+        if set(self.explains) != set(self.explained_if):
+            raise ValueError(
+                f"explains {sorted(self.explains)} and explained_if {sorted(self.explained_if)} "
+                "must have the same keys"
+            )
+        for key, slugs in self.explained_if.items():
+            if not slugs:
+                raise ValueError(f"explained_if.{key} is empty: name the claims it needs")
+            for k, slug in enumerate(slugs):
+                if slug not in ids:
+                    raise ValueError(
+                        f"explained_if.{key}[{k}] = {slug!r} is not one of the claims {ids}"
+                    )
+        return self
+
+
+def run(config: Config, out: Path) -> dict:
+    report = sweep(config, out, atlas.specs(config))
+    groups = curves(report.records)
+    labels = [n.label for n in config.norms]
+    return {
+        "claims": claims(groups, config),
+        "tables": {
+            "median final margin gap by norm, and the log–log slope of ‖W_t‖_F (stalled: "
+            "≈ 0)": table(groups, labels, config.rate_start)
+        },
+        "figures": figure(groups, labels, config, out),
+        **sweep_summary(report),
+    }
+
+
+def planned(config: Config) -> list[tuple]:
+    """(id, text, the algorithms it needs, rule, its arguments after `groups`) of every claim
+    after own-norm-gap, in order."""
+    own, labels = config.own_norm, [n.label for n in config.norms]
+    start, threshold = config.rate_start, config.threshold
+    return [
+        (f"{n}-like-{o}".lower(), f"{n} behaves like {o}", (n, o), atlas_rules.behaves_like,
+         (n, o, own.get(o), labels, threshold, start))
+        for n, o in config.like.items()
+    ] + [
+        (f"{n}-stalls".lower(), f"{n} stalls where {m} keeps moving", (n, m), rules.stalls_where,
+         (n, m, start))
+        for n, m in config.stalls.items()
+    ] + [
+        (f"{n}-closer-than-{o}".lower(), f"{n} ends closer than {o}", (n, o, config.like[n]),
+         rules.closer_than, (n, o, own.get(config.like[n])))
+        for n, o in config.closer.items()
+    ]  # fmt: skip
+
+
+def claims(groups, config) -> list[Claim]:
+    """The claims listed in the module text; one about an algorithm this torch cannot run
+    (Muon before torch 2.9) is not applicable."""
+    own = {name: label for name, label in config.own_norm.items() if name in groups}
+    out = {"own-norm-gap": atlas_rules.own_norm_gap(groups, own, config.threshold)}
+    for slug, text, names, rule, args in planned(config):
+        missing = [n for n in names if n not in groups]
+        out[slug] = not_applicable(text, f"{missing} not run") if missing else rule(groups, *args)
+    for key, text in config.explains.items():
+        evidence = [out[slug] for slug in config.explained_if[key]]
+        out[f"{key}-explains"] = rules.explains(text, evidence)
+    return identified(config.experiment, list(out.values()), list(out))
+
+
+def table(groups, labels: list[str], start: float) -> list[dict]:
+    """One row per algorithm: its median final gap in every norm and its median norm slope."""
+    return [
+        {
+            "algorithm": name,
+            **{f"gap in {lab}": float(np.median(c.final(f"gap/{lab}"))) for lab in labels},
+            "‖W_t‖ slope": float(np.median(rules.norm_slopes(c, start))),
+        }
+        for name, c in groups.items()
+    ]
+
+
+def figure(groups, labels: list[str], config: Config, out: Path) -> list[str]:
+    """‖W_t‖_F and the margin gap in each norm, every algorithm in every panel (log–log)."""
+    fig, axes = plotting.subplots(1, 1 + len(labels))
+    for ax, metric in zip(axes[0], ["norm/2", *(f"gap/{lab}" for lab in labels)]):
+        for name, c in groups.items():
+            plotting.band(ax, c, metric, label=name, log=(True, True))
+        title = "‖W_t‖_F" if metric == "norm/2" else f"margin gap in {metric[4:]}"
+        plotting.panel(ax, title)
+    axes[0, 0].legend(fontsize=7)
+    fig.suptitle(
+        f"{config.experiment}: ‖W_t‖ and margin gaps 1 − γ_N(W_t)/γ*_N "
+        f"({plotting.band_note(plotting.runs_per_curve(groups))})",
+        fontsize=10,
+    )
+    return save_figure(fig, out, config.experiment)

@@ -1,0 +1,184 @@
+"""reexamine-polyak: is the NGD paper's "Polyak step-size leads to even faster convergence than
+NGD across all metrics" (§3, Fig. 2) decided by the cap γ_b? With the cap binding, late Polyak
+is GD with the fixed step γ_b (the paper says so itself: "the rates are much faster in the
+beginning, but slow down as training progresses").
+
+ngd-fixed's problem (example1 data, fixed head, W₀ ~ N(0, init_scale²), seeds 1..N): its NGD
+against Polyak η_t = min{(L − L*)/(c‖∇L‖²), γ_b} (L* the loss with all attention on the optimal
+tokens) for every cap γ_b in `caps` and every c in `cs`. Speed is judged by steps to reach a
+level both reach (verdicts/ngd.py `polyak_faster`), not by final values at the float64 floor.
+
+Claims: one per (γ_b, c) (`polyak-faster-cap-…-c-…`), "at some setting", "at the paper's
+setting" (ngd-fixed's γ_b, the paper's own value being lost in extraction, and c = 1), who is
+ahead when the runs end, per cap (`ngd-ends-ahead-cap-…`: ngd-fixed's "NGD ends 30× better"),
+and whether the cap decides that (`larger-cap-ends-closer`: the artefact).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+from pydantic import Field, model_validator
+
+from ..claims import Claim, identified
+from ..config import AlgorithmTable, Positive, PositiveInt, numbers, real
+from ..engine import Algorithm
+from ..figures import save_figure
+from . import ngd_fixed, plotting
+from .runs import Curves, OptimalTokenConfig, curves, sweep, sweep_summary
+from .verdicts import ngd as ngd_rules
+from .verdicts import reexamine as rules
+from .verdicts.common import final
+
+DESCRIPTION = "Re-examines ngd-fixed's Polyak verdict: a sweep of the cap γ_b and of c"
+
+
+class Config(OptimalTokenConfig):
+    data: Literal["example1", "antipodal"] = Field(description="data generator")
+    steps: PositiveInt = Field(description="steps of every run")
+    reference: AlgorithmTable = Field(description="the normalized GD run Polyak is compared with")
+    caps: numbers(float, 0.0, strict=True) = Field(description="the caps γ_b swept (finite)")
+    cs: numbers(float, 0.0, strict=True) = Field(description="the constants c swept")
+    paper_cap: Positive = Field(
+        description="the cap of the 'paper's setting' reading (one of caps): ngd-fixed's, the "
+        "paper's own value being lost in extraction"
+    )
+    paper_c: Positive = Field(description="the c of the paper's setting (one of cs)")
+    rate_start: real(gt=0, lt=1) = Field(
+        description="‖W_t‖'s log–log slope, and whether a run stopped, are read over steps ≥ "
+        "this · last step"
+    )
+
+    @model_validator(mode="after")
+    def _settings_are_swept(self):
+        if self.reference.optimizer == "polyak":
+            raise ValueError("reference must be a non-Polyak algorithm, got optimizer 'polyak'")
+        if self.paper_cap not in self.caps:
+            raise ValueError(f"paper_cap {self.paper_cap:g} is not one of caps {list(self.caps)}")
+        if self.paper_c not in self.cs:
+            raise ValueError(f"paper_c {self.paper_c:g} is not one of cs {list(self.cs)}")
+        return self
+
+    @property
+    def settings(self) -> dict[str, tuple[float, float]]:
+        """Polyak's algorithm name → its (γ_b, c), for every pair of the sweep."""
+        return {polyak_name(cap, c): (cap, c) for cap in self.caps for c in self.cs}
+
+    @property
+    def algorithms(self) -> tuple[Algorithm, ...]:
+        """The reference, then one Polyak step per (γ_b, c) (what `optimal_token_specs` runs)."""
+        polyak = [
+            Algorithm(name, "polyak", cap, c=c, f_star="optimal")
+            for name, (cap, c) in self.settings.items()
+        ]
+        return (self.reference, *polyak)
+
+
+def short(x: float) -> str:
+    """A power of ten as 1e6 (not 1e+06), anything else as :g."""
+    exponent = math.log10(x)
+    return f"1e{round(exponent)}" if x >= 1e3 and exponent == round(exponent) else f"{x:g}"
+
+
+def polyak_name(cap: float, c: float) -> str:
+    return f"Polyak γ_b={short(cap)} c={c:g}"
+
+
+def run(config: Config, out: Path) -> dict:
+    report = sweep(config, out, ngd_fixed.specs(config))
+    groups = curves(report.records)
+    return {
+        "claims": claims(groups, config),
+        "tables": {"final values, median over seeds": table(groups, config.rate_start)},
+        "figures": figure(groups, config, out),
+        **sweep_summary(report),
+    }
+
+
+def claims(groups: dict[str, Curves], config: Config) -> list[Claim]:
+    reference = config.reference.name
+    settings = config.settings
+    per_setting = {name: ngd_rules.polyak_faster(groups, name, reference) for name in settings}
+    paper = per_setting[polyak_name(config.paper_cap, config.paper_c)]
+    out = [
+        *per_setting.values(),
+        rules.at_some_setting(
+            per_setting,
+            f"Polyak is faster than {reference} on every metric for at least one (γ_b, c) of "
+            f"the sweep (γ_b ∈ {[short(c) for c in config.caps]}, c ∈ {list(config.cs)})",
+        ),
+        Claim(
+            f"At the paper's setting (γ_b = {short(config.paper_cap)}, c = "
+            f"{config.paper_c:g}) Polyak is faster than {reference} on every metric",
+            parts=[paper],
+        ),
+        *(
+            rules.ends_ahead(
+                groups,
+                reference,
+                [polyak_name(cap, c) for c in config.cs],
+                f"Polyak at γ_b = {short(cap)} (every c)",
+                config.rate_start,
+            )
+            for cap in config.caps
+        ),
+        rules.larger_cap_ends_closer(
+            groups, [polyak_name(cap, config.paper_c) for cap in sorted(config.caps)]
+        ),
+    ]
+    slugs = [
+        *(f"polyak-faster-cap-{short(cap)}-c-{c:g}" for cap, c in settings.values()),
+        "faster-at-some-setting",
+        "faster-at-paper-setting",
+        *(f"{reference.lower()}-ends-ahead-cap-{short(cap)}" for cap in config.caps),
+        "larger-cap-ends-closer",
+    ]
+    return identified(config.experiment, out, slugs)
+
+
+def table(groups: dict[str, Curves], start: float) -> list[dict]:
+    """Per algorithm: median final misalignment, 1 − optimal-token score, ‖W_t‖ and its slope."""
+    return [
+        {
+            "algorithm": name,
+            "misalignment": float(np.median(final(c, ngd_rules.MISALIGNMENT))),
+            "1 − score": float(np.median(final(c, "1-score/opt"))),
+            "‖W_t‖": float(np.median(final(c, "norm/2"))),
+            "‖W_t‖ slope": float(np.median(rules.norm_slopes(c, start))),
+            "runs stopped": int(np.sum(rules.stopped(c, start))),
+        }
+        for name, c in groups.items()
+    ]
+
+
+PANELS = [
+    (ngd_rules.MISALIGNMENT, "1 − alignment with W_mm"),
+    ("1-score/opt", "1 − optimal-token score"),
+    ("norm/2", "‖W_t‖_F"),
+]
+
+
+def figure(groups: dict[str, Curves], config: Config, out: Path) -> list[str]:
+    """Rows: misalignment, 1 − score, ‖W_t‖; columns: c; in each panel NGD and every cap."""
+    reference = config.reference.name
+    fig, axes = plotting.subplots(len(PANELS), len(config.cs))
+    for j, c in enumerate(config.cs):
+        shown = [reference, *(polyak_name(cap, c) for cap in config.caps)]
+        for i, (metric, label) in enumerate(PANELS):
+            ax = axes[i, j]
+            for name in shown:
+                g = groups[name]
+                if metric.startswith("1-"):
+                    g = Curves(g.steps, {metric: 1.0 - g.values[metric[2:]]})
+                plotting.band(ax, g, metric, label=name, log=(True, True))
+            plotting.panel(ax, f"{label} (c = {c:g})")
+        axes[0, j].legend(fontsize=6)
+    fig.suptitle(
+        f"{config.experiment}: NGD against Polyak for every cap γ_b, on {config.data} data "
+        f"({plotting.band_note(plotting.runs_per_curve(groups))})",
+        fontsize=10,
+    )
+    return save_figure(fig, out, config.experiment)

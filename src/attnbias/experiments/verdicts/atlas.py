@@ -1,0 +1,141 @@
+"""Claim rules of the atlas: normalized steepest descent in a norm drives the margin gap in that
+norm to 0 (and no other optimiser does so as well), Adam behaves like sign descent and Muon like
+spectral descent (docs/theory.md#atlas)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...claims import Claim, Rule, mean_effect, median_effect, ratio_effect
+from ..runs import Curves, loglog_slope
+from .common import described, final, paired, values
+
+STALLED_SLOPE = 0.1  # ‖W_t‖ of a moving normalised method grows like t (slope 1)
+
+
+def gap(label: str) -> str:
+    return f"gap/{label}"
+
+
+def own_norm_gap(groups: dict[str, Curves], own: dict[str, str], threshold: float) -> Claim:
+    """Each owner's final gap in its own norm, median over seeds, is below `threshold`."""
+    source = f"ours: gap {threshold:g} (config threshold); the theory's limit is 0"
+    parts = [
+        Claim("", rule=Rule(f"final gap of {name} in its own norm {label}, median over seeds",
+                            "<", threshold, source),
+              effect=median_effect(final(groups[name], gap(label))))
+        for name, label in own.items()
+    ]  # fmt: skip
+    return Claim(
+        f"Each optimiser's margin gap in its own norm goes to near 0: below {threshold:g} "
+        "(median over seeds)",
+        parts=parts,
+        evidence=described({n: final(groups[n], gap(lab)) for n, lab in own.items()}),
+    )
+
+
+def lower_gap(groups, name: str, other: str, label: str, source: str) -> Claim:
+    """Per seed, `other`'s final gap in norm `label` over `name`'s exceeds 1."""
+    a, b = paired(groups[other], groups[name], final(groups[other], gap(label)),
+                  final(groups[name], gap(label)))  # fmt: skip
+    rule = Rule(f"final gap in {label}: {other} over {name}, per seed", ">", 1.0, source)
+    return Claim("", rule=rule, effect=ratio_effect(a, b))
+
+
+def owner_smallest(groups: dict[str, Curves], own: dict[str, str]) -> Claim:
+    """In each owned norm, every other owner ends with a larger gap than the owner (Adam and
+    Muon, expected to behave like owners, are judged by `behaves_like`)."""
+    source = "the theory: each norm's steepest descent maximises that norm's margin"
+    parts = [
+        lower_gap(groups, name, other, label, source)
+        for name, label in own.items()
+        for other in own
+        if other != name
+    ]
+    rows = {lab: described({a: final(c, gap(lab)) for a, c in groups.items()})
+            for lab in own.values()}  # fmt: skip
+    return Claim(
+        "In each owned norm the owner ends with the smallest gap: every other owner's final "
+        "gap there is larger (paired by seed)",
+        parts=parts,
+        evidence=rows,
+    )
+
+
+def stalled(c: Curves, start: float) -> float:
+    """Mean log–log slope of ‖W_t‖_F in t over the steps from `start` × the last: about 1 for
+    a normalised method that still moves, near 0 for one that stopped."""
+    return float(np.nanmean([loglog_slope(c.steps, row, start) for row in values(c, "norm/2")]))
+
+
+def behaves_like(
+    groups: dict[str, Curves],
+    name: str,
+    other: str,
+    label: str,
+    labels: list[str],
+    threshold: float,
+    start: float,
+) -> Claim:
+    """`name` ends with its smallest gap in `other`'s norm `label`, below `threshold`:
+    median gap there below the threshold, and per seed every other norm's gap larger. A run
+    whose iterate stopped growing cannot show a limit: inconclusive."""
+    c = groups[name]
+    source = f"ours: gap {threshold:g} (config threshold), as for the owner"
+    parts = [
+        Claim(
+            "",
+            rule=Rule(f"final gap of {name} in {label}, median over seeds", "<", threshold, source),
+            effect=median_effect(final(c, gap(label))),
+        )
+    ]
+    for other_label in labels:
+        if other_label != label:
+            ratio = ratio_effect(final(c, gap(other_label)), final(c, gap(label)), unit="runs")
+            parts.append(
+                Claim(
+                    "",
+                    rule=Rule(
+                        f"final gap of {name}: in {other_label} over in {label}, per run",
+                        ">",
+                        1.0,
+                        f"the theory: the limit maximises the {label} margin",
+                    ),
+                    effect=ratio,
+                )
+            )
+    slope = stalled(c, start)
+    unmet = (
+        [f"stalled: ‖W_t‖ stopped growing (log–log slope {slope:.3g} < {STALLED_SLOPE:g})"]
+        if not slope > STALLED_SLOPE
+        else []
+    )  # fmt: skip
+    return Claim(
+        f"{name} behaves like {other}: its smallest final gap is in {other}'s norm ({label}), "
+        f"below {threshold:g}",
+        parts=parts,
+        unmet=unmet,
+        evidence={"norm_growth_slope": slope,
+                  **described({lab: final(c, gap(lab)) for lab in labels})},
+    )  # fmt: skip
+
+
+def own_norm_rate(
+    groups: dict[str, Curves], own: dict[str, str], start: float, max_slope: float
+) -> Claim:
+    """Each owner's gap in its own norm falls as a power of t: per-seed log–log slope over the
+    last steps, mean over seeds, below `max_slope`."""
+    source = f"ours: at least t^{max_slope:g}; linear models give about t^-1 (Õ(1/t))"
+    parts, slopes = [], {}
+    for name, label in own.items():
+        c = groups[name]
+        slopes[name] = np.array([loglog_slope(c.steps, row, start)
+                                 for row in values(c, gap(label))])  # fmt: skip
+        rule = Rule(f"log–log slope of {name}'s gap in {label}", "<", max_slope, source)
+        parts.append(Claim("", rule=rule, effect=mean_effect(slopes[name])))
+    return Claim(
+        "Each owner's gap in its own norm falls as a power of t: fitted log–log slope below "
+        f"{max_slope:g}",
+        parts=parts,
+        evidence={"fitted_over_steps_from": start, **described(slopes)},
+    )

@@ -1,0 +1,239 @@
+"""Claim rules of the real-data experiments (text-md, text-finetune, vision): paired comparisons
+of arms — a p of ℓp mirror descent, an optimiser — whose runs share each seed's initial weights
+and data order, so each seed gives one difference (docs/REAL_DATA.md#statistics).
+
+An arm's per-seed values are in one seed order shared by every arm (NaN: a diverged run, left
+out of the pairs). A comparison is inconclusive, never supported, when an arm it compares did
+not meet the protocol: a run that missed its training target, a diverged run, or a learning
+rate chosen at an edge of the rates tried (a better one may lie beyond).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from ...claims import Claim, Rule, mean_effect, paired_difference, ratio_effect
+
+PAPER_SIGN = "the MD paper (IMDb table and §real data): the sign of the paired difference"
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One arm of a paired design. values: quantity → per-seed values; reached: per seed,
+    whether the run met its training target (None: the protocol sets none); interior: whether
+    its chosen learning rate lies strictly inside the rates tried."""
+
+    name: str
+    values: Mapping[str, np.ndarray] = field(default_factory=dict)
+    reached: np.ndarray | None = None
+    interior: bool = True
+
+    def of(self, quantity: str) -> np.ndarray:
+        return np.asarray(self.values[quantity], dtype=np.float64)
+
+
+def protocol_unmet(arm: Arm, quantity: str) -> list[str]:
+    """The protocol's preconditions that `arm` missed, each a short reason."""
+    unmet = []
+    if arm.reached is not None:
+        reached = np.asarray(arm.reached, dtype=bool)
+        done = int(reached.sum())
+        if done < reached.size:
+            unmet.append(f"{arm.name}: {done}/{reached.size} runs reached the training target")
+    lost = int(np.sum(~np.isfinite(arm.of(quantity))))
+    if lost > 0:
+        unmet.append(f"{arm.name}: {lost} run(s) diverged")
+    if not arm.interior:
+        unmet.append(f"{arm.name}: its chosen learning rate is at an edge of the rates tried")
+    return unmet
+
+
+def arm_means(arms: Sequence[Arm], quantity: str) -> dict:
+    """Evidence: each arm's mean of `quantity` with its 95 % CI."""
+    return {arm.name: mean_effect(arm.of(quantity)).text for arm in arms}
+
+
+def paired(arms: Mapping[str, Arm], a: str, b: str, quantity: str, rule: Rule, text: str = ""):
+    """`quantity` of arm a minus that of arm b, paired by seed, judged by `rule` (a threshold of
+    0): the mean difference with its 95 % paired t interval; inconclusive where either arm
+    missed the protocol."""
+    first, second = arms[a], arms[b]
+    return Claim(
+        text,
+        rule=rule,
+        effect=paired_difference(first.of(quantity), second.of(quantity)),
+        unmet=protocol_unmet(first, quantity) + protocol_unmet(second, quantity),
+        evidence={quantity: arm_means([first, second], quantity)},
+    )
+
+
+def difference(label: str, a: str, b: str) -> str:
+    return f"{label}: {a} − {b}, paired by seed"
+
+
+def more_accurate(
+    arms: Mapping[str, Arm], better: str, worse: str, mcnemar: dict | None = None
+) -> Claim:
+    """Test accuracy (%) at each run's validation-chosen checkpoint: better − worse > 0, paired
+    by seed. mcnemar: the exact McNemar test on the pooled test predictions
+    (text_md.mcnemar_test), a second view kept in the evidence."""
+    label = difference("test accuracy (%, validation-chosen checkpoint)", better, worse)
+    claim = paired(
+        arms, better, worse, "test_accuracy", Rule(label, ">", 0.0, PAPER_SIGN),
+        f"{better} reaches a higher test accuracy than {worse} (checkpoint chosen on "
+        "validation; paired by seed)",
+    )  # fmt: skip
+    claim.evidence["mcnemar_pooled_test_predictions"] = mcnemar
+    return claim
+
+
+def md_beats_gd(arms: Mapping[str, Arm], reference: str, mcnemar: Mapping | None = None) -> Claim:
+    """Every other arm is more accurate than `reference` (paired by seed)."""
+    mcnemar = mcnemar or {}
+    parts = [more_accurate(arms, name, reference, mcnemar.get(name))
+             for name in arms if name != reference]  # fmt: skip
+    for part in parts:
+        part.claim = ""
+    return Claim(
+        f"Mirror descent generalises better than {reference}: every other ℓp-MD reaches a "
+        f"higher test accuracy than {reference} (validation-chosen checkpoints; paired by seed)",
+        parts=parts,
+    )
+
+
+def keyword_sharper(arms: Mapping[str, Arm], better: str, worse: str) -> Claim:
+    """The paper's key-word attention (min–max normalised last-layer [CLS] attention on the
+    probe's key word): better − worse > 0, paired by seed; chance and raw values in the
+    evidence."""
+    label = difference("normalised [CLS] attention on the key word", better, worse)
+    claim = paired(
+        arms, better, worse, "keyword_normalised", Rule(label, ">", 0.0, PAPER_SIGN),
+        f"{better} puts more normalised last-layer [CLS] attention on the key word than {worse} "
+        "(paired by seed)",
+    )  # fmt: skip
+    pair = [arms[better], arms[worse]]
+    claim.evidence.update(
+        chance_normalised=arm_means(pair, "keyword_chance_normalised"),
+        raw=arm_means(pair, "keyword_raw"),
+        chance_raw=arm_means(pair, "keyword_chance_raw"),
+        raw_difference=paired_difference(pair[0].of("keyword_raw"),
+                                         pair[1].of("keyword_raw")).text,
+    )  # fmt: skip
+    return claim
+
+
+def sparser(
+    arms: Mapping[str, Arm], better: str, worse: str, threshold: str, matrices: str = "KQV"
+) -> Claim:
+    """Per matrix: entries above the scale-mapped threshold ("above_init_M"): better − worse
+    < 0, paired by seed; the raw counts above the paper's 0.06 ("above_abs_M") with their
+    paired CIs in the evidence. threshold: how the mapped threshold was set (for the text)."""
+    parts, raw = [], {}
+    for m in matrices:
+        label = difference(f"{m} entries above {threshold}", better, worse)
+        parts.append(paired(arms, better, worse, f"above_init_{m}",
+                            Rule(label, "<", 0.0, PAPER_SIGN)))  # fmt: skip
+        raw[m] = paired_difference(arms[better].of(f"above_abs_{m}"),
+                                   arms[worse].of(f"above_abs_{m}")).text  # fmt: skip
+    return Claim(
+        f"{better} gives sparser K, Q, V than {worse}: fewer entries above {threshold} in each "
+        "(paired by seed)",
+        parts=parts,
+        evidence={"raw_count_above_0.06_difference": raw},
+    )
+
+
+def more_near_zero(
+    arms: Mapping[str, Arm], better: str, worse: str, matrices: str = "KQV"
+) -> Claim:
+    """Per matrix: the share of entries below 1 % of its RMS entry ("small_M"): better − worse
+    > 0, paired by seed (free of the weights' overall scale)."""
+    source = "ours: a scale-free complement of the paper's counts; the sign of the difference"
+    parts = [paired(arms, better, worse, f"small_{m}",
+                    Rule(difference(f"{m} near-zero share", better, worse), ">", 0.0, source))
+             for m in matrices]  # fmt: skip
+    return Claim(
+        f"{better}'s K, Q, V have a larger share of near-zero entries (below 1 % of the RMS "
+        f"entry) than {worse}'s (paired by seed)",
+        parts=parts,
+    )
+
+
+def lower_loss(
+    arms: Mapping[str, Arm], faster: Sequence[str], than: str, source: str, text: str = ""
+) -> Claim:
+    """Each of `faster` ends with a lower train loss than `than`: per seed, than's final train
+    loss over the other's, geometric mean > 1. A claim about several needs every one."""
+    parts = []
+    for name in faster:
+        a, b = arms[than], arms[name]
+        parts.append(Claim(
+            "",
+            rule=Rule(f"final train loss: {than} over {name}, paired by seed", ">", 1.0, source),
+            effect=ratio_effect(a.of("final_train_loss"), b.of("final_train_loss")),
+            unmet=protocol_unmet(a, "final_train_loss") + protocol_unmet(b, "final_train_loss"),
+        ))  # fmt: skip
+    return Claim(
+        text
+        or f"{' and '.join(faster)} reach a lower train loss than {than} in the same steps "
+        "(each of them; paired by seed)",
+        parts=parts,
+        evidence={"final_train_loss": arm_means([arms[n] for n in (*faster, than)],
+                                                "final_train_loss")},
+    )  # fmt: skip
+
+
+def about_equal(
+    arms: Mapping[str, Arm],
+    names: Sequence[str],
+    reference: str,
+    tolerance: float,
+    source: str,
+    text: str = "",
+) -> Claim:
+    """Each of `names` ends with a train loss within a factor `tolerance` of `reference`'s,
+    either way: the mean per-seed log ratio lies in (−log tolerance, log tolerance) — an
+    equivalence, so its whole CI must lie inside. A claim about several needs every one."""
+    if not tolerance > 1:
+        raise ValueError(f"tolerance must be > 1 (a factor either way), got {tolerance!r}")
+    bound = math.log(tolerance)
+    parts = []
+    for name in names:
+        a, b = arms[name], arms[reference]
+        log_ratio = paired_difference(np.log(a.of("final_train_loss")),
+                                      np.log(b.of("final_train_loss")))  # fmt: skip
+        unmet = protocol_unmet(a, "final_train_loss") + protocol_unmet(b, "final_train_loss")
+        quantity = f"log(final train loss of {name} over {reference}), paired by seed"
+        parts += [
+            Claim("", rule=Rule(quantity, "<", bound, source), effect=log_ratio, unmet=unmet),
+            Claim("", rule=Rule(quantity, ">", -bound, source), effect=log_ratio, unmet=unmet),
+        ]
+    return Claim(
+        text
+        or f"{' and '.join(names)} end with a train loss within a factor {tolerance:g} of "
+        f"{reference}'s, either way (each of them; paired by seed)",
+        parts=parts,
+        evidence={"final_train_loss": arm_means([arms[n] for n in (*names, reference)],
+                                                "final_train_loss"),
+                  "tolerance_factor": tolerance},
+    )  # fmt: skip
+
+
+def norm_grows(arms: Mapping[str, Arm], layers: Sequence[str], text: str) -> Claim:
+    """Every layer's parameter norm grows, for every arm: per layer, the mean over seeds of
+    log(‖θ_T‖/‖θ_0‖) ("log_growth/LAYER") > 0, with its 95 % CI. A statement about each run,
+    not a comparison at a best rate: a rate at an edge of its grid is no reason to doubt it."""
+    source = "the NGD paper (App. C; Merrill et al. 2020): the norms grow"
+    parts = [
+        Claim("", rule=Rule(f"log(‖θ_T‖/‖θ_0‖) of {layer}, {arm.name}, mean over seeds", ">",
+                            0.0, source),
+              effect=mean_effect(arm.of(f"log_growth/{layer}")),
+              unmet=protocol_unmet(replace(arm, interior=True), f"log_growth/{layer}"))
+        for arm in arms.values()
+        for layer in layers
+    ]  # fmt: skip
+    return Claim(text, parts=parts)

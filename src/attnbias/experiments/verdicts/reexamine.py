@@ -1,0 +1,139 @@
+"""Claim rules of the re-examinations of three negative results (issue 16, point 6): did an
+artefact of our setup make torch's Muon, constant-rate Adam and the capped Polyak step fail?
+
+Each rule separates the artefact from the claim: a run that stalls where a float64 method of
+the same kind keeps moving (`stalls_where`), one protocol ending closer to the max-margin
+solution than another on the same seeds (`closer_than`), and a claim that needs only one
+setting of a sweep (`at_some_setting`) beside one that needs every setting (`ends_ahead`), and
+a sweep whose end is set by a parameter that should not matter (`larger_cap_ends_closer`).
+"""
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+import numpy as np
+
+from ...claims import INCONCLUSIVE, SUPPORTED, Claim, Effect, Rule, mean_effect
+from ..runs import Curves, loglog_slope
+from .atlas import STALLED_SLOPE, gap, lower_gap
+from .common import described, final, values
+from .ngd import MISALIGNMENT, faster
+
+STALL_SOURCE = (
+    f"ours: the atlas's stall criterion ({STALLED_SLOPE:g}); a normalised method that moves "
+    "has slope ≈ 1"
+)
+
+
+def norm_slopes(c: Curves, start: float) -> np.ndarray:
+    """Per run: the log–log slope of ‖W_t‖_F in t over the steps from `start` × the last."""
+    return np.array([loglog_slope(c.steps, row, start) for row in values(c, "norm/2")])
+
+
+def stalls_where(groups: dict[str, Curves], name: str, moving: str, start: float) -> Claim:
+    """`name` stalls (‖W_t‖'s log–log slope, mean over seeds, below the atlas's stall slope)
+    where `moving`, run on the same seeds, does not (its slope above it): the stall belongs to
+    `name`'s implementation, not to the problem."""
+    stalled, moved = norm_slopes(groups[name], start), norm_slopes(groups[moving], start)
+    quantity = "log–log slope of ‖W_t‖_F in t over the last steps, mean over seeds"
+    return Claim(
+        f"{name} stalls where {moving} keeps moving on the same seeds: ‖W_t‖'s log–log slope "
+        f"below {STALLED_SLOPE:g} for {name}, above it for {moving}",
+        parts=[
+            Claim("", rule=Rule(f"{quantity}, {name}", "<", STALLED_SLOPE, STALL_SOURCE),
+                  effect=mean_effect(stalled)),
+            Claim("", rule=Rule(f"{quantity}, {moving}", ">", STALLED_SLOPE, STALL_SOURCE),
+                  effect=mean_effect(moved)),
+        ],
+        evidence={"fitted_over_steps_from": start, **described({name: stalled, moving: moved})},
+    )  # fmt: skip
+
+
+def closer_than(groups: dict[str, Curves], name: str, other: str, label: str) -> Claim:
+    """Per seed, `other`'s final margin gap in norm `label` over `name`'s exceeds 1: `name`
+    ends closer to that norm's max-margin direction (runs that share a seed share data and
+    W₀)."""
+    paired_ratio = lower_gap(groups, name, other, label, "ours: any improvement (a ratio > 1)")
+    return Claim(
+        f"{name} ends closer to the {label} max-margin direction than {other} (final gap in "
+        f"{label} smaller, paired by seed)",
+        rule=paired_ratio.rule,
+        effect=paired_ratio.effect,
+        evidence=described({n: final(groups[n], gap(label)) for n in (name, other)}),
+    )
+
+
+def at_some_setting(settings: dict[str, Claim], text: str) -> Claim:
+    """Holds when at least one setting's claim (each judged at 95 %) is supported; not
+    supported when none is and none is inconclusive; inconclusive otherwise. With k settings
+    the chance that one is supported by chance alone grows to k × 2.5 %."""
+    statuses = {name: claim.status for name, claim in settings.items()}
+    supported = sum(status == SUPPORTED for status in statuses.values())
+    undecided = sum(status == INCONCLUSIVE for status in statuses.values())
+    unmet = (
+        [f"no setting supported and {undecided} inconclusive"]
+        if supported == 0 and undecided > 0
+        else []
+    )
+    rule = Rule("settings whose claim is supported", ">=", 1.0,
+                "the claim: 'at some setting' (one supported setting suffices)")  # fmt: skip
+    effect = Effect(supported, supported, supported, len(statuses),
+                    "count of supported verdicts (each at 95 %)", "settings")  # fmt: skip
+    return Claim(text, rule=rule, effect=effect, unmet=unmet,
+                 evidence={"verdict_by_setting": statuses})  # fmt: skip
+
+
+def stopped(c: Curves, start: float) -> np.ndarray:
+    """Per run: did its iterate stop, ‖W_t‖ the very same number at every recorded step from
+    `start` × the last on? (Polyak's step is 0 once L − L* rounds to 0 in float64.)"""
+    late = c.steps >= start * c.steps[-1]
+    return np.array([np.ptp(row[late]) == 0 for row in values(c, "norm/2")], dtype=bool)
+
+
+def ends_ahead(
+    groups: dict[str, Curves], name: str, others: list[str], who: str, start: float
+) -> Claim:
+    """`name` ends with a smaller misalignment than each of `others` (described as `who`) at
+    equal steps (per-seed ratio of final misalignments > 1, every one of them): who is ahead
+    once the run ends. Against a group some of whose runs stopped (`stopped`: the float64
+    floor, not the method, ended them) the comparison is inconclusive."""
+    source = "ours: any lead at the last step (a ratio > 1)"
+    parts = []
+    for other in others:
+        part = faster(groups, other, name, MISALIGNMENT, 1.0, source)
+        halted = int(np.sum(stopped(groups[other], start)))
+        if halted > 0:
+            why = f"{halted} run(s) of {other} stopped: ‖W_t‖ constant from step {start:g}·last"
+            part = Claim(part.claim, rule=part.rule, effect=part.effect, unmet=[why],
+                         evidence=part.evidence)  # fmt: skip
+        parts.append(part)
+    return Claim(
+        f"{name} ends ahead of {who}: smaller final misalignment at equal steps (paired by seed)",
+        parts=parts,
+        evidence={
+            "stopped_runs": {o: int(np.sum(stopped(groups[o], start))) for o in others},
+            **described({n: final(groups[n], MISALIGNMENT) for n in [name, *others]}),
+        },
+    )
+
+
+def larger_cap_ends_closer(groups: dict[str, Curves], by_cap: list[str]) -> Claim:
+    """The artefact behind "NGD ends ahead of Polyak": `by_cap` names Polyak's runs in order
+    of increasing cap γ_b (one c); each ends with a smaller final misalignment than the one
+    before it, paired by seed. Late in a run the capped step is a GD step of size γ_b, so how
+    far Polyak gets is set by γ_b, not by the Polyak rule."""
+    source = "ours: any improvement (a ratio > 1) from raising the cap"
+    parts = [faster(groups, low, high, MISALIGNMENT, 1.0, source) for low, high in pairwise(by_cap)]
+    return Claim(
+        f"The cap decides how far Polyak gets: each larger γ_b ({', '.join(by_cap)}) ends with "
+        "a smaller misalignment at equal steps (paired by seed)",
+        parts=parts,
+    )
+
+
+def explains(explanation: str, evidence: list[Claim]) -> Claim:
+    """A candidate explanation of an earlier negative verdict (an artefact of the setup, or a
+    property of the method) holds when every claim of `evidence` (each removing or exposing
+    the cause) is supported; not supported when one is not; inconclusive otherwise."""
+    return Claim(explanation, parts=evidence)

@@ -1,0 +1,362 @@
+"""Constructed inputs for every claim rule of attnbias.experiments.verdicts: for each function, the
+cases that reach each of its verdicts. tests/test_claim_rules.py checks the verdicts;
+tests/test_claim_mutations.py flips every comparison in the rules and checks that some verdict
+here changes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attnbias.claims import INCONCLUSIVE, NOT_APPLICABLE, NOT_SUPPORTED, SUPPORTED
+from attnbias.experiments.runs import Curves
+from claim_cases_real import real_cases
+from claim_cases_reexamine import reexamine_cases
+from claim_cases_theory import theory_cases
+
+STEPS = np.concatenate([[0], np.unique(np.geomspace(1, 2000, 40).astype(int))])
+SEEDS = 8
+
+
+def power_law(final, rate: float, seeds: int = SEEDS, scatter: float = 0.05, seed: int = 0):
+    """(seeds, steps) rows ∝ (1 + t)^rate ending at `final` (a number or one per seed), each
+    seed scaled by its own factor around it."""
+    rng = np.random.default_rng(seed)
+    final = np.broadcast_to(np.asarray(final, dtype=np.float64), (seeds,))
+    shape = (1.0 + STEPS) ** rate / (1.0 + STEPS[-1]) ** rate
+    factor = np.exp(rng.normal(0, scatter, seeds))
+    return final[:, None] * factor[:, None] * shape[None, :]
+
+
+def anchored(final, start: float = 0.5, seeds: int = SEEDS, scatter: float = 0.05, seed=0):
+    """(seeds, steps) power laws that all start at `start` (runs that share a seed share W₀)
+    and end near `final` (a number or one per seed, with per-seed scatter)."""
+    rng = np.random.default_rng(seed)
+    final = np.broadcast_to(np.asarray(final, dtype=np.float64), (seeds,))
+    final = final * np.exp(rng.normal(0, scatter, seeds))
+    rate = np.log(final / start) / np.log(1.0 + STEPS[-1])
+    return start * (1.0 + STEPS[None, :]) ** rate[:, None]
+
+
+def two_phase(start, knee_step, knee_value, final, seeds=SEEDS, seed=0):
+    """(seeds, steps) runs that fall fast from `start` to `knee_value` by `knee_step`, then
+    slowly to `final` (piecewise linear in log–log): Polyak's shape once its cap binds."""
+    rng = np.random.default_rng(seed)
+    t = np.log1p(STEPS.astype(np.float64))
+    knots = np.log1p([0.0, knee_step, STEPS[-1]])
+    logs = np.interp(t, knots, np.log([start, knee_value, final]))
+    return np.exp(logs[None, :] + rng.normal(0, 0.02, (seeds, 1)))
+
+
+def crossing_groups():
+    """NGD steady, Polyak fast then slow: Polyak is ahead halfway and behind at the end."""
+    polyak = {
+        "alignment__2": 1.0 - two_phase(0.5, 5, 1e-3, 1e-4, seed=1),
+        "loss": two_phase(0.69, 5, 1e-3, 1e-4, seed=2),
+        "score__opt": 1.0 - two_phase(0.7, 5, 1e-3, 1e-4, seed=3),
+        "norm__2": power_law(200.0, 1.0, scatter=0.01, seed=4) + 0.1,
+    }
+    return {"NGD": ngd_group(1e-5, loss_final=1e-5, score_gap=1e-5, seed=10),
+            "Polyak": group(**polyak)}  # fmt: skip
+
+
+def first_step_groups():
+    """Two groups that fall by six orders of magnitude in their first step."""
+    return {k: group(loss=two_phase(0.5, 1, 1e-6, 1e-7, seed=i)) for i, k in enumerate("AB")}
+
+
+def group(**metrics) -> Curves:
+    return Curves(STEPS, {name.replace("__", "/"): rows for name, rows in metrics.items()})
+
+
+def ngd_group(mis_final, norm_rate=1.0, loss_final=1e-6, score_gap=1e-6, rate=-2.0, seed=0):
+    """A group with the metrics ngd-fixed records: alignment/2, norm/2, loss, score/opt."""
+    mis = anchored(mis_final, seed=seed)
+    return group(
+        alignment__2=1.0 - mis,
+        norm__2=power_law(0.1 * STEPS[-1], norm_rate, scatter=0.01, seed=seed + 1) + 0.1,
+        loss=anchored(loss_final, start=0.69, seed=seed + 2),
+        score__opt=1.0 - anchored(score_gap, start=0.7, seed=seed + 3),
+    )
+
+
+def ngd_groups(ngd=1e-4, gd=0.14, polyak=1e-5, mom=1e-6, gd_norm_rate=0.1, polyak_rate=-2.0):
+    return {
+        "GD": ngd_group(gd, norm_rate=gd_norm_rate, loss_final=1e-2, score_gap=1e-2, rate=-0.3),
+        "NGD": ngd_group(ngd, seed=10),
+        "Polyak": ngd_group(polyak, loss_final=1e-8, score_gap=1e-8, rate=polyak_rate, seed=20),
+        "NGD-mom": ngd_group(mom, seed=30),
+    }
+
+
+def straddling(level: float, seeds: int = SEEDS) -> np.ndarray:
+    """Per-seed values whose mean sits on `level`, spread both ways."""
+    return level * np.linspace(0.4, 1.6, seeds)
+
+
+def saturation_group(slope_per_norm: float, seeds: int = SEEDS, scatter: float = 0.0):
+    """norm grows linearly; 1 − score = exp(slope · norm) from step 200 on (per-seed slope
+    scatter), after a transient that saturates three times slower."""
+    rng = np.random.default_rng(5)
+    norm = np.tile(0.05 * STEPS + 0.1, (seeds, 1))
+    slopes = slope_per_norm * (1 + scatter * rng.standard_normal(seeds))
+    bend = 0.05 * 200 + 0.1
+    late = np.maximum(norm - bend, 0.0)
+    gap = np.exp(slopes[:, None] * (np.minimum(norm, bend) / 3.0 + late))
+    return group(norm__2=norm, score__opt=1.0 - gap, alignment__2=np.ones_like(norm))
+
+
+def md_groups(own_final=1e-3, other_factor=5.0, ps=("1.75", "2", "3")):
+    """md-local-like groups: algorithm ℓp-MD with divergence/<q> for every q."""
+    out = {}
+    for k, p in enumerate(ps):
+        metrics = {}
+        for q in ps:
+            final = own_final if q == p else own_final * other_factor
+            metrics[f"divergence/{q}"] = power_law(final, -1.0, seed=10 * k + len(q))
+        out[f"ℓ{p}-MD"] = Curves(STEPS, metrics)
+    return out
+
+
+def md_own(ps=("1.75", "2", "3")):
+    return {f"ℓ{p}-MD": f"divergence/{p}" for p in ps}
+
+
+def joint_groups(div=1e-5, score=1.0, prob=1.0, runs=1):
+    return {
+        f"ℓ{p}-MD": Curves(
+            STEPS,
+            {
+                f"divergence/{p}": power_law(div, -1.0, seeds=runs, scatter=0.0),
+                f"divergence_v/{p}": power_law(div, -1.0, seeds=runs, scatter=0.0),
+                "score/opt": np.full((runs, STEPS.size), score),
+                "prob": np.full((runs, STEPS.size), prob),
+            },
+        )
+        for p in ("1.75", "2", "3")
+    }
+
+
+LABELS = ["2", "inf", "spectral"]
+OWN = {"NGD": "2", "SignGD": "inf", "SpectralDescent": "spectral"}
+
+
+def atlas_group(gaps: dict, norm_rate=1.0, rate=-1.0, seed=0, scatter=0.05) -> Curves:
+    metrics = {f"gap/{lab}": power_law(g, rate, seed=seed + k, scatter=scatter)
+               for k, (lab, g) in enumerate(gaps.items())}  # fmt: skip
+    metrics["norm/2"] = power_law(0.1 * STEPS[-1], norm_rate, scatter=0.01, seed=seed + 9) + 0.1
+    return Curves(STEPS, metrics)
+
+
+def atlas_groups(
+    own_gap=0.01, other_gap=0.2, adam=None, muon_norm_rate=1.0, rate=-1.0, scatter=0.05
+):
+    groups = {}
+    for k, (name, label) in enumerate(OWN.items()):
+        gaps = {lab: own_gap if lab == label else other_gap for lab in LABELS}
+        groups[name] = atlas_group(gaps, rate=rate, seed=10 * k, scatter=scatter)
+    groups["Adam"] = atlas_group(adam or {"2": 0.2, "inf": 0.01, "spectral": 0.3}, seed=50)
+    groups["Muon"] = atlas_group({"2": 0.2, "inf": 0.3, "spectral": 0.01}, norm_rate=muon_norm_rate,
+                                 seed=60)  # fmt: skip
+    return groups
+
+
+def kq_alignment(nuc=0.995, fro=0.9, spread=0.002):
+    rng = np.random.default_rng(3)
+    return {
+        "nuc": nuc + spread * rng.standard_normal(SEEDS),
+        "2": fro + spread * rng.standard_normal(SEEDS),
+    }
+
+
+# function name → [(expected status, args, kwargs)]
+def cases() -> dict[str, list]:
+    g = ngd_groups()
+    return {
+        "ngd.global_convergence": [
+            (SUPPORTED, (g, "NGD", 0.99), {}),
+            (NOT_SUPPORTED, (g, "GD", 0.99), {}),
+            (INCONCLUSIVE, ({"NGD": ngd_group(straddling(0.01))}, "NGD", 0.99), {}),
+        ],
+        "ngd.converges": [
+            (SUPPORTED, (g["NGD"], "NGD", 0.99, "converges", "s"), {}),
+            (NOT_SUPPORTED, (g["GD"], "GD", 0.99, "converges", "s"), {}),
+        ],
+        "ngd.faster": [
+            (SUPPORTED, (g, "GD", "NGD", "1-alignment/2", 10.0, "s"), {}),
+            (NOT_SUPPORTED, (g, "NGD", "GD", "1-alignment/2", 10.0, "s"), {}),
+        ],
+        "ngd.reaches_sooner": [
+            # both there by step 1: the level cannot tell their speeds apart
+            (INCONCLUSIVE, (first_step_groups(), "A", "B", "loss", "s"), {}),
+            (SUPPORTED, (g, "GD", "NGD", "1-alignment/2", "s"), {}),
+            (NOT_SUPPORTED, (g, "NGD", "GD", "1-alignment/2", "s"), {}),
+        ],
+        "ngd.ngd_beats_gd": [
+            (SUPPORTED, (g, "NGD", "GD"), {}),
+            (NOT_SUPPORTED, (ngd_groups(ngd=0.1, gd=0.2), "NGD", "GD"), {}),
+            (INCONCLUSIVE, (ngd_groups(ngd=straddling(0.014), gd=0.14), "NGD", "GD"), {}),
+        ],
+        "ngd.polyak_faster": [
+            (SUPPORTED, (g, "Polyak", "NGD"), {}),
+            (NOT_SUPPORTED, (g, "GD", "NGD"), {}),
+            (INCONCLUSIVE, (ngd_groups(polyak=1e-4), "Polyak", "NGD"), {}),
+            # ahead halfway, behind at the end: speed is judged halfway
+            (SUPPORTED, (crossing_groups(), "Polyak", "NGD"), {}),
+            # every Polyak run diverged: nothing to time
+            (
+                INCONCLUSIVE,
+                (
+                    {
+                        **g,
+                        "Polyak": Curves(STEPS, {m: v[:0] for m, v in g["Polyak"].values.items()}),
+                    },
+                    "Polyak",
+                    "NGD",
+                ),
+                {},
+            ),
+        ],
+        "ngd.norm_growth": [
+            (SUPPORTED, (g, "NGD", "GD", 0.1), {}),
+            (NOT_SUPPORTED, (ngd_groups(gd_norm_rate=0.9), "NGD", "GD", 0.1), {}),
+            (
+                NOT_SUPPORTED,
+                ({"NGD": ngd_group(1e-4, norm_rate=1.5), "GD": g["GD"]}, "NGD", "GD", 0.1),
+                {},
+            ),
+        ],
+        "ngd.momentum_improves": [
+            (SUPPORTED, (g, "NGD-mom", "NGD"), {}),
+            (NOT_SUPPORTED, (ngd_groups(mom=1e-2), "NGD-mom", "NGD"), {}),
+            (NOT_APPLICABLE, ({"NGD": g["NGD"]}, "NGD-mom", "NGD"), {}),
+        ],
+        "ngd.score_saturation": [
+            (SUPPORTED, ({"NGD": saturation_group(-0.5)}, "NGD", np.full(SEEDS, 2.0), 0.1), {}),
+            (NOT_SUPPORTED, ({"NGD": saturation_group(-0.2)}, "NGD", np.full(SEEDS, 2.0), 0.1), {}),
+            (NOT_SUPPORTED, ({"NGD": saturation_group(-0.9)}, "NGD", np.full(SEEDS, 2.0), 0.1), {}),
+            (
+                INCONCLUSIVE,
+                ({"NGD": saturation_group(-0.4, scatter=0.3)}, "NGD", np.full(SEEDS, 2.0), 0.1),
+                {},
+            ),
+            (
+                INCONCLUSIVE,
+                ({"NGD": saturation_group(-900.0)}, "NGD", np.full(SEEDS, 2.0), 0.1),
+                {},
+            ),
+        ],
+        "ngd.closer_to": [
+            (SUPPORTED, (kq_alignment(), "nuc", "2", "KQ"), {}),
+            (NOT_SUPPORTED, (kq_alignment(nuc=0.9, fro=0.99), "nuc", "2", "KQ"), {}),
+            (INCONCLUSIVE, (kq_alignment(nuc=0.95, fro=0.95), "nuc", "2", "KQ"), {}),
+        ],
+        "ngd.aligned_with": [
+            (SUPPORTED, (kq_alignment()["nuc"], "KQ", "nuc", 0.99), {}),
+            (NOT_SUPPORTED, (kq_alignment(nuc=0.985)["nuc"], "KQ", "nuc", 0.99), {}),
+            (INCONCLUSIVE, (kq_alignment(nuc=0.99, spread=0.01)["nuc"], "KQ", "nuc", 0.99), {}),
+        ],
+        "ngd.joint_convergence": [
+            (SUPPORTED, (g, "1-alignment/2", 0.2, "W aligns"), {}),
+            (NOT_SUPPORTED, (ngd_groups(gd=0.5), "1-alignment/2", 0.2, "W aligns"), {}),
+            (INCONCLUSIVE, (ngd_groups(gd=straddling(0.2)), "1-alignment/2", 0.2, "W"), {}),
+        ],
+        "ngd.all_beat": [
+            (SUPPORTED, (joint(g), "GD"), {}),
+            (NOT_SUPPORTED, (joint(ngd_groups(ngd=0.3, polyak=0.3, mom=0.3)), "GD"), {}),
+        ],
+        "ngd.fastest": [
+            (SUPPORTED, (joint({k: g[k] for k in ("GD", "Polyak")}), "Polyak"), {}),
+            (NOT_SUPPORTED, (joint(g), "GD"), {}),
+            (INCONCLUSIVE, (joint({"NGD": g["NGD"], "P": ngd_group(1e-4, seed=11)}), "P"), {}),
+        ],
+        "md.own_p": [
+            (SUPPORTED, (md_groups(), md_own(), 0.05, "diagonal"), {}),
+            (NOT_SUPPORTED, (md_groups(own_final=0.1), md_own(), 0.05, "diagonal"), {}),
+            (SUPPORTED, (joint_groups(), {"ℓ2-MD": "divergence/2"}, 0.01, "W"), {"exact": True}),
+            (
+                NOT_SUPPORTED,
+                (joint_groups(div=0.02), {"ℓ2-MD": "divergence/2"}, 0.01, "W"),
+                {"exact": True},
+            ),
+        ],
+        "md.own_p_nearest": [
+            (SUPPORTED, (md_groups(), md_own()), {}),
+            (NOT_SUPPORTED, (md_groups(other_factor=0.2), md_own()), {}),
+            (INCONCLUSIVE, (md_groups(other_factor=1.0), md_own()), {}),
+        ],
+        "md.selects_and_classifies": [
+            (SUPPORTED, (joint_groups(),), {}),
+            (NOT_SUPPORTED, (joint_groups(prob=0.9),), {}),
+            (NOT_SUPPORTED, (joint_groups(score=0.5),), {}),
+        ],
+        "atlas.own_norm_gap": [
+            (SUPPORTED, (atlas_groups(), OWN, 0.05), {}),
+            (NOT_SUPPORTED, (atlas_groups(own_gap=0.2), OWN, 0.05), {}),
+        ],
+        "atlas.lower_gap": [
+            (SUPPORTED, (atlas_groups(), "NGD", "SignGD", "2", "s"), {}),
+            (NOT_SUPPORTED, (atlas_groups(), "SignGD", "NGD", "2", "s"), {}),
+        ],
+        "atlas.owner_smallest": [
+            (SUPPORTED, (atlas_groups(), OWN), {}),
+            (NOT_SUPPORTED, (atlas_groups(own_gap=0.3), OWN), {}),
+            # every other owner ±10 % around the owner, seed by seed: ratios straddle 1
+            (
+                INCONCLUSIVE,
+                (
+                    atlas_groups(own_gap=0.2, other_gap=0.2 * np.tile([0.9, 1.1], 4), scatter=0.0),
+                    OWN,
+                ),
+                {},
+            ),
+        ],
+        "atlas.behaves_like": [
+            (SUPPORTED, (atlas_groups(), "Adam", "SignGD", "inf", LABELS, 0.05, 0.1), {}),
+            (
+                NOT_SUPPORTED,
+                (
+                    atlas_groups(adam={"2": 0.01, "inf": 0.2, "spectral": 0.3}),
+                    "Adam",
+                    "SignGD",
+                    "inf",
+                    LABELS,
+                    0.05,
+                    0.1,
+                ),
+                {},
+            ),
+            (
+                INCONCLUSIVE,
+                (
+                    atlas_groups(muon_norm_rate=0.0),
+                    "Muon",
+                    "SpectralDescent",
+                    "spectral",
+                    LABELS,
+                    0.05,
+                    0.1,
+                ),
+                {},
+            ),
+            (
+                SUPPORTED,
+                (atlas_groups(), "Muon", "SpectralDescent", "spectral", LABELS, 0.05, 0.1),
+                {},
+            ),
+        ],
+        "atlas.own_norm_rate": [
+            (SUPPORTED, (atlas_groups(), OWN, 0.1, -0.25), {}),
+            (NOT_SUPPORTED, (atlas_groups(rate=-0.1), OWN, 0.1, -0.25), {}),
+        ],
+        **real_cases(),
+        **reexamine_cases(),
+        **theory_cases(),
+    }
+
+
+def joint(groups: dict[str, Curves]) -> dict[str, Curves]:
+    """ngd-joint's metrics: the head's alignment too (here: the same as W's)."""
+    return {
+        name: Curves(c.steps, {**c.values, "alignment_v/2": c.values["alignment/2"]})
+        for name, c in groups.items()
+    }

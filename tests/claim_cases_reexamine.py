@@ -1,0 +1,69 @@
+"""Constructed inputs for the re-examination rules (attnbias.experiments.verdicts.reexamine): for
+each rule, the cases that reach each of its verdicts. Merged into claim_cases.cases()."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attnbias.claims import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED, Claim, Effect, Rule
+from attnbias.experiments.runs import Curves
+
+
+def verdict(status: str) -> Claim:
+    """A measured claim with the given verdict (a deterministic effect on either side of 1, or
+    an interval straddling it)."""
+    estimate, low, high = {SUPPORTED: (2.0, 2.0, 2.0), NOT_SUPPORTED: (0.5, 0.5, 0.5),
+                           INCONCLUSIVE: (1.0, 0.5, 2.0)}[status]  # fmt: skip
+    effect = Effect(estimate, low, high, 5, "constructed")
+    return Claim("", rule=Rule("q", ">", 1.0, "s"), effect=effect)
+
+
+def reexamine_cases() -> dict[str, list]:
+    import claim_cases as base  # at call time: claim_cases imports this module
+
+    g, moving = base.atlas_groups(muon_norm_rate=0.0), base.atlas_groups()
+    # per-seed norm growth rates from 0 to 0.2: their mean sits on the stall slope 0.1
+    rates = np.linspace(0.0, 0.2, base.SEEDS)
+    straddle = Curves(base.STEPS, {"norm/2": (1.0 + base.STEPS[None, :]) ** rates[:, None]})
+    tied = base.atlas_groups(own_gap=0.2, other_gap=0.2 * np.tile([0.9, 1.1], 4), scatter=0.0)
+    n = base.ngd_groups()
+    tied_ngd = base.ngd_groups(ngd=base.straddling(0.14), gd=0.14)
+    # GD's iterate stops for the last 90 % of the run (as Polyak's at the float64 floor)
+    norm = n["GD"].values["norm/2"].copy()
+    late = base.STEPS >= 0.1 * base.STEPS[-1]
+    norm[:, late] = norm[:, late][:, :1]
+    halted = {**n, "GD": Curves(base.STEPS, {**n["GD"].values, "norm/2": norm})}
+    return {
+        "reexamine.stalls_where": [
+            (SUPPORTED, (g, "Muon", "SpectralDescent", 0.1), {}),
+            (NOT_SUPPORTED, (moving, "Muon", "SpectralDescent", 0.1), {}),
+            (NOT_SUPPORTED, (g, "Muon", "Muon", 0.1), {}),  # the other one stalls too
+            (INCONCLUSIVE, ({**moving, "S": straddle}, "S", "SpectralDescent", 0.1), {}),
+        ],
+        "reexamine.closer_than": [
+            (SUPPORTED, (moving, "SignGD", "NGD", "inf"), {}),
+            (NOT_SUPPORTED, (moving, "NGD", "SignGD", "inf"), {}),
+            (INCONCLUSIVE, (tied, "SignGD", "NGD", "inf"), {}),
+        ],
+        "reexamine.at_some_setting": [
+            (SUPPORTED, ({"a": verdict(SUPPORTED), "b": verdict(NOT_SUPPORTED)}, "t"), {}),
+            (NOT_SUPPORTED, ({"a": verdict(NOT_SUPPORTED), "b": verdict(NOT_SUPPORTED)}, "t"), {}),
+            (INCONCLUSIVE, ({"a": verdict(NOT_SUPPORTED), "b": verdict(INCONCLUSIVE)}, "t"), {}),
+        ],
+        "reexamine.ends_ahead": [
+            (SUPPORTED, (n, "NGD", ["GD"], "GD", 0.1), {}),
+            (NOT_SUPPORTED, (n, "NGD", ["GD", "Polyak"], "GD and Polyak", 0.1), {}),
+            (INCONCLUSIVE, (tied_ngd, "NGD", ["GD"], "GD", 0.1), {}),
+            (INCONCLUSIVE, (halted, "NGD", ["GD"], "GD", 0.1), {}),
+        ],
+        "reexamine.explains": [
+            (SUPPORTED, ("t", [verdict(SUPPORTED), verdict(SUPPORTED)]), {}),
+            (NOT_SUPPORTED, ("t", [verdict(SUPPORTED), verdict(NOT_SUPPORTED)]), {}),
+            (INCONCLUSIVE, ("t", [verdict(SUPPORTED), verdict(INCONCLUSIVE)]), {}),
+        ],
+        "reexamine.larger_cap_ends_closer": [
+            (SUPPORTED, (n, ["GD", "NGD", "NGD-mom"]), {}),  # 0.14, 1e-4, 1e-6
+            (NOT_SUPPORTED, (n, ["GD", "NGD-mom", "NGD"]), {}),  # the last step goes back up
+            (INCONCLUSIVE, (tied_ngd, ["GD", "NGD"]), {}),
+        ],
+    }

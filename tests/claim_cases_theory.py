@@ -1,0 +1,111 @@
+"""Constructed inputs for the rules of attnbias.experiments.verdicts.theory (the theory's rates
+and conditions): for each function, cases that reach each of its verdicts (used by
+test_claim_rules.py and, through claim_cases.cases(), by test_claim_mutations.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attnbias.claims import INCONCLUSIVE, NOT_APPLICABLE, NOT_SUPPORTED, SUPPORTED
+
+RUNS = 8
+
+
+def around(value: float, spread: float = 0.02, runs: int = RUNS, seed: int = 0) -> np.ndarray:
+    """Per-run values scattered by a relative `spread` around `value`."""
+    rng = np.random.default_rng(seed)
+    return value * (1.0 + spread * rng.standard_normal(runs))
+
+
+def across(value: float, runs: int = RUNS) -> np.ndarray:
+    """Per-run values whose mean is `value`, spread ±60 % (an interval that straddles it)."""
+    return value * np.linspace(0.4, 1.6, runs)
+
+
+def with_nan(values: np.ndarray) -> np.ndarray:
+    out = np.array(values, dtype=np.float64)
+    out[0] = np.nan
+    return out
+
+
+def proportional_data(power: float, runs: int = RUNS, noise: float = 0.01):
+    x = np.geomspace(0.1, 10.0, runs)
+    return x, x**power * (1.0 + noise * np.random.default_rng(1).standard_normal(runs))
+
+
+def theory_cases() -> dict[str, list]:
+    fast, slow = around(-2.0), around(-0.5)
+    lrs = np.repeat([0.03, 0.1, 0.3, 1.0], 2)
+    x1, y1 = proportional_data(1.0)
+    x2, y2 = proportional_data(2.0)
+    windows = ([1000, 10000], [10000, 100000])
+    holds = np.ones(400, dtype=bool)
+    half = np.tile([True, False], 200)
+    text, quantity, source = "claim", "quantity", "source"
+    return {
+        "theory.exponent_below": [
+            (SUPPORTED, (fast, -1.0, text, quantity, source), {}),
+            (NOT_SUPPORTED, (slow, -1.0, text, quantity, source), {}),
+            (INCONCLUSIVE, (across(-1.0), -1.0, text, quantity, source), {}),
+            (INCONCLUSIVE, (with_nan(fast), -1.0, text, quantity, source), {}),
+            (INCONCLUSIVE, (fast, -1.0, text, quantity, source), {"unmet": ["stalled"]}),
+        ],
+        "theory.exponent_matches": [
+            (SUPPORTED, (fast, -2.0, 0.1, text, source), {}),
+            (NOT_SUPPORTED, (around(-3.0), -2.0, 0.1, text, source), {}),
+            (NOT_SUPPORTED, (around(-1.0), -2.0, 0.1, text, source), {}),
+            (INCONCLUSIVE, (with_nan(fast), -2.0, 0.1, text, source), {}),
+        ],
+        "theory.window_stable": [
+            (SUPPORTED, (around(-2.0), around(-2.0, seed=1), 0.1, windows), {}),
+            (NOT_SUPPORTED, (around(-2.0), around(-1.0, seed=1), 0.1, windows), {}),
+            (NOT_SUPPORTED, (around(-1.0), around(-2.0, seed=1), 0.1, windows), {}),
+            (INCONCLUSIVE, (around(-2.0), -around(-2.0, seed=1), 0.1, windows), {}),
+            (INCONCLUSIVE, (with_nan(around(-2.0)), around(-2.0, seed=1), 0.1, windows), {}),
+        ],
+        "theory.growth_per_lr": [
+            (SUPPORTED, (lrs, 0.99 * lrs, 0.1), {}),
+            (NOT_SUPPORTED, (lrs, 1.2 * lrs, 0.1), {}),
+            (NOT_SUPPORTED, (lrs, 0.5 * lrs, 0.1), {}),
+            (INCONCLUSIVE, (lrs, with_nan(0.99 * lrs), 0.1), {}),
+        ],
+        "theory.proportional": [
+            (SUPPORTED, (x1, y1, 0.1, text, quantity, source), {}),
+            (NOT_SUPPORTED, (x2, y2, 0.1, text, quantity, source), {}),
+            (NOT_SUPPORTED, (x1, np.sqrt(y1), 0.1, text, quantity, source), {}),
+            (INCONCLUSIVE, (x1, with_nan(y1), 0.1, text, quantity, source), {}),
+        ],
+        "theory.ratio_near_one": [
+            (SUPPORTED, (around(1.0), 0.2, text, quantity, source), {}),
+            (NOT_SUPPORTED, (around(1.5), 0.2, text, quantity, source), {}),
+            (NOT_SUPPORTED, (around(0.5), 0.2, text, quantity, source), {}),
+            (INCONCLUSIVE, (across(1.2), 0.2, text, quantity, source), {}),
+        ],
+        "theory.slower": [
+            (SUPPORTED, (around(-0.2), around(-2.0, seed=1), text, source), {}),
+            (NOT_SUPPORTED, (around(-2.0), around(-0.2, seed=1), text, source), {}),
+            (INCONCLUSIVE, (around(-2.0, spread=0.5), around(-2.0, seed=1), text, source), {}),
+            (
+                INCONCLUSIVE,
+                (around(-0.2), around(-2.0, seed=1), text, source),
+                {"unmet": ["stall"]},
+            ),
+        ],
+        "theory.mean_above": [
+            (SUPPORTED, (around(0.99), 0.5, text, quantity, source), {}),
+            (NOT_SUPPORTED, (around(0.2), 0.5, text, quantity, source), {}),
+            (INCONCLUSIVE, (across(0.5), 0.5, text, quantity, source), {}),
+        ],
+        "theory.fraction_above": [
+            (SUPPORTED, (holds, 0.95, text, quantity, source), {}),
+            (NOT_SUPPORTED, (half, 0.95, text, quantity, source), {}),
+            (INCONCLUSIVE, (holds[:20], 0.95, text, quantity, source), {}),
+            (NOT_APPLICABLE, (holds[:0], 0.95, text, quantity, source), {}),
+        ],
+        "theory.fraction_below": [
+            (SUPPORTED, (~holds, 0.1, text, quantity, source), {}),
+            (NOT_SUPPORTED, (half, 0.1, text, quantity, source), {}),
+            (INCONCLUSIVE, (~holds[:20], 0.1, text, quantity, source), {}),
+            (NOT_APPLICABLE, (holds[:0], 0.1, text, quantity, source), {}),
+        ],
+    }

@@ -1,0 +1,130 @@
+"""Every comparison in the claim rules matters: flip each one in turn (an AST mutation of the
+rule modules: `<` ↔ `>=`, `<=` ↔ `>`, `==` ↔ `!=`, `is` ↔ `is not`, `in` ↔ `not in`, and the
+comparison a Rule states, ">" ↔ "<=" …) and some verdict of the constructed cases in
+claim_cases.py must change. A mutant that changes nothing is a dead or untested comparison."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import pkgutil
+import types
+
+import pytest
+
+import attnbias.claims as claims_model
+from attnbias.experiments import verdicts
+from claim_cases import cases
+
+MODULES = tuple(info.name for info in pkgutil.iter_modules(verdicts.__path__))
+FLIP = {
+    ast.Lt: ast.GtE, ast.GtE: ast.Lt, ast.LtE: ast.Gt, ast.Gt: ast.LtE,
+    ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Is: ast.IsNot, ast.IsNot: ast.Is,
+    ast.In: ast.NotIn, ast.NotIn: ast.In,
+}  # fmt: skip
+FLIP_RULE = {"<": ">=", ">=": "<", "<=": ">", ">": "<="}
+
+
+def rule_comparisons(tree: ast.AST):
+    """The string constants that are a Rule's comparison (its second argument)."""
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "id", None) == "Rule"
+            and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant)
+            and node.args[1].value in FLIP_RULE
+        ):
+            yield node.args[1]
+
+
+def mutation_sites(tree: ast.AST):
+    """(description, apply, undo) for every comparison operator and Rule comparison."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            for k, op in enumerate(node.ops):
+                flipped = FLIP[type(op)]()
+
+                def apply(node=node, k=k, flipped=flipped):
+                    node.ops[k] = flipped
+
+                def undo(node=node, k=k, op=op):
+                    node.ops[k] = op
+
+                yield (
+                    f"line {node.lineno}: {type(op).__name__} → {type(flipped).__name__}",
+                    apply,
+                    undo,
+                )
+    for const in rule_comparisons(tree):
+
+        def apply(const=const, old=const.value):
+            const.value = FLIP_RULE[old]
+
+        def undo(const=const, old=const.value):
+            const.value = old
+
+        yield f"line {const.lineno}: Rule {const.value!r} → {FLIP_RULE[const.value]!r}", apply, undo
+
+
+def verdicts_of(all_cases) -> list:
+    """Every case's status and its parts' statuses (an exception is an outcome too)."""
+    out = []
+    for name, listed in all_cases.items():
+        module, attr = name.split(".")
+        fn = getattr(importlib.import_module(f"{verdicts.__name__}.{module}"), attr)
+        for _, args, kwargs in listed:
+            try:
+                claim = fn(*args, **kwargs)
+                out.append((claim.status, tuple(p.status for p in claim.parts)))
+            except Exception as err:
+                out.append(("error", type(err).__name__))
+    return out
+
+
+def load_mutant(module: types.ModuleType, tree: ast.AST) -> dict:
+    """The mutated module's namespace (executed as the module itself, so relative imports work)."""
+    namespace = {"__name__": module.__name__, "__package__": module.__package__,
+                 "__file__": module.__file__}  # fmt: skip
+    exec(compile(tree, module.__file__, "exec"), namespace)
+    return namespace
+
+
+@pytest.mark.slow
+def test_every_comparison_in_the_claim_rules_changes_a_verdict(monkeypatch):
+    # fewer resamples: the cases are clear-cut, and the test's budget is two minutes
+    monkeypatch.setattr(claims_model, "BOOTSTRAP_RESAMPLES", 999)
+    all_cases = cases()
+    baseline = verdicts_of(all_cases)
+    rule_modules = {m: importlib.import_module(f"{verdicts.__name__}.{m}") for m in MODULES}
+    survivors, tried = [], 0
+    for name, module in rule_modules.items():
+        tree = ast.parse(inspect.getsource(module))
+        for where, apply, undo in list(mutation_sites(tree)):
+            apply()
+            try:
+                mutant = load_mutant(module, tree)
+            finally:
+                undo()
+            originals = {a: f for a, f in vars(module).items() if inspect.isfunction(f)}
+            with monkeypatch.context() as patch:
+                # the mutant's functions replace the originals wherever the rules use them
+                for target in rule_modules.values():
+                    for attr, original in originals.items():
+                        if getattr(target, attr, None) is original:
+                            patch.setattr(target, attr, mutant[attr])
+                changed = verdicts_of(all_cases) != baseline
+            tried += 1
+            if not changed:
+                survivors.append(f"{name}.py {where}")
+    assert tried > 40, f"only {tried} comparisons found: the walker is broken"
+    assert not survivors, "comparisons whose flip changes no verdict:\n" + "\n".join(survivors)
+
+
+@pytest.mark.parametrize(
+    "source, sites",
+    [("x = a < b", 1), ("x = a <= b < c", 2), ("Rule('q', '>', 1.0, 's')", 1), ("x = 1", 0)],
+)
+def test_the_walker_finds_every_comparison(source, sites):  # fmt: skip
+    assert len(list(mutation_sites(ast.parse(source)))) == sites

@@ -1,0 +1,60 @@
+"""Every claim rule reaches each of its verdicts on constructed inputs (tests/claim_cases.py)."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+from attnbias.claims import STATUSES, Claim
+from claim_cases import cases
+
+
+def function(name: str):
+    module, attr = name.split(".")
+    return getattr(importlib.import_module(f"attnbias.experiments.verdicts.{module}"), attr)
+
+
+CASES = [(name, k, *case) for name, listed in cases().items() for k, case in enumerate(listed)]
+
+
+@pytest.mark.parametrize("name, k, expected, args, kwargs", CASES, ids=[
+    f"{c[0]}-{c[1]}-{c[2]}" for c in CASES])  # fmt: skip
+def test_rule_reaches_its_verdict(name, k, expected, args, kwargs):
+    claim = function(name)(*args, **kwargs)
+    assert isinstance(claim, Claim) and claim.status in STATUSES
+    assert claim.status == expected, _explain(claim)
+    if claim.measured and not claim.unmet:  # a measured verdict states its rule and effect
+        for part in [claim, *claim.parts]:
+            if part.rule is not None and not part.unmet:
+                assert part.rule.source and part.effect is not None and part.effect.n >= 1
+
+
+def _explain(claim: Claim) -> str:
+    lines = [f"{claim.status}: {claim.claim} unmet={claim.unmet}"]
+    for part in claim.parts or [claim]:
+        if part.rule is not None:
+            lines.append(f"  {part.status}: {part.rule.text}; {part.effect.text}")
+    return "\n".join(lines)
+
+
+def test_every_rule_function_has_cases():
+    """Every public function of a rule module that returns a Claim has constructed cases."""
+    import inspect
+    import pkgutil
+
+    from attnbias.experiments import verdicts
+
+    listed, missing = set(cases()), []
+    for info in pkgutil.iter_modules(verdicts.__path__):
+        mod = importlib.import_module(f"{verdicts.__name__}.{info.name}")
+        for n, f in vars(mod).items():
+            if (
+                inspect.isfunction(f)
+                and f.__module__ == mod.__name__
+                and not n.startswith("_")
+                and inspect.signature(f).return_annotation in ("Claim", Claim)
+                and f"{info.name}.{n}" not in listed
+            ):
+                missing.append(f"{info.name}.{n}")
+    assert not missing, f"rule functions without cases: {missing}"
