@@ -351,7 +351,7 @@ def test_dask_scheduler_and_worker_processes_with_scheduler_flag(tmp_path, in_pr
             )
         out = tmp_path / "out" / "md-local"  # run --out names the results root
         run = cli(
-            "run", str(tmp_path / "c.toml"), "--out", str(out.parent), "--quiet",
+            "run", str(tmp_path / "c.toml"), "--out", str(out.parent),
             "--scheduler", address, "--chunk-size", "6",
         )  # fmt: skip
         output, _ = run.communicate(timeout=240)

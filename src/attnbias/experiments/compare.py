@@ -12,6 +12,7 @@ import numpy as np
 from ..claims import Claim, mean_effect, not_applicable
 from ..figures import save_figure
 from ..store import DIVERGED
+from . import plotting
 from .real_runs import RateSearch, mean_std, series, smooth
 from .runs import without_diverged
 from .verdicts.real import Arm, norm_grows
@@ -68,11 +69,14 @@ def compare_optimizers(records, datasets, labels, seeds, steps, out: Path, name:
             runs = without_diverged(every) or every
             mean, std = mean_std([smooth(series(r, "train_loss")[1], window) for r in runs])
             x = np.arange(1, len(mean) + 1)
-            ax_loss.plot(x, mean, label=label)
-            ax_loss.fill_between(x, mean - std, mean + std, alpha=0.2)
+            look = plotting.style(label, fig)
+            ax_loss.plot(x, mean, label=label, **look)
+            ax_loss.fill_between(x, mean - std, mean + std, alpha=0.2, color=look["color"])
             acc_mean, acc_std = mean_std([series(r, "test_accuracy")[1] for r in runs])
             acc_steps = series(runs[0], "test_accuracy")[0][: len(acc_mean)]
-            ax_acc.errorbar(acc_steps, 100 * acc_mean, 100 * acc_std, label=label, capsize=2)
+            ax_acc.errorbar(
+                acc_steps, 100 * acc_mean, 100 * acc_std, label=label, capsize=2, **look
+            )
             losses = [final_train_loss(r, steps) for r in every]
             final_by_seed = [final_test_accuracy(r) for r in every]
             final = [final_test_accuracy(r) for r in runs]

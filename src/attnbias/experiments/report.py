@@ -128,9 +128,10 @@ def verdict_counts(summary: dict) -> str:
 
 
 def verdict_mark(claim: dict) -> str:
-    """A claim's verdict in a table: yes, **no** (bold: what a reader must not miss), or the
-    status (not applicable, inconclusive)."""
-    return {SUPPORTED: "yes", NOT_SUPPORTED: "**no**"}.get(status_of(claim), status_of(claim))
+    """A claim's verdict in a table, in the register's words; **not supported** in bold (what a
+    reader must not miss)."""
+    status = status_of(claim)
+    return f"**{status}**" if status == NOT_SUPPORTED else status
 
 
 def copy_figure(data: bytes, target: Path) -> None:
@@ -187,7 +188,11 @@ def write_report(
         if pngs and name not in roots:
             raise ValueError(f"write_report: no results directory given for {name}'s figures")
         for figure in pngs:
-            target = f"{name}.png" if len(pngs) == 1 else f"{name}-{figure.stem}.png"
+            target = (
+                f"{name}.png"
+                if len(pngs) == 1 or figure.stem == name
+                else f"{name}-{figure.stem}.png"
+            )
             copy_figure(ResultsStore(roots[name]).published_file(figure), figures / target)
             lines += [f"![{name}](figures/{target})", ""]
             if text := caption(name, figure.stem):

@@ -56,7 +56,7 @@ from ..real.records import history_table
 from ..real.train import TensorData, seed_everything, train
 from ..real.transformer import TextTransformer
 from ..store import DIVERGED, ResultsStore
-from . import baselines, papers
+from . import baselines, papers, plotting
 from .real_runs import (
     RateSearch,
     RealConfig,
@@ -726,19 +726,18 @@ def plot_accuracy(config, records, references, out: Path) -> list[str]:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True, layout="constrained")
-    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for k, p in enumerate(map(float, config["ps"])):
+    for p in map(float, config["ps"]):
+        colour = plotting.style(arm_name(p), fig)["color"]
         runs = [r for (v, q, _), r in records.items() if v == "seeds" and q == p]
         for j, r in enumerate(runs):
             chosen = r.info.get("chosen_step")
             for ax, metric in zip(axes, ("val_accuracy", "test_accuracy")):
                 steps, values = series(r, metric)
-                ax.plot(steps, 100 * values, color=colours[k % len(colours)], lw=0.8,
+                ax.plot(steps, 100 * values, color=colour, lw=0.8,
                         alpha=0.7, label=arm_name(p) if j == 0 else None)  # fmt: skip
                 at = np.flatnonzero(steps == chosen)
                 if at.size:
-                    ax.plot(steps[at], 100 * values[at], "o", color=colours[k % len(colours)],
-                            ms=4)  # fmt: skip
+                    ax.plot(steps[at], 100 * values[at], "o", color=colour, ms=4)
     styles = iter(("--", ":", "-."))
     for name, ref in references.items():
         if name == "run_keys":
@@ -794,13 +793,15 @@ def plot_keyword(main: dict[float, dict], out: Path) -> list[str]:
         means = np.array([e[0] for e in effects])
         low = np.array([e[1] if math.isfinite(e[1]) else e[0] for e in effects])
         high = np.array([e[2] if math.isfinite(e[2]) else e[0] for e in effects])
-        ax.bar(labels, means, yerr=[means - low, high - means], capsize=4)
+        colours = [plotting.style(arm_name(p))["color"] for p in ps]
+        ax.bar(labels, means, yerr=[means - low, high - means], capsize=4, color=colours)
         chance = np.nanmean([np.nanmean(main[p]["values"][key.replace("keyword_",
                              "keyword_chance_")]) for p in ps])  # fmt: skip
         ax.axhline(chance, color="k", ls="--", lw=1, label=f"chance ({chance:.3f})")
         ax.set_title(title)
         ax.legend()
     ax_norm.set_ylabel("[CLS] attention on the key word")
+    ax_raw.set_ylabel("[CLS] attention on the key word (raw)")
     fig.suptitle("key-word attention, last layer: mean and 95 % CI over seeds")
     return save_figure(fig, out, "text_md_keyword_attention")
 
@@ -823,6 +824,7 @@ def plot_paired(paired: list[dict], out: Path) -> list[str]:
         ax.axvline(0.0, color="k", lw=1)
         ax.set(
             title=title,
+            xlabel="difference from ℓ2-MD",
             yticks=range(len(paired)),
             yticklabels=[r["comparison"] for r in paired],
             ylim=(-0.5, len(paired) - 0.5),
