@@ -188,12 +188,14 @@ def test_every_claim_has_a_unique_id_the_register_lists():
     summaries = {}
     for c in claims:
         summaries.setdefault(c.id.split("/")[0], {"claims": []})["claims"].append({"id": c.id})
-    unlisted = [
-        i
+    listed_by = {
+        i: [e.id for e in REGISTER if {"id": i} in matching(e, summaries.get(e.experiment))]
         for i in ids
-        if not any({"id": i} in matching(e, summaries.get(e.experiment)) for e in REGISTER)
-    ]
-    assert unlisted == []
+    }
+    assert [i for i, entries in listed_by.items() if not entries] == []
+    # one row per claim: an id that is another's prefix ("x/global", "x/global-every-R") does
+    # not take the other's claim too
+    assert {i: e for i, e in listed_by.items() if len(e) > 1} == {}
 
 
 def test_real_data_rows_leave_diverged_runs_out(tmp_path):
@@ -225,3 +227,17 @@ def test_real_data_rows_leave_diverged_runs_out(tmp_path):
     rows, _ = compare_optimizers(records, ["d"], ["SGD", "SNGD"], [0, 1], 10, tmp_path, "t", "t")
     sgd = next(r for r in rows if r["optimizer"] == "SGD")
     assert sgd["diverged"] == 1 and sgd["final_train_loss"][0] == 1.0
+
+
+def test_a_register_row_takes_its_own_claim_not_one_its_id_prefixes():
+    from attnbias.experiments.claims_register import REGISTER, matching
+
+    entry = next(e for e in REGISTER if e.id == "local-global/global-example1")
+    summary = {"claims": [{"id": "local-global/global-example1"},
+                          {"id": "local-global/global-example1-every-R"}]}  # fmt: skip
+    assert matching(entry, summary) == [{"id": "local-global/global-example1"}]
+    # without an exact match, the ids with a data set after it (real data)
+    entry = next(e for e in REGISTER if e.id == "text-finetune/norm-growth")
+    per_dataset = [{"id": "text-finetune/norm-growth-rotten_tomatoes"},
+                   {"id": "text-finetune/norm-growth-tweets_3class"}]  # fmt: skip
+    assert matching(entry, {"claims": per_dataset}) == per_dataset

@@ -166,3 +166,23 @@ def test_three_agreeing_seeds_are_not_enough_to_exclude_zero():
     # Welch for independent samples: the interval scipy.stats.ttest_ind gives
     welch = difference_of_means([1.0, 2.0, 3.0], [2.0, 3.0, 5.0])
     assert (welch.low, welch.high) == pytest.approx((-4.454217, 1.787551), rel=1e-5)
+
+
+def test_sensitivity_scales_the_distance_from_the_centre():
+    """A band around the theory's value (0.8 < ratio < 1.2 around 1) is varied as a band: its
+    half-width is halved and doubled; scaling the bounds themselves would put 1 outside the
+    band at ½× (0.4, 0.6) and call a ratio of 0.9998 'fragile'."""
+    on_target = effect(0.9997, 0.9999)
+    band = [Claim("", rule=Rule("r", ">", 0.8, "s", centre=1.0), effect=on_target),
+            Claim("", rule=Rule("r", "<", 1.2, "s", centre=1.0), effect=on_target)]  # fmt: skip
+    claim = Claim("c", parts=band)
+    assert claim.status == SUPPORTED and claim.sensitivity["fragile"] is False
+    assert Rule("r", ">", 0.8, "s", centre=1.0).at(0.5).threshold == pytest.approx(0.9)
+    assert Rule("r", ">", 0.8, "s", centre=1.0).at(2.0).threshold == pytest.approx(0.6)
+    # a share that must come close to 1: its complement is what is varied
+    share = Claim("c", rule=Rule("share", ">", 0.99, "s", centre=1.0), effect=effect(0.993, 0.998))
+    assert share.sensitivity == {"0.5x": INCONCLUSIVE, "2x": SUPPORTED, "fragile": True}
+    # the default centre 0 scales the threshold itself, as before
+    assert Rule("ratio", ">", 10.0, "s").at(0.5).threshold == 5.0
+    with pytest.raises(ValueError, match="centre"):
+        Rule("r", ">", 1.0, "s", centre=math.nan)

@@ -51,12 +51,18 @@ COMPARISONS: dict[str, Callable[[float, float], bool]] = {
 class Rule:
     """A decision rule stated before the data: `quantity comparison threshold`, e.g.
     "final misalignment, GD over NGD (geometric mean of per-seed ratios)" > 10, with `source`
-    saying where 10 comes from (the paper's number, or ours and why)."""
+    saying where 10 comes from (the paper's number, or ours and why).
+
+    `centre` is the value the threshold is a distance from, which the sensitivity check scales:
+    0 for a bound on a size or a ratio ("> 10"), the target for a band around one ("slope
+    within 0.2 of 1": 0.8 and 1.2 around 1) and 1 for a share that must come close to 1
+    ("> 0.99 of the runs": its complement 0.01 is what is halved and doubled)."""
 
     quantity: str
     comparison: str
     threshold: float
     source: str
+    centre: float = 0.0
 
     def __post_init__(self):
         if self.comparison not in COMPARISONS:
@@ -65,14 +71,16 @@ class Rule:
             )
         if not math.isfinite(self.threshold):
             raise ValueError(f"Rule.threshold must be finite, got {self.threshold!r}")
+        if not math.isfinite(self.centre):
+            raise ValueError(f"Rule.centre must be finite, got {self.centre!r}")
 
     def holds(self, value: float) -> bool:
         """Does `value` satisfy the rule? NaN satisfies nothing."""
         return bool(COMPARISONS[self.comparison](value, self.threshold))
 
     def at(self, factor: float) -> Rule:
-        """The same rule with its threshold scaled by `factor`."""
-        return replace(self, threshold=self.threshold * factor)
+        """The same rule with the threshold's distance from `centre` scaled by `factor`."""
+        return replace(self, threshold=self.centre + (self.threshold - self.centre) * factor)
 
     @property
     def text(self) -> str:
@@ -172,8 +180,8 @@ class Claim:
     def _sensitivity(self) -> dict:
         if not self.measured:
             return {}
-        if all(r.threshold == 0 for r in self.rules()):
-            return {"fragile": None, "note": "threshold 0: no scale to vary"}
+        if all(r.threshold == r.centre for r in self.rules()):
+            return {"fragile": None, "note": "threshold at its centre: no scale to vary"}
         at = {f"{f:g}x": self.status_at(f) for f in SENSITIVITY_FACTORS}
         return {**at, "fragile": any(s != self.status for s in at.values())}
 

@@ -435,11 +435,12 @@ def summaries(root: Path) -> dict[str, dict]:
 
 
 def matching(entry: PaperClaim, summary: dict | None) -> list[dict]:
-    """The summary's claims with the entry's id, or with that id and a data set after it."""
+    """The summary's claim with the entry's id; failing that, those with that id and a data set
+    after it (real data: "text-finetune/norm-growth-rotten_tomatoes"). Exact first, so that
+    "x/global" does not also take "x/global-every-R", a claim of its own."""
     claims = (summary or {}).get("claims", [])
-    return [
-        c for c in claims if c.get("id") == entry.id or c.get("id", "").startswith(entry.id + "-")
-    ]
+    exact = [c for c in claims if c.get("id") == entry.id]
+    return exact or [c for c in claims if c.get("id", "").startswith(entry.id + "-")]
 
 
 def verdict(claim: dict, summary: dict) -> str:

@@ -59,8 +59,8 @@ def selects_and_classifies(groups: dict[str, Curves], level: float = 0.99) -> Cl
         for metric in ("score/opt", "prob"):
             v = final(c, metric)
             effect = exact_effect(v[0]) if v.size == 1 else mean_effect(v)
-            parts.append(Claim("", rule=Rule(f"final {metric} of {name}", ">", level, source),
-                               effect=effect))  # fmt: skip
+            rule = Rule(f"final {metric} of {name}", ">", level, source, centre=1.0)
+            parts.append(Claim("", rule=rule, effect=effect))
     return Claim(
         "Attention selects the optimal tokens and the head classifies every sample: the "
         f"optimal-token score and the mean probability σ(y f) both exceed {level:g}",

@@ -109,9 +109,9 @@ def norm_growth(groups: dict[str, Curves], reference: str, baseline: str, start:
     source = "ours: linear growth (Eq. 12) read as a log–log slope within ±0.2 of 1"
     ngd, gd = slopes(reference), slopes(baseline)
     parts = [
-        Claim("", rule=Rule(f"log–log slope of ‖W_t‖ in t, {reference}", ">", 0.8, source),
+        Claim("", rule=Rule(f"log–log slope of ‖W_t‖ in t, {reference}", ">", 0.8, source, 1.0),
               effect=mean_effect(ngd)),
-        Claim("", rule=Rule(f"log–log slope of ‖W_t‖ in t, {reference}", "<", 1.2, source),
+        Claim("", rule=Rule(f"log–log slope of ‖W_t‖ in t, {reference}", "<", 1.2, source, 1.0),
               effect=mean_effect(ngd)),
         Claim("", rule=Rule(f"log–log slope of ‖W_t‖ in t, {baseline}", "<", 0.5,
                             "ours: GD's growth is logarithmic (slope → 0)"),
@@ -177,8 +177,8 @@ def score_saturation(
         "in ‖W_t‖, at the rate the max-margin sets: log(1 − score) falls with slope "
         "−1/‖W_mm‖ (measured over predicted within 20 %)",
         parts=[
-            Claim("", rule=Rule(quantity, ">", 0.8, source), effect=mean_effect(ratio)),
-            Claim("", rule=Rule(quantity, "<", 1.25, source), effect=mean_effect(ratio)),
+            Claim("", rule=Rule(quantity, ">", 0.8, source, 1.0), effect=mean_effect(ratio)),
+            Claim("", rule=Rule(quantity, "<", 1.25, source, 1.0), effect=mean_effect(ratio)),
         ],
         unmet=unmet,
         evidence={"fitted_over_steps_from": start, **described({reference: ratio})},
@@ -208,7 +208,7 @@ def aligned_with(alignment: np.ndarray, who: str, svm: str, target: float) -> Cl
     """The final alignment with an SVM, mean over seeds, exceeds `target`: convergence, not
     only being the closer of two."""
     rule = Rule(f"final alignment of {who} with the {svm} SVM, mean over seeds", ">", target,
-                "ours: alignment 0.99 taken as converged in direction")  # fmt: skip
+                "ours: alignment 0.99 taken as converged in direction", centre=1.0)  # fmt: skip
     return Claim(
         f"{who} converges in direction to the {svm}-norm Att-SVM (alignment > {target:g})",
         rule=rule,

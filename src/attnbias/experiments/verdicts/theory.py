@@ -65,10 +65,10 @@ def polylog_order(t):
     return np.log(np.log(t)) * np.log(t) ** MD_POLYLOG_EXPONENT
 
 
-def _mean_part(values, quantity, comparison, threshold, source) -> Claim:
+def _mean_part(values, quantity, comparison, threshold, source, centre=0.0) -> Claim:
     return Claim(
         "",
-        rule=Rule(quantity, comparison, threshold, source),
+        rule=Rule(quantity, comparison, threshold, source, centre),
         effect=mean_effect(values),
     )
 
@@ -109,8 +109,8 @@ def exponent_matches(
     return Claim(
         text,
         parts=[
-            _mean_part(ratio, quantity, ">", 1.0 - tolerance, source),
-            _mean_part(ratio, quantity, "<", 1.0 + tolerance, source),
+            _mean_part(ratio, quantity, ">", 1.0 - tolerance, source, centre=1.0),
+            _mean_part(ratio, quantity, "<", 1.0 + tolerance, source, centre=1.0),
         ],
         unmet=[*unmet, *unresolved(exponents, "fitted exponent")],
         evidence={"exponents": [float(e) for e in exponents], "expected": expected},
@@ -135,8 +135,8 @@ def window_stable(early: np.ndarray, late: np.ndarray, tolerance: float, windows
         f"The fitted exponent is stable: on steps {late_span} it is within {tolerance:.0%} of the "
         f"one on {early_span}",
         parts=[
-            Claim("", rule=Rule(quantity, ">", 1.0 - tolerance, source), effect=ratio),
-            Claim("", rule=Rule(quantity, "<", 1.0 + tolerance, source), effect=ratio),
+            Claim("", rule=Rule(quantity, ">", 1.0 - tolerance, source, centre=1.0), effect=ratio),
+            Claim("", rule=Rule(quantity, "<", 1.0 + tolerance, source, centre=1.0), effect=ratio),
         ],
         unmet=unmet,
         evidence={"early": [float(e) for e in early], "late": [float(e) for e in late]},
@@ -158,6 +158,7 @@ def growth_per_lr(lrs: np.ndarray, slopes: np.ndarray, tolerance: float) -> Clai
                 "<=",
                 EQ12_SLOPE_OVER_LR,
                 "the paper: Eq. 12's upper bound ‖W_t‖ ≤ ‖W₀‖ + ηt",
+                centre=EQ12_SLOPE_OVER_LR,
             ),
             _mean_part(
                 ratio,
@@ -165,6 +166,7 @@ def growth_per_lr(lrs: np.ndarray, slopes: np.ndarray, tolerance: float) -> Clai
                 ">",
                 EQ12_SLOPE_OVER_LR - tolerance,
                 f"derived: the limit is {EQ12_SLOPE_OVER_LR:g}; {tolerance:g} below it ours",
+                centre=EQ12_SLOPE_OVER_LR,
             ),
         ],
         unmet=unresolved(ratio, "late slope"),
@@ -183,8 +185,8 @@ def proportional(
     return Claim(
         text,
         parts=[
-            Claim("", rule=Rule(quantity, ">", 1.0 - tolerance, source), effect=effect),
-            Claim("", rule=Rule(quantity, "<", 1.0 + tolerance, source), effect=effect),
+            Claim("", rule=Rule(quantity, ">", 1.0 - tolerance, source, centre=1.0), effect=effect),
+            Claim("", rule=Rule(quantity, "<", 1.0 + tolerance, source, centre=1.0), effect=effect),
         ],
         unmet=unresolved(y, "value"),
         evidence={"x": [float(v) for v in x], "y": [float(v) for v in y]},
@@ -199,8 +201,8 @@ def ratio_near_one(
     return Claim(
         text,
         parts=[
-            _mean_part(ratios, quantity, ">", 1.0 - tolerance, source),
-            _mean_part(ratios, quantity, "<", 1.0 + tolerance, source),
+            _mean_part(ratios, quantity, ">", 1.0 - tolerance, source, centre=1.0),
+            _mean_part(ratios, quantity, "<", 1.0 + tolerance, source, centre=1.0),
         ],
         unmet=unresolved(ratios, "ratio"),
         evidence={"ratios": [float(r) for r in ratios]},
@@ -244,7 +246,7 @@ def fraction_above(
         return Claim(text, None, {"not_applicable": "no case to count", **evidence})
     return Claim(
         text,
-        rule=Rule(quantity, ">", level, source),
+        rule=Rule(quantity, ">", level, source, centre=1.0),  # the share that fails is scaled
         effect=proportion_effect(int(holds.sum()), int(holds.size), unit="cases"),
         evidence={"holds": int(holds.sum()), "cases": int(holds.size), **evidence},
     )
