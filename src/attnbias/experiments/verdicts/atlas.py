@@ -38,7 +38,7 @@ def lower_gap(groups, name: str, other: str, label: str, source: str) -> Claim:
     """Per seed, `other`'s final gap in norm `label` over `name`'s exceeds 1."""
     a, b = paired(groups[other], groups[name], final(groups[other], gap(label)),
                   final(groups[name], gap(label)))  # fmt: skip
-    rule = Rule(f"final gap in {label}: {other} over {name}, per seed", ">", 1.0, source)
+    rule = Rule(f"final gap in {label}: {other} over {name}, per seed", ">", 1.0, source, 1.0)
     return Claim("", rule=rule, effect=ratio_effect(a, b))
 
 

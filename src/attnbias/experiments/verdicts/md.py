@@ -40,7 +40,7 @@ def own_p_nearest(groups: dict[str, Curves], own: dict[str, str]) -> Claim:
                 continue
             a, b = paired(groups[other], groups[name], final(groups[other], metric),
                           final(groups[name], metric))  # fmt: skip
-            rule = Rule(f"final {metric}: {other} over {name}, per seed", ">", 1.0, source)
+            rule = Rule(f"final {metric}: {other} over {name}, per seed", ">", 1.0, source, 1.0)
             parts.append(Claim("", rule=rule, effect=ratio_effect(a, b)))
     return Claim(
         "Off the diagonal the divergence stays away: for the SVM of each p, every other "

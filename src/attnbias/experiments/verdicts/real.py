@@ -173,7 +173,8 @@ def lower_loss(
         a, b = arms[than], arms[name]
         parts.append(Claim(
             "",
-            rule=Rule(f"final train loss: {than} over {name}, paired by seed", ">", 1.0, source),
+            rule=Rule(f"final train loss: {than} over {name}, paired by seed", ">", 1.0, source,
+                      1.0),
             effect=ratio_effect(a.of("final_train_loss"), b.of("final_train_loss")),
             unmet=protocol_unmet(a, "final_train_loss") + protocol_unmet(b, "final_train_loss"),
         ))  # fmt: skip

@@ -217,7 +217,7 @@ def slower(slow: np.ndarray, fast: np.ndarray, text: str, source: str, unmet=())
     effect = ratio_effect(np.abs(slow), np.abs(fast))
     return Claim(
         text,
-        rule=Rule("|exponent| of the slower over the faster, per seed", "<", 1.0, source),
+        rule=Rule("|exponent| of the slower over the faster, per seed", "<", 1.0, source, 1.0),
         effect=effect,
         unmet=[*unmet, *unresolved(slow + fast, "fitted exponent pair")],
         evidence={"slow": [float(e) for e in slow], "fast": [float(e) for e in fast]},
