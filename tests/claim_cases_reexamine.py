@@ -62,8 +62,9 @@ def reexamine_cases() -> dict[str, list]:
             (INCONCLUSIVE, ("t", [verdict(SUPPORTED), verdict(INCONCLUSIVE)]), {}),
         ],
         "reexamine.larger_cap_ends_closer": [
-            (SUPPORTED, (n, ["GD", "NGD", "NGD-mom"]), {}),  # 0.14, 1e-4, 1e-6
-            (NOT_SUPPORTED, (n, ["GD", "NGD-mom", "NGD"]), {}),  # the last step goes back up
-            (INCONCLUSIVE, (tied_ngd, ["GD", "NGD"]), {}),
+            (SUPPORTED, (n, ["GD", "NGD", "NGD-mom"], 0.1), {}),  # 0.14, 1e-4, 1e-6
+            (NOT_SUPPORTED, (n, ["GD", "NGD-mom", "NGD"], 0.1), {}),  # the last step goes back up
+            (INCONCLUSIVE, (tied_ngd, ["GD", "NGD"], 0.1), {}),
+            (INCONCLUSIVE, (halted, ["GD", "NGD", "NGD-mom"], 0.1), {}),  # GD's runs stopped
         ],
     }

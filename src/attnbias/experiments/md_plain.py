@@ -99,6 +99,10 @@ def own_metric(p: float) -> str:
     return f"divergence/{Norm.parse(p).label}"
 
 
+# md-local's threshold for "converged in direction": the limit claim is judged only there
+CONVERGED = 0.05
+
+
 def exponents(c: Curves, metric: str, window) -> np.ndarray:
     return polylog_exponents(c.steps, c.values[metric], window)
 
@@ -107,7 +111,7 @@ def claims(groups: dict[str, Curves], own: dict[str, str], config: Config) -> li
     fit, (early, late) = list(config.fit_window), [list(w) for w in config.windows]
     bound = polylog_bound(fit)
     nearest = (
-        md_rules.own_p_nearest(groups, own)
+        md_rules.own_p_nearest(groups, own, converged_below=CONVERGED)
         if len(own) > 1
         else not_applicable("each run ends nearest its own p's SVM", "one p: nothing to compare")
     )

@@ -126,7 +126,9 @@ def claims(groups: dict[str, Curves], config: Config) -> list[Claim]:
             for cap in config.caps
         ),
         rules.larger_cap_ends_closer(
-            groups, [polyak_name(cap, config.paper_c) for cap in sorted(config.caps)]
+            groups,
+            [polyak_name(cap, config.paper_c) for cap in sorted(config.caps)],
+            config.rate_start,
         ),
     ]
     slugs = [

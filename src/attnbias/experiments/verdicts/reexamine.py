@@ -91,6 +91,20 @@ def stopped(c: Curves, start: float) -> np.ndarray:
     return np.array([np.ptp(row[late]) == 0 for row in values(c, "norm/2")], dtype=bool)
 
 
+def unless_stopped(part: Claim, groups: dict[str, Curves], names: list[str], start: float):
+    """`part`, made inconclusive where some runs of `names` stopped (`stopped`): a final value
+    the float64 floor froze says nothing about who is ahead."""
+    why = [
+        f"{halted} run(s) of {name} stopped: ‖W_t‖ constant from step {start:g}·last"
+        for name in names
+        if (halted := int(np.sum(stopped(groups[name], start)))) > 0
+    ]
+    if not why:
+        return part
+    return Claim(part.claim, rule=part.rule, effect=part.effect, unmet=why,
+                 evidence=part.evidence)  # fmt: skip
+
+
 def ends_ahead(
     groups: dict[str, Curves], name: str, others: list[str], who: str, start: float
 ) -> Claim:
@@ -99,15 +113,11 @@ def ends_ahead(
     once the run ends. Against a group some of whose runs stopped (`stopped`: the float64
     floor, not the method, ended them) the comparison is inconclusive."""
     source = "ours: any lead at the last step (a ratio > 1)"
-    parts = []
-    for other in others:
-        part = faster(groups, other, name, MISALIGNMENT, 1.0, source)
-        halted = int(np.sum(stopped(groups[other], start)))
-        if halted > 0:
-            why = f"{halted} run(s) of {other} stopped: ‖W_t‖ constant from step {start:g}·last"
-            part = Claim(part.claim, rule=part.rule, effect=part.effect, unmet=[why],
-                         evidence=part.evidence)  # fmt: skip
-        parts.append(part)
+    parts = [
+        unless_stopped(faster(groups, other, name, MISALIGNMENT, 1.0, source), groups, [other],
+                       start)
+        for other in others
+    ]  # fmt: skip
     return Claim(
         f"{name} ends ahead of {who}: smaller final misalignment at equal steps (paired by seed)",
         parts=parts,
@@ -118,13 +128,18 @@ def ends_ahead(
     )
 
 
-def larger_cap_ends_closer(groups: dict[str, Curves], by_cap: list[str]) -> Claim:
+def larger_cap_ends_closer(groups: dict[str, Curves], by_cap: list[str], start: float) -> Claim:
     """The artefact behind "NGD ends ahead of Polyak": `by_cap` names Polyak's runs in order
     of increasing cap γ_b (one c); each ends with a smaller final misalignment than the one
     before it, paired by seed. Late in a run the capped step is a GD step of size γ_b, so how
-    far Polyak gets is set by γ_b, not by the Polyak rule."""
+    far Polyak gets is set by γ_b, not by the Polyak rule. A pair with stopped runs
+    (`stopped`, from `start` × the last step) is inconclusive."""
     source = "ours: any improvement (a ratio > 1) from raising the cap"
-    parts = [faster(groups, low, high, MISALIGNMENT, 1.0, source) for low, high in pairwise(by_cap)]
+    parts = [
+        unless_stopped(faster(groups, low, high, MISALIGNMENT, 1.0, source), groups,
+                       [low, high], start)
+        for low, high in pairwise(by_cap)
+    ]  # fmt: skip
     return Claim(
         f"The cap decides how far Polyak gets: each larger γ_b ({', '.join(by_cap)}) ends with "
         "a smaller misalignment at equal steps (paired by seed)",
