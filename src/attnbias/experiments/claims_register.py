@@ -91,8 +91,8 @@ def ngd_fixed_entries(experiment: str, figure: str, data: str) -> list[PaperClai
                    "'Polyak step-size leads to even faster convergence than NGD across all "
                    "metrics, including the train loss'", setting + "; judged by steps to a level "
                    "both reach (halfway, on a log scale, from the start to the larger final "
-                   "value), on loss, misalignment and optimal-token score (the paper shows curves): "
-                   "speed to a common level only: at the last step NGD ends ahead of the "
+                   "value), on loss, misalignment and optimal-token score (the paper shows "
+                   "curves): speed to a common level only: at the last step NGD ends ahead of the "
                    "capped Polyak step (reexamine-polyak/ngd-ends-ahead-*)"),
         PaperClaim(f"{experiment}/norm-growth", "NGD", f"proof of Thm 1 (Eq. 12), {figure}",
                    "‖W_t‖ grows linearly in t under NGD (GD: logarithmically)",
