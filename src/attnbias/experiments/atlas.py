@@ -46,12 +46,18 @@ logger = logging.getLogger(__name__)
 DESCRIPTION = "Which optimiser selects which max-margin solution: margin gaps in five norms"
 
 
-class Config(GaussianUnitConfig):
+class GapConfig(GaussianUnitConfig):
+    """Fields of the experiments that measure margin gaps of several optimisers in several
+    norms (atlas, the re-examinations of its verdicts)."""
+
     steps: PositiveInt = Field(description="steps of every run")
     algorithms: Algorithms = Field(description="the optimisers compared ([[algorithms]] tables)")
     norms: Norms = Field(
         description="norms the margin gap is measured in (numbers p, inf, 'spectral', 'nuc')"
     )
+
+
+class Config(GapConfig):
     own_norm: dict[str, Text] = Field(
         description="algorithm name → the label of the norm whose max-margin solution it should "
         'select ("2", "inf", "spectral", "1.75", "nuc")'

@@ -24,20 +24,15 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from ..claims import Claim, identified, not_applicable
-from ..config import Algorithms, Norms, Positive, PositiveInt, Text, real
+from ..config import Positive, Text, real
 from ..figures import save_figure
 from . import atlas, plotting
-from .runs import GaussianUnitConfig, curves, sweep, sweep_summary
+from .runs import curves, sweep, sweep_summary
 from .verdicts import atlas as atlas_rules
 from .verdicts import reexamine as rules
 
 
-class Config(GaussianUnitConfig):
-    steps: PositiveInt = Field(description="steps of every run")
-    algorithms: Algorithms = Field(description="the optimisers compared ([[algorithms]] tables)")
-    norms: Norms = Field(
-        description="norms the margin gap is measured in (numbers p, inf, 'spectral', 'nuc')"
-    )
+class Config(atlas.GapConfig):
     own_norm: dict[str, Text] = Field(
         description="owner (an algorithm that is steepest descent in a norm) → that norm's "
         "label: the yardsticks"
