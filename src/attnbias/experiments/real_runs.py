@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
+import pyarrow.compute as pc  # not loaded by `import pyarrow`
 import torch
 import torch.nn.functional as F
 from pydantic import Field
@@ -466,7 +466,7 @@ class OptimizerGrid:
 
 def series(record: RunRecord, metric: str) -> tuple[np.ndarray, np.ndarray]:
     """(steps, values) of one metric of a stored run."""
-    table = record.metrics.filter(pa.compute.equal(record.metrics["metric"], metric))
+    table = record.metrics.filter(pc.equal(record.metrics["metric"], metric))
     return table["step"].to_numpy(), table["value"].to_numpy()
 
 
