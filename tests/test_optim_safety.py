@@ -677,3 +677,15 @@ def test_any_configuration_is_refused_or_steps_to_finite_values(cls, data):
         assert all(torch.equal(w.detach(), b) for w, b in zip(params, before))
         return
     assert all(bool(torch.isfinite(w).all()) for w in params)
+
+
+@pytest.mark.parametrize("maximize", [False, True])
+@pytest.mark.parametrize("f_star", [0.0, 1.0])
+def test_polyak_with_a_zero_gradient_takes_no_step(maximize, f_star):
+    """‖g‖ = 0 with L − L* ≤ 0 (L = L*, or −L below L* under maximize) made the divisor
+    0·(0/0) = NaN, and the step NaN (found by the property test above)."""
+    w = torch.nn.Parameter(torch.zeros(4, dtype=torch.float64))
+    optimizer = PolyakStep([w], lr=1.0, f_star=f_star, maximize=maximize)
+    w.grad = torch.zeros(4, dtype=torch.float64)
+    optimizer.step(lambda: torch.tensor(1.0, dtype=torch.float64))
+    assert torch.equal(w.detach(), torch.zeros(4, dtype=torch.float64))

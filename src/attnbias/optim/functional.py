@@ -67,10 +67,12 @@ def polyak_divisor(
 
     Written as max{c‖g‖·(‖g‖/(L − L*)), 1/γ_b} so that no intermediate overflows before it
     matters: ‖g‖² underflowing to 0 gives the cap (as the true η_t would), L ≤ L* gives ∞
-    (no step)."""
+    (no step). A zero gradient (‖g‖ = 0, where 0·(0/0) would be NaN, e.g. at L = L* or with
+    maximize) gives the cap too: the step g/D is 0 either way."""
     gap = (loss - f_star).clamp(min=0.0)
     inverse_cap = torch.as_tensor(cap, dtype=sq_root.dtype, device=sq_root.device).reciprocal()
-    return torch.maximum(c * sq_root * (sq_root / gap), inverse_cap)  # γ_b = 0: ∞, no step
+    scaled = torch.where(sq_root == 0, 0.0, c * sq_root * (sq_root / gap))  # NaN stays NaN
+    return torch.maximum(scaled, inverse_cap)  # γ_b = 0: ∞, no step
 
 
 def divisors(
