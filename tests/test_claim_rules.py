@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import importlib
+from dataclasses import asdict
 
 import pytest
 
-from attnbias.claims import STATUSES, Claim
+import claim_cases
+from attnbias.claims import STATUSES, SUPPORTED, Claim, verdict_columns
+from attnbias.experiments.verdicts import ngd
 from claim_cases import cases
 
 
@@ -58,3 +61,16 @@ def test_every_rule_function_has_cases():
             ):
                 missing.append(f"{info.name}.{n}")
     assert not missing, f"rule functions without cases: {missing}"
+
+
+def test_a_loss_at_the_float_floor_stays_supported_and_says_its_interval_is_the_floor():
+    """A final loss that underflowed is below any threshold (the verdict stands), but its
+    interval describes float64's floor, which the register's effect column says."""
+    groups = {k: claim_cases.ngd_group(1e-4, loss_final=1e-5, seed=s) for k, s in (
+        ("GD", 0), ("NGD", 10), ("Polyak", 20), ("NGD-mom", 30))}  # fmt: skip
+    groups["NGD"].values["loss"][:, -1] = 5e-324  # its last recorded loss underflowed
+    claim = ngd.joint_convergence(groups, "loss", 1e-3, "loss to zero")
+    notes = [p.evidence.get("effect_note", "") for p in claim.parts]
+    assert claim.status == SUPPORTED
+    assert "floor" in notes[1] and not any(notes[k] for k in (0, 2, 3))
+    assert "floor" in verdict_columns(asdict(claim))["effect"].split("<br>")[1]

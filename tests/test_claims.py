@@ -49,7 +49,7 @@ def text_md_claims(holds: bool):
 
 def text_finetune_claims(holds: bool):
     if holds:
-        rows = claim_cases_real.loss_rows("sst2", 0.01, SGD=1.0, SNGD=0.2, SPS=0.21, Adam=0.2)
+        rows = claim_cases_real.loss_rows("sst2", 0.05, SGD=1.0, SNGD=0.2, SPS=0.21, Adam=0.2)
     else:
         rows = claim_cases_real.loss_rows("sst2", -0.01, SGD=0.1, SNGD=0.5, SPS=0.6, Adam=0.1)
     return text_finetune.finetune_claims(rows, ["sst2"])
@@ -58,7 +58,7 @@ def text_finetune_claims(holds: bool):
 def vision_claims(holds: bool):
     loss = {"SGD": 0.5, "SNGD": 0.8, "Adam": 0.48} if holds else {"SGD": 0.5, "SNGD": 0.3,
                                                                    "Adam": 0.1}  # fmt: skip
-    rows = claim_cases_real.loss_rows("mnist", 0.01 if holds else -0.01, **loss)
+    rows = claim_cases_real.loss_rows("mnist", 0.05 if holds else -0.01, **loss)
     return vision.vision_claims(rows, ["mnist"])
 
 
@@ -138,10 +138,10 @@ def test_nothing_to_compare_is_not_applicable():
     only_lo = {1.1: claim_cases_real.md_collected(True)[1.1]}
     for claim in text_md.text_md_claims(only_lo):
         assert claim.status == "not applicable" and claim.id.startswith("text-md/")
-    rows = claim_cases_real.loss_rows("mnist", 0.01, SGD=0.5, Adam=0.4)
+    rows = claim_cases_real.loss_rows("mnist", 0.05, SGD=0.5, Adam=0.4)
     statuses = [c.status for c in vision.vision_claims(rows, ["mnist"])]
     assert statuses == ["not applicable", "not applicable", "supported"]
-    rows = claim_cases_real.loss_rows("sst2", 0.01, SGD=1.0)
+    rows = claim_cases_real.loss_rows("sst2", 0.05, SGD=1.0)
     statuses = [c.status for c in text_finetune.finetune_claims(rows, ["sst2"])]
     assert statuses == ["not applicable", "not applicable", "supported"]
 

@@ -399,8 +399,10 @@ def verdict_columns(claim: dict) -> dict[str, str]:
         or "—",
         "source": "<br>".join(sources) or "—",
         "effect": "<br>".join(
-            f"{_effect_text(leaf.get('effect'))} → {leaf['status']}" if len(leaves) > 1
-            else _effect_text(leaf.get("effect"))
+            _effect_text(leaf.get("effect"))
+            + (f" ({leaf['evidence']['effect_note']})"
+               if "effect_note" in (leaf.get("evidence") or {}) else "")
+            + (f" → {leaf['status']}" if len(leaves) > 1 else "")
             for leaf in leaves
         )
         or "—",
