@@ -241,3 +241,14 @@ def test_a_register_row_takes_its_own_claim_not_one_its_id_prefixes():
     per_dataset = [{"id": "text-finetune/norm-growth-rotten_tomatoes"},
                    {"id": "text-finetune/norm-growth-tweets_3class"}]  # fmt: skip
     assert matching(entry, {"claims": per_dataset}) == per_dataset
+
+
+def test_an_experiment_not_run_says_why_where_that_is_known_and_is_counted_as_not_run():
+    from attnbias.experiments import claims_register as register
+
+    rows = register.register_rows({})
+    text_md = [r for r in rows if r[0].startswith("text-md/")]
+    others = [r for r in rows if r[0].startswith("text-finetune/")]
+    assert text_md and all(r[6].startswith(register.NOT_RUN + " (") for r in text_md)
+    assert "99.5 %" in text_md[0][6] and all(r[6] == register.NOT_RUN for r in others)
+    assert register.counts(rows) == f"{len(rows)} {register.NOT_RUN}"

@@ -76,10 +76,10 @@ DESCRIPTION = (
     "trained to 99.5 % train accuracy, checkpoint and rate chosen on validation: test accuracy, "
     "key-word attention, K/Q/V sparsity, paired by seed, beside three reference models"
 )
-# Full scale in one process on a quiet core: an estimate from the profiled step (docs/REAL_DATA.md,
-# "Where a text-md step goes": 21-24 runs to the 14,200-step cap at 32-40 ms a step plus their
-# scorings, and the MiniLM reference: 3.0-4.1 h); not yet measured on a full run of this
-# protocol. `attnbias reproduce` states it first.
+# Full scale in one process: 21-24 runs to the 14,200-step cap (none reaches the target, measured
+# on seed 0's first search run) at 32-40 ms a step plus their scorings, and the MiniLM reference:
+# 3.0-4.1 h; with --workers 2 the processes slow each other (61 ms a step) and it is 2.7-3.2 h
+# (docs/REAL_DATA.md, "Why the full protocol does not fit"). `attnbias reproduce` states it first.
 FULL_SCALE_MINUTES = 240
 PAPER_ACCURACY = papers.MD_IMDB_ACCURACY
 PAPER_KEYWORD_ATTENTION = papers.MD_IMDB_KEYWORD_ATTENTION
