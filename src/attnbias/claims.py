@@ -203,6 +203,18 @@ def identified(prefix: str, claims: list[Claim], slugs) -> list[Claim]:
 # --- effects with confidence intervals ----------------------------------------------------------
 
 
+def float_floor_note(values) -> dict:
+    """Evidence for values below float64's smallest normal number (2.2e-308; subnormal or 0):
+    such a value has reached the floating-point floor. It is below any threshold a rule states
+    (the verdict stands), but its interval describes the floor, not the runs' spread."""
+    values = np.asarray(values, dtype=np.float64)
+    under = int(np.sum(np.abs(values) < np.finfo(np.float64).tiny))
+    if not under:
+        return {}
+    return {"effect_note": f"{under}/{len(values)} runs at float64's floor (below its smallest "
+            "normal number): the interval shows the floor, not the runs' spread"}  # fmt: skip
+
+
 def _finite(values) -> np.ndarray:
     values = np.asarray(values, dtype=np.float64).ravel()
     return values[np.isfinite(values)]

@@ -248,34 +248,31 @@ def claims(rows: list[dict], dominance: dict, config: Config) -> list[Claim]:
         f"ours: fails on all but a fraction {1 - level:.2g}",
         dominance={str(s): v for s, v in dominance["gaussian_unit"].items()},
     )
-    global_small = Claim(
-        f"Theorem 1, global: on example1 (seeds where Assumption 1 holds) NGD ends selecting the "
-        f"optimal tokens from every adversarial start at R = {smallest:g}",
-        parts=[
-            rules.fraction_above(
-                ended(ex1, "optimal", algorithm=name, R=smallest),
-                level,
-                "",
-                f"fraction of {name}'s starts at R = {smallest:g} ending at the optimal tokens",
-                f"the paper: Thm 1, from any initial direction (small scale); {level:g} ours",
-            )
-            for name in ngd
-        ],
-    )
-    global_any = Claim(
-        "Beyond the theorem's small scale: on example1 every algorithm ends at the optimal "
-        f"tokens from adversarial starts at every R ({', '.join(f'{r:g}' for r in config.radii)})",
-        parts=[
+
+    def ends_optimal(names, radii, source):
+        """Per algorithm and R: the fraction of its starts there ending at the optimal tokens."""
+        return [
             rules.fraction_above(
                 ended(ex1, "optimal", algorithm=name, R=radius),
                 level,
                 "",
                 f"fraction of {name}'s starts at R = {radius:g} ending at the optimal tokens",
-                f"ours: extends Thm 1 to large starts and to ℓp-MD; {level:g} ours",
+                f"{source}; {level:g} ours",
             )
             for name in names
-            for radius in config.radii
-        ],
+            for radius in radii
+        ]
+
+    global_small = Claim(
+        f"Theorem 1, global: on example1 (seeds where Assumption 1 holds) NGD ends selecting the "
+        f"optimal tokens from every adversarial start at R = {smallest:g}",
+        parts=ends_optimal(ngd, [smallest], "the paper: Thm 1, from any initial direction (small "
+                           "scale)"),
+    )  # fmt: skip
+    global_any = Claim(
+        "Beyond the theorem's small scale: on example1 every algorithm ends at the optimal "
+        f"tokens from adversarial starts at every R ({', '.join(f'{r:g}' for r in config.radii)})",
+        parts=ends_optimal(names, config.radii, "ours: extends Thm 1 to large starts and to ℓp-MD"),
     )
     gauss = [r for r in rows if r["problem"] == "gaussian_unit"]
     local = Claim(

@@ -6,7 +6,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...claims import Claim, Rule, mean_effect, not_applicable, paired_difference, ratio_effect
+from ...claims import (
+    Claim,
+    Rule,
+    float_floor_note,
+    mean_effect,
+    not_applicable,
+    paired_difference,
+    ratio_effect,
+)
 from ..runs import Curves, loglog_slope
 from .common import common_level, described, final, paired, steps_to_reach, values
 
@@ -236,17 +244,6 @@ def met_early(c: Curves, metric: str, target: float) -> list[str]:
     return []
 
 
-def at_float_floor(values: np.ndarray) -> dict:
-    """Evidence for final values below float64's smallest normal number: such a value has
-    underflowed, so the true one is smaller still. It is below any threshold the rule states
-    (the verdict stands) but its interval describes the floor, not the runs."""
-    under = int(np.sum(np.abs(values) < np.finfo(np.float64).tiny))
-    if not under:
-        return {}
-    return {"effect_note": f"{under}/{len(values)} runs ended below float64's smallest "
-            "normal number: the true value is smaller; the interval shows the floor"}  # fmt: skip
-
-
 def joint_convergence(groups: dict[str, Curves], metric: str, target: float, text: str) -> Claim:
     """Every algorithm, GD included (the NGD paper proves GD's global convergence in its data
     model too), ends with its mean final `metric` below `target`."""
@@ -255,7 +252,7 @@ def joint_convergence(groups: dict[str, Curves], metric: str, target: float, tex
     parts = [
         Claim("", rule=Rule(f"final {label} of {name}, mean over seeds", "<", target, source),
               effect=mean_effect(final(c, metric)), unmet=met_early(c, metric, target),
-              evidence=at_float_floor(final(c, metric)))
+              evidence=float_floor_note(final(c, metric)))
         for name, c in groups.items()
     ]  # fmt: skip
     return Claim(
