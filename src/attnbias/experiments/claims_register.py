@@ -44,8 +44,9 @@ VIT = "ViT on MNIST (5,000) and Fashion-MNIST instead of MNIST and CIFAR-10; few
 NOT_RUN = "not run yet at full scale on the current code"
 # Why an experiment has no full-scale summary, where that is known (docs/REAL_DATA.md)
 NOT_RUN_WHY = {
-    "text-md": "a run stops at the 100-epoch cap well short of the 99.5 % target (70.9 % after "
-    "43 epochs, measured), and the 21–24 capped runs take ≈ 3 h on 2 cores: docs/REAL_DATA.md",
+    "text-md": "its runs take (nearly) the whole 100-epoch cap to approach the 99.5 % target "
+    "(77.7 % after 43 epochs at the centre rate, measured), and its 21–24 runs take ≈ 3 h on 2 "
+    "cores: docs/REAL_DATA.md",
 }
 
 
