@@ -3,8 +3,8 @@
 One fixed batch, one process, each optimiser on its own copy of the model; the optimisers take
 turns round by round (in a fresh random order each round) so background load hits them alike.
 For each we time optimizer.step() alone and the whole iteration (zero_grad + forward + backward
-+ step), and report medians and their ratios to SGD, against the goals of issue 7 (p-GD's
-"virtually no overhead").
++ step), and report medians and their ratios to SGD, against the goals of issue 20, point 2
+(issue 7 asked 1.03× of SNGD and SPS; p-GD's "virtually no overhead").
 
 Thread counts are pinned through OMP/MKL/OpenBLAS environment variables before torch is
 imported (torch.set_num_threads alone leaves BLAS pools and inter-op threads free), so runs on
@@ -48,8 +48,8 @@ from attnbias.data.text import rotten_tomatoes  # noqa: E402
 from attnbias.real.minilm import MiniLMClassifier, encode, load_tokenizer  # noqa: E402
 from attnbias.real.train import make_optimizer, optimizer_label  # noqa: E402
 
-# full iteration time relative to SGD's (issue 7, point 7)
-GOALS = {"SNGD": 1.03, "SPS": 1.03, "ℓ1.1-MD": 1.05, "ℓ1.1-MD (normalized)": 1.10}
+# full iteration time relative to SGD's (issue 20, point 2)
+GOALS = {"SNGD": 1.05, "SPS": 1.05, "ℓ1.1-MD": 1.05, "ℓ1.1-MD (normalized)": 1.10}
 
 OPTIMIZERS = [
     {"name": "sgd", "lr": 0.1},
@@ -110,11 +110,16 @@ def main(args: argparse.Namespace) -> None:
     print(f"MiniLM (22.7M parameters), batch {args.batch_size}×{batch['input_ids'].shape[1]} "
           f"tokens, median of {args.rounds} rounds; threads pinned to {args.threads} "
           f"({', '.join(THREAD_VARIABLES)} set before importing torch)")  # fmt: skip
-    print(f"{'optimiser':<22}{'step ms':>9}{'iter ms':>9}{'step/SGD':>10}{'iter/SGD':>10}  goal")
+    # iteration times of identical models differ by a few percent (placement in memory, the
+    # machine's other load): SGD's iteration plus the difference of the steps isolates what
+    # the optimiser adds
+    print(f"{'optimiser':<22}{'step ms':>9}{'iter ms':>9}{'step/SGD':>10}{'iter/SGD':>10}"
+          f"{'SGD iter+Δstep':>16}  goal")  # fmt: skip
     results = []
     for name, (full, step) in median.items():
         row = {"optimizer": name, "step_ms": 1e3 * step, "iteration_ms": 1e3 * full,
-               "step_vs_sgd": step / sgd_step, "iteration_vs_sgd": full / sgd_full}  # fmt: skip
+               "step_vs_sgd": step / sgd_step, "iteration_vs_sgd": full / sgd_full,
+               "step_added_vs_sgd": (sgd_full + step - sgd_step) / sgd_full}  # fmt: skip
         goal = GOALS.get(name)
         verdict = ""
         if goal is not None:
@@ -123,7 +128,8 @@ def main(args: argparse.Namespace) -> None:
             verdict = f"≤ {goal:.2f}× {'met' if row['goal_met'] else 'NOT met'}"
         results.append(row)
         print(f"{name:<22}{row['step_ms']:>9.1f}{row['iteration_ms']:>9.1f}"
-              f"{row['step_vs_sgd']:>9.2f}×{row['iteration_vs_sgd']:>9.2f}×", verdict)  # fmt: skip
+              f"{row['step_vs_sgd']:>9.2f}×{row['iteration_vs_sgd']:>9.2f}×"
+              f"{row['step_added_vs_sgd']:>15.3f}×", verdict)  # fmt: skip
     met = sum(row.get("goal_met", False) for row in results)
     print(f"goals met: {met} of {len(GOALS)}")
     if args.json:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 import warnings
 from typing import ClassVar
 
@@ -15,7 +16,8 @@ import torch
 from torch.optim import Optimizer
 
 from .._validate import check_scalar
-from ..norms import mirror_map
+from ..norms import dual_exponent, lp_norm, mirror_map, underflow_floor, unscaled_two_norms
+from . import functional as F
 
 NORMALIZE_MODES = ("per_tensor", "global")
 # Parameter dtypes the optimisers step; float16/bfloat16 ones are stepped in float32.
@@ -385,6 +387,167 @@ def not_finite(optimizer: str, culprit) -> FloatingPointError:
     )
 
 
+def quick_two_norm_divisors(
+    optimizer: str, grads: list[torch.Tensor], normalize: str, eta: float, culprit
+) -> tuple[list[torch.Tensor], list[torch.Tensor | None]]:
+    """The divisors D that `F.divisors(grads, normalize)` gives for ℓ2 normalisation
+    ("per_tensor" or "global"; grads with their run axis), from norms taken without scaling
+    (`norms.unscaled_two_norms`: one reduction over each gradient instead of four); and for
+    each tensor the factor F = D/η of the one-pass step (`F.step_` with divisors F and η = 1),
+    or None where F is not a normal number (that tensor takes D and η).
+
+    A norm the unscaled sum cannot vouch for (below `norms.underflow_floor`, where squares
+    flushed to zero could matter, or beyond its dtype's range) is recomputed by the
+    scale-safe `lp_norm`, as `F.divisors` computes it, so no gradient is frozen by an
+    underflowed norm. One host sync for all tensors; a second (`check_finite`, which raises
+    FloatingPointError naming the parameter whose gradient is not finite) only where a norm
+    was recomputed. `culprit` as for `check_finite`."""
+    norms = unscaled_two_norms(grads)
+    dtypes = [g.dtype for g in grads]
+    tops = _limits(dtypes, "max", norms.device)
+    if normalize == "per_tensor":
+        kinds, sizes = dtypes, norms
+        floors = [underflow_floor(g.numel(), t) for g, t in zip(grads, dtypes)]
+    else:  # one D in the dtype the tensors' norms promote to, as F.divisors's
+        kinds = [functools.reduce(torch.promote_types, dtypes)]
+        sizes = lp_norm(norms).reshape(1)
+        floors = [math.hypot(*(underflow_floor(g.numel(), t) for g, t in zip(grads, dtypes)))]
+        # each tensor's norm must fit its own dtype too, as the scale-safe ones do
+        tops = torch.where(norms <= tops, torch.finfo(kinds[0]).max, -1.0).amin().reshape(1)
+    floors = torch.tensor(floors, dtype=torch.float64, device=sizes.device)
+    fits = (sizes >= floors) & (sizes <= tops)  # False for NaN
+    factors = sizes / eta
+    normal = fits & normal_numbers(factors, kinds)
+    fits, normal = torch.stack((fits, normal)).tolist()  # the one host sync
+    if normalize == "global" and not fits[0]:
+        divisors = F.divisors(grads, "global")
+        check_finite(optimizer, divisors, culprit)
+        return divisors, [None] * len(grads)
+    divisors, factors = one_per_run(sizes, kinds), one_per_run(factors, kinds)
+    if normalize == "global":
+        divisors, factors, normal = (x * len(grads) for x in (divisors, factors, normal))
+    redo = [k for k, good in enumerate(fits) if not good]  # (per_tensor only, by now)
+    for k in redo:
+        divisors[k] = F.gradient_norms([grads[k]], 2.0)[0]
+    if redo:
+        check_finite(optimizer, [divisors[k] for k in redo], culprit)
+    return divisors, [f if good else None for f, good in zip(factors, normal)]
+
+
+# Tensors up to this many entries have their norms taken together: rows padded with zeros
+# (which change no norm) in one `lp_norm`, instead of a dozen small operations each.
+SMALL_TENSOR = 1 << 12
+
+
+def gradient_norms(grads: list[torch.Tensor], q: float, workspace) -> list[torch.Tensor]:
+    """`F.gradient_norms(grads, q)`: the scale-safe ℓq norm of each gradient (with its run
+    axis), (1,) each; the small ones (SMALL_TENSOR entries at most) together, by dtype."""
+    out: list = [None] * len(grads)
+    small: dict[tuple[torch.dtype, torch.device], list[int]] = {}
+    for k, g in enumerate(grads):
+        if g.numel() <= SMALL_TENSOR:
+            small.setdefault((g.dtype, g.device), []).append(k)
+    for part in small.values():
+        rows = torch.nn.utils.rnn.pad_sequence([grads[k].reshape(-1) for k in part], True)
+        norms = lp_norm(rows, q, dim=(1,)).view(-1, 1)
+        for j, k in enumerate(part):
+            out[k] = norms[j]
+    large = [k for k, x in enumerate(out) if x is None]
+    if large:
+        g = [grads[k] for k in large]
+        for k, norm in zip(large, F.gradient_norms(g, q, workspace.views(g, 2))):
+            out[k] = norm
+    return out
+
+
+def dual_norm_divisors(grads, normalize: str, p: float, workspace) -> list[torch.Tensor]:
+    """`F.divisors(grads, normalize, p=p)` for "per_tensor" and "global": the gradients' dual
+    ℓq norms, q = p/(p − 1), the small tensors' together (`gradient_norms`)."""
+    q = dual_exponent(p)
+    norms = gradient_norms(grads, q, workspace)
+    return norms if normalize == "per_tensor" else [F.global_norm(norms, q)] * len(grads)
+
+
+def quick_factors(
+    optimizer: str, divisors: list[torch.Tensor], eta: float, culprit
+) -> list[torch.Tensor | None]:
+    """For divisors D (one element each), checked here to be finite (FloatingPointError
+    otherwise, as `check_finite` raises), the factors F = D/η of the one-pass step (`F.step_`
+    with divisors F and η = 1), or None where F is not a normal number. One host sync for all
+    tensors."""
+    kinds = [d.dtype for d in divisors]
+    sizes = torch.stack([d.reshape(-1)[0] for d in divisors]).double()
+    factors = sizes / eta
+    finite, normal = torch.stack((torch.isfinite(sizes), normal_numbers(factors, kinds))).tolist()
+    if not all(finite):
+        raise not_finite(optimizer, culprit)
+    factors = one_per_run(factors, kinds)
+    return [f if good else None for f, good in zip(factors, normal)]
+
+
+def normal_numbers(values: torch.Tensor, dtypes: list[torch.dtype]) -> torch.Tensor:
+    """Which of the (float64) values are normal numbers of their dtype, with a margin of 2
+    for the rounding into it (NaN: False)."""
+    size, device = values.abs(), values.device
+    tiny, top = _limits(dtypes, "tiny", device), _limits(dtypes, "max", device)
+    return (size >= 2 * tiny) & (size <= top / 2)
+
+
+def _limits(dtypes: list[torch.dtype], name: str, device) -> torch.Tensor:
+    """torch.finfo(t).tiny or .max of each dtype, as a float64 tensor."""
+    values = [getattr(torch.finfo(t), name) for t in dtypes]
+    return torch.tensor(values, dtype=torch.float64, device=device)
+
+
+def one_per_run(values: torch.Tensor, dtypes: list[torch.dtype]) -> list[torch.Tensor]:
+    """Entry k of the (float64) values as a (1,) tensor of dtypes[k]: a divisor of one run,
+    as `F.divisors` gives it (views of one converted tensor per dtype)."""
+    converted = {t: values.to(t).view(-1, 1) for t in set(dtypes)}
+    return [converted[t][k] for k, t in enumerate(dtypes)]
+
+
+def largest_magnitudes(optimizer: str, tensors: list[torch.Tensor], culprit) -> list[float]:
+    """max|x| of each tensor (0 for an empty one), from torch.aminmax (one pass, no
+    temporary), with one host sync for all; FloatingPointError (as `check_finite` raises)
+    where a tensor is not finite."""
+    extremes = [v for t in tensors if t.numel() for v in torch.aminmax(t)]
+    tops = iter(torch.stack(extremes).abs().view(-1, 2).amax(1).tolist() if extremes else ())
+    sizes = [next(tops) if t.numel() else 0.0 for t in tensors]
+    if not all(math.isfinite(size) for size in sizes):
+        raise not_finite(optimizer, culprit)
+    return sizes
+
+
+def split_quick(factors: list, divisors: list | None, lr) -> list[tuple]:
+    """The parts of a step as (indices, divisors, η): the tensors with a factor F = D/η (from
+    `quick_two_norm_divisors` or `quick_factors`) with those and η = 1, the others with their
+    divisors and η; parts without tensors left out."""
+    quick = [k for k, f in enumerate(factors) if f is not None]
+    rest = [k for k, f in enumerate(factors) if f is None]
+    parts = ((quick, factors, 1.0), (rest, divisors, lr))
+    return [(part, values, eta) for part, values, eta in parts if part]
+
+
+def normalized_step_(
+    weights, grads, divisors, factors, lr, foreach: bool, workspace, momentum=0.0, buffers=None
+) -> None:
+    """In place: w ← w − η·g/D for p = 2 (weights, grads and buffers with their run axis),
+    `F.step_` (or `F.step_foreach_`): in one pass with the factors D/η and η = 1 where
+    `quick_two_norm_divisors` gave one, with D and η elsewhere."""
+    for part, values, eta in split_quick(factors, divisors, lr):
+        w, g, d, b = pick((weights, grads, values, buffers), part)
+        if foreach:
+            F.step_foreach_(w, g, d, eta, momentum=momentum, buffers=b)
+        else:
+            scratch = [s for (s,) in workspace.views(w, 1)]
+            F.step_(w, g, d, eta, momentum=momentum, buffers=b, scratch=scratch)
+
+
+def pick(lists, indices: list[int]) -> tuple:
+    """The entries `indices` of each list (None stays None)."""
+    return tuple(None if x is None else [x[k] for k in indices] for x in lists)
+
+
 def dual_iterates(
     state, keys: list[torch.Tensor], weights: list[torch.Tensor], p: float, rows: list
 ) -> tuple[list[torch.Tensor], list[str | None]]:
@@ -509,10 +672,16 @@ class Workspace:
 
     def __init__(self):
         self.buffers: dict[tuple[torch.dtype, torch.device], torch.Tensor] = {}
+        # the views last handed out, by the shapes asked for: building a hundred views costs
+        # more than a small tensor's step
+        self.handed: dict[tuple, list[list[torch.Tensor]]] = {}
 
     def views(self, tensors: list[torch.Tensor], count: int) -> list[list[torch.Tensor]]:
         """For each tensor, `count` disjoint buffers shaped like it. The buffers of different
         tensors overlap: use them one tensor at a time."""
+        asked = (count, *((t.shape, t.dtype, t.device) for t in tensors))
+        if asked in self.handed:
+            return self.handed[asked]
         need: dict[tuple[torch.dtype, torch.device], int] = {}
         for t in tensors:
             key = (t.dtype, t.device)
@@ -520,8 +689,12 @@ class Workspace:
         for (dtype, device), size in need.items():
             if (dtype, device) not in self.buffers or self.buffers[dtype, device].numel() < size:
                 self.buffers[dtype, device] = torch.empty(size, dtype=dtype, device=device)
+                self.handed.clear()  # views of the buffer replaced
         out = []
         for t in tensors:
             buffer, n = self.buffers[(t.dtype, t.device)], t.numel()
             out.append([buffer[k * n : (k + 1) * n].view(t.shape) for k in range(count)])
+        if len(self.handed) >= 16:  # shapes change (gathered rows): keep a few
+            self.handed.clear()
+        self.handed[asked] = out
         return out

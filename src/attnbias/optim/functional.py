@@ -132,37 +132,66 @@ def step_(
     momentum: Number = 0.0,
     buffers: list[torch.Tensor] | None = None,
     scratch: list[torch.Tensor] | None = None,
+    copies: list[torch.Tensor | None] | None = None,
 ) -> None:
     """In place: one step θ ← θ − η·m, w = (∇ψ)⁻¹(θ) of each tensor (see the module text).
 
     duals: the dual iterates θ = ∇ψ(w), kept across steps by the caller (needed unless
     p = 2). buffers: momentum buffers m (needed when momentum is not 0). scratch: a buffer
     shaped like each parameter (with its run axis) for g/D and the inverse mirror map's
-    powers, or None (then they are allocated)."""
+    powers, or None (then they are allocated). copies: where an entry is a tensor, the new w
+    is copied into it right after its step, while w is still in cache (the classes keep such
+    a copy of what a step wrote).
+
+    With η = 1 (a float) and no momentum, t − g/D is taken in one pass (addcdiv: g/D rounded,
+    then the subtraction, as the two passes round), t = w for p = 2 and θ for p < 2: callers
+    that have checked that D/η is a normal number pass divisors D/η and η = 1."""
     mirror = isinstance(p, torch.Tensor) or p != 2.0
     if mirror and duals is None:
         raise ValueError("mirror descent with p != 2 needs the dual iterates `duals`")
     uses_momentum = isinstance(momentum, torch.Tensor) or momentum != 0.0
     if uses_momentum and buffers is None:
         raise ValueError("momentum needs the momentum `buffers`")
+    one_pass = not uses_momentum and not isinstance(lr, torch.Tensor) and lr == 1.0
+    one_pass &= not mirror or (not isinstance(p, torch.Tensor) and p < 2.0)
+    prepared = {}  # D with no step at zero, once per divisor (one for all, with "global")
     for k, (w, g) in enumerate(zip(params, grads)):
-        d = None if divisors is None else per_run(_no_step_at_zero(divisors[k]), g)
-        if uses_momentum:
-            u = buffers[k].mul_(per_run(momentum, g))
-            u.add_(g) if d is None else u.addcdiv_(g, d)
-        elif d is None:
-            u = g
-        else:  # u = g/D first: |u| ≤ 1, so no η/D or D/η can overflow or underflow
-            u = g / d if scratch is None else torch.div(g, d, out=scratch[k])
-        if not mirror:
-            _subtract_scaled_(w, u, lr)
-        elif isinstance(p, torch.Tensor) or p > 2.0:
-            _checked_mirror_update_(w, duals[k], u, lr, p)
-        else:  # p < 2: θ = |w|^{p−1} never leaves the range, and w⁺ leaves it only to ±inf
-            _subtract_scaled_(duals[k], u, lr)
-            # (u is spent: the scratch buffer is free for the map's powers)
-            powers = None if scratch is None else scratch[k]
-            inverse_mirror_map(duals[k], p, out=w, scratch=powers)
+        d = None
+        if divisors is not None:
+            key = (id(divisors[k]), g.dim())
+            if key not in prepared:
+                prepared[key] = per_run(_no_step_at_zero(divisors[k]), g)
+            d = prepared[key]
+        theta = duals[k] if mirror else None
+        powers = None if scratch is None else scratch[k]
+        if d is not None and one_pass:
+            (theta if mirror else w).addcdiv_(g, d, value=-1.0)
+            if mirror:
+                inverse_mirror_map(theta, p, out=w, scratch=powers)
+        else:
+            buffer = None if buffers is None else buffers[k]
+            _step_tensor_(w, g, d, lr, p, theta, momentum, buffer, powers)
+        if copies is not None and copies[k] is not None:
+            copies[k].copy_(w)
+
+
+def _step_tensor_(w, g, d, lr, p, theta, momentum, buffer, scratch) -> None:
+    """`step_` of one tensor (d: its divisor shaped for the runs, or None)."""
+    if isinstance(momentum, torch.Tensor) or momentum != 0.0:
+        u = buffer.mul_(per_run(momentum, g))
+        u.add_(g) if d is None else u.addcdiv_(g, d)
+    elif d is None:
+        u = g
+    else:  # u = g/D first: |u| ≤ 1, so no η/D or D/η can overflow or underflow
+        u = g / d if scratch is None else torch.div(g, d, out=scratch)
+    if theta is None:  # p = 2: no dual iterate
+        _subtract_scaled_(w, u, lr)
+    elif isinstance(p, torch.Tensor) or p > 2.0:
+        _checked_mirror_update_(w, theta, u, lr, p)
+    else:  # p < 2: θ = |w|^{p−1} never leaves the range, and w⁺ leaves it only to ±inf
+        _subtract_scaled_(theta, u, lr)
+        # (u is spent: the scratch buffer is free for the map's powers)
+        inverse_mirror_map(theta, p, out=w, scratch=scratch)
 
 
 def step_foreach_(
@@ -194,6 +223,9 @@ def step_foreach_(
             buffers, grads, d
         )
         u = buffers
+    elif d is not None and not isinstance(lr, torch.Tensor) and lr == 1.0:  # one pass, as step_
+        torch._foreach_addcdiv_(params, grads, d, value=-1.0)
+        return
     else:
         u = grads if d is None else torch._foreach_div(grads, d)
     if isinstance(lr, torch.Tensor):

@@ -27,19 +27,24 @@ from ._common import (
     CheckedOptimizer,
     Workspace,
     as_runs,
-    check_finite,
     check_normalize,
     decay_,
     decay_factor,
     dual_iterates,
+    dual_norm_divisors,
     evaluate,
     fits,
     gather_rows,
     gradients,
     guarded,
-    not_finite,
+    largest_magnitudes,
+    normalized_step_,
+    pick,
+    quick_factors,
+    quick_two_norm_divisors,
     remember_weights,
     scatter_rows_,
+    split_quick,
     step_function,
     torch_arguments,
     touched_rows,
@@ -164,33 +169,21 @@ class MirrorDescent(CheckedOptimizer):
         # weight decay moves every row: no sparse rows then
         rows = [touched_rows(g) if shrink == 1.0 else None for g in grads]
         g = as_runs(gather_rows(grads, rows))
-        d = F.divisors(g, group["normalize"], scratch=self.workspace.views(g, 2))
-        sizes = self._direction_sizes(index, params, grads, g, d)
-        eta = float(group["lr"])
+        culprit, eta = (index, params, grads), float(group["lr"])
+        if group["normalize"] == "none":
+            d, factors = None, [None] * len(g)
+            sizes = largest_magnitudes("MirrorDescent", g, culprit)
+        else:  # |g/D| ≤ 1, D being a norm of g or of all the group's gradients
+            d, factors = quick_two_norm_divisors(
+                "MirrorDescent", g, group["normalize"], eta, culprit
+            )
+            sizes = [1.0] * len(g)
         weights = [guarded([w], [x], eta * size)[0] for w, x, size in zip(params, weights, sizes)]
         decay_(weights, shrink, foreach)
         w = gather_rows(weights, rows)
-        if foreach:
-            F.step_foreach_(as_runs(w), g, d, group["lr"])
-        else:
-            scratch = [s for (s,) in self.workspace.views(as_runs(w), 1)]
-            F.step_(as_runs(w), g, d, group["lr"], scratch=scratch)
+        normalized_step_(as_runs(w), g, d, factors, group["lr"], foreach, self.workspace)
         scatter_rows_(weights, rows, w)
         write_back("MirrorDescent", index, params, weights)
-
-    @staticmethod
-    def _direction_sizes(index, params, grads, g, d) -> list[float]:
-        """For each tensor, a bound on max|u| of its step direction u: 1 for normalized steps
-        (|g/D| ≤ 1, D being a norm of g or of all the group's gradients), ‖g‖₂-based for plain
-        ones (`max_abs_bound`, one reduction). A NaN or infinite gradient raises."""
-        if d is not None:
-            check_finite("MirrorDescent", d, (index, params, grads))
-            return [1.0] * len(g)
-        sizes = [max_abs_bound(x) for x in g]
-        if not all(math.isfinite(size) for size in sizes):  # or squares beyond the range
-            if not all(bool(torch.isfinite(x).all()) for x in g):
-                raise not_finite("MirrorDescent", (index, params, grads))
-        return sizes
 
     def _mirror_step(self, index, group, params, weights, grads, shrink) -> None:
         p, lr = group["p"], group["lr"]
@@ -203,9 +196,16 @@ class MirrorDescent(CheckedOptimizer):
             if s is not None or key not in self.dual_bounds:
                 self.dual_bounds[key] = dual_log_bound(theta, w, p)
         g = as_runs(gather_rows(grads, rows))
-        d = F.divisors(g, group["normalize"], p=p, scratch=self.workspace.views(g, 2))
-        sizes = self._direction_sizes(index, params, grads, g, d)
-        eta = float(lr)
+        culprit, eta = (index, params, grads), float(lr)
+        if group["normalize"] == "none":
+            d, factors = None, [None] * len(g)
+            sizes = largest_magnitudes("MirrorDescent", g, culprit)
+        else:  # |g/D| ≤ 1, D being a norm of g or of all the group's gradients
+            d = dual_norm_divisors(g, group["normalize"], p, self.workspace)
+            factors = quick_factors("MirrorDescent", d, eta, culprit)
+            if p > 2.0:  # (the checked update divides first, as `F.step_` does)
+                factors = [None] * len(g)
+            sizes = [1.0] * len(g)
         # (1 − ηλ)^{p−1} θ: the same shrink of w (|θ| only shrinks, so the bounds still hold)
         theta_shrink = shrink ** (p - 1.0)
         bounds = [
@@ -217,9 +217,6 @@ class MirrorDescent(CheckedOptimizer):
         done = {}
         for k, key in enumerate(params):
             limit = dual_log_limit(p, key.dtype)
-            if d is None and not bounds[k] <= limit:  # ‖g‖₂ may be loose: max|g| decides
-                top = max(float(g[k].amax()), -float(g[k].amin()))
-                bounds[k] = log_add(self.dual_bounds[key], safe_log(eta * top))
             if bounds[k] <= limit:  # False for NaN
                 continue
             w_k, theta_k = (t.clone() if rows[k] is None else t for t in (w[k], theta[k]))
@@ -231,18 +228,25 @@ class MirrorDescent(CheckedOptimizer):
             self._check_result(index, k, params, weights, grads, w_k)
             done[k] = (w_k, theta_k)
         # 2. the others, in place (for gathered rows: on their copies)
-        rest = [k for k in range(len(params)) if k not in done]
-        decay_([theta[k] for k in rest], theta_shrink, foreach=False)
-        w_rest = [w[k] for k in rest]
-        F.step_(
-            as_runs(w_rest),
-            [g[k] for k in rest],
-            None if d is None else [d[k] for k in rest],
-            lr,
-            p=p,
-            duals=as_runs([theta[k] for k in rest]),
-            scratch=[s for (s,) in self.workspace.views(as_runs(w_rest), 1)],
+        live = [k for k in range(len(params)) if k not in done]
+        decay_([theta[k] for k in live], theta_shrink, foreach=False)
+        w_live, g_live, theta_live, f_live, d_live = pick(
+            (as_runs(w), g, as_runs(theta), factors, d), live
         )
+        # the copy of w that the next step compares with, taken as each tensor is stepped
+        # (while w is in cache) where the step writes the parameter itself, whole
+        direct = [rows[k] is None and weights[k] is params[k] for k in range(len(params))]
+        copies = [self.state[params[k]]["weight"].unsqueeze(0) if direct[k] else None for k in live]
+        # D/η and η = 1 where D/η is a normal number: θ − g/(D/η) in one pass (`F.step_`)
+        for part, divisors, rate in split_quick(f_live, d_live, lr):
+            w_part, g_part, d_part, theta_part, c_part = pick(
+                (w_live, g_live, divisors, theta_live, copies), part
+            )
+            scratch = [b for (b,) in self.workspace.views(w_part, 1)]
+            F.step_(
+                w_part, g_part, d_part, rate, p=p, duals=theta_part, scratch=scratch,
+                copies=c_part,
+            )  # fmt: skip
         for k, (w_k, theta_k) in done.items():
             if rows[k] is None:
                 w[k].copy_(w_k)
@@ -252,7 +256,9 @@ class MirrorDescent(CheckedOptimizer):
         scatter_rows_(weights, rows, w)
         scatter_rows_(duals, rows, theta)
         write_back("MirrorDescent", index, params, weights)
-        remember_weights(self.state, params, rows)
+        copied = set(live) & {k for k, x in enumerate(direct) if x}
+        others = [k for k in range(len(params)) if k not in copied]
+        remember_weights(self.state, [params[k] for k in others], [rows[k] for k in others])
         for k, key in enumerate(params):
             exact = k in done
             self.dual_bounds[key] = dual_log_bound(duals[k], weights[k], p) if exact else bounds[k]
@@ -289,23 +295,6 @@ def saved_duals(state_dict: dict, groups: list[dict]) -> dict:
         for i, w in zip(ids, params)
         if isinstance(state.get(i), dict) and isinstance(state[i].get("dual"), Tensor)
     }
-
-
-def max_abs_bound(x: torch.Tensor) -> float:
-    """An upper bound on max|x| from one reduction: the largest ℓ2 norm of chunks of at most
-    0.1/eps entries, with room for its rounding (n·eps relative at worst, in any summation
-    order) and for squares flushed to zero (each below the smallest normal number); NaN or ∞
-    where x has such entries (∞ also where squares overflow)."""
-    n = x.numel()
-    if n == 0:
-        return 0.0
-    info = torch.finfo(x.dtype)
-    size = min(n, int(0.1 / info.eps))  # entries per chunk
-    flat, whole = x.reshape(-1), n - n % size
-    norm = torch.linalg.vector_norm(flat[:whole].view(-1, size), dim=1).max()
-    if whole < n:
-        norm = torch.maximum(norm, torch.linalg.vector_norm(flat[whole:]))  # NaN wins
-    return float(norm) * math.sqrt(1.0 + 4.0 * size * info.eps) + math.sqrt(size * info.tiny)
 
 
 def dual_log_bound(theta: torch.Tensor, w: torch.Tensor, p: float) -> float:

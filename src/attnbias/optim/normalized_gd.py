@@ -11,12 +11,10 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from . import functional as F
 from ._common import (
     CheckedOptimizer,
     Workspace,
     as_runs,
-    check_finite,
     check_momentum,
     check_normalize,
     decay_,
@@ -25,6 +23,8 @@ from ._common import (
     gather_rows,
     gradients,
     guarded,
+    normalized_step_,
+    quick_two_norm_divisors,
     scatter_rows_,
     step_function,
     torch_arguments,
@@ -115,20 +115,16 @@ class NormalizedGD(CheckedOptimizer):
             sparse = beta == 0.0 and shrink == 1.0
             rows = [touched_rows(g) if sparse else None for g in grads]
             g = as_runs(gather_rows(grads, rows))
-            d = F.divisors(g, group["normalize"], scratch=self.workspace.views(g, 2))
-            check_finite("NormalizedGD", d, (index, params, grads))
+            d, factors = quick_two_norm_divisors(
+                "NormalizedGD", g, group["normalize"], float(group["lr"]), (index, params, grads)
+            )
             if beta != 0.0:
                 buffers = as_runs(self.momentum_buffers(params, weights))
+                factors = [None] * len(g)
             decay_(weights, shrink, foreach)
-            w = gather_rows(weights, rows)
-            if foreach:
-                F.step_foreach_(as_runs(w), g, d, group["lr"], momentum=beta, buffers=buffers)
-            else:
-                scratch = [s for (s,) in self.workspace.views(as_runs(w), 1)]
-                F.step_(
-                    as_runs(w), g, d, group["lr"], momentum=beta, buffers=buffers,
-                    scratch=scratch,
-                )  # fmt: skip
-            scatter_rows_(weights, rows, w)
+            gathered = gather_rows(weights, rows)
+            w = as_runs(gathered)
+            normalized_step_(w, g, d, factors, group["lr"], foreach, self.workspace, beta, buffers)
+            scatter_rows_(weights, rows, gathered)
             write_back("NormalizedGD", index, params, weights)
         return loss

@@ -17,7 +17,6 @@ from .._validate import check_scalar
 from . import functional as F
 from ._common import (
     CheckedOptimizer,
-    Workspace,
     as_runs,
     check_finite,
     decay_,
@@ -25,6 +24,7 @@ from ._common import (
     gather_rows,
     gradients,
     guarded,
+    quick_two_norm_divisors,
     scatter_rows_,
     step_function,
     torch_arguments,
@@ -89,7 +89,6 @@ class PolyakStep(CheckedOptimizer):
     ):
         hyper = dict(lr=lr, f_star=f_star, c=c, **torch_arguments(locals()))
         super().__init__(params, self.renamed(hyper, renamed))
-        self.workspace = Workspace()
         self.handed_loss = None  # losses handed since the last step (not optimiser state)
 
     @classmethod
@@ -150,10 +149,12 @@ class PolyakStep(CheckedOptimizer):
         value = torch.as_tensor(loss).detach().reshape(1).to(grads[0])
         if maximize:
             value = -value
-        norms = F.gradient_norms(g, 2.0, self.workspace.views(g, 2))
-        sq_root = F.global_norm(norms, 2.0)
         check_finite("PolyakStep", [value], "the loss")
-        check_finite("PolyakStep", [sq_root], ("(all groups)", params, grads))
+        # ‖g‖ over all groups, from the quick norms (their factors are not needed: the step
+        # divides by Polyak's D with η = 1, which `F.step_` takes in one pass)
+        sq_root = quick_two_norm_divisors(
+            "PolyakStep", g, "global", 1.0, ("(all groups)", params, grads)
+        )[0][0]
         start = 0
         for index, (group, (group_params, _)) in enumerate(zip(self.param_groups, gathered)):
             d = F.polyak_divisor(sq_root, value, group["f_star"], group["c"], group["lr"])
@@ -165,11 +166,8 @@ class PolyakStep(CheckedOptimizer):
                 weights[part] = guarded(group_params, weights[part], step)
                 decay_(weights[part], shrinks[index], foreach)
                 w = gather_rows(weights[part], rows[part])
-                if foreach:
-                    F.step_foreach_(as_runs(w), g[part], [d] * len(w), 1.0)
-                else:
-                    scratch = [b for (b,) in self.workspace.views(as_runs(w), 1)]
-                    F.step_(as_runs(w), g[part], [d] * len(w), 1.0, scratch=scratch)
+                take_step = F.step_foreach_ if foreach else F.step_  # η = 1: one pass
+                take_step(as_runs(w), g[part], [d] * len(w), 1.0)
                 scatter_rows_(weights[part], rows[part], w)
                 write_back("PolyakStep", index, group_params, weights[part])
                 start = part.stop

@@ -20,6 +20,7 @@ from .._validate import check_choice, check_scalar
 from . import steepest
 from ._common import (
     CheckedOptimizer,
+    Workspace,
     as_runs,
     check_finite,
     check_momentum,
@@ -28,6 +29,8 @@ from ._common import (
     evaluate,
     gradients,
     guarded,
+    normalized_step_,
+    quick_two_norm_divisors,
     step_function,
     torch_arguments,
     use_foreach,
@@ -69,6 +72,10 @@ class _Steepest(CheckedOptimizer):
         super().__init_subclass__(**kwargs)
         cls.__doc__ = (cls.__doc__ or "").rstrip() + "\n" + BEHAVIOUR
 
+    def __init__(self, params, hyper: dict):
+        super().__init__(params, hyper)
+        self.workspace = Workspace()
+
     @classmethod
     def check_hyper(cls, hyper: dict, where: str) -> dict:
         name = cls.__name__
@@ -97,13 +104,27 @@ class _Steepest(CheckedOptimizer):
             if beta != 0.0:
                 buffers = as_runs(self.momentum_buffers(params, weights))
             decay_(weights, shrink, foreach)
+            rule = self.rule(group)
+            if rule == dict(kind="lp", p=2.0) and beta == 0.0:
+                # ℓ2: per-tensor normalized GD, taken as `NormalizedGD` takes it (quick norms,
+                # one pass), so that the two stay the same bit for bit
+                g = as_runs(grads)
+                culprit = (index, params, grads)
+                d, factors = quick_two_norm_divisors(
+                    name, g, "per_tensor", float(group["lr"]), culprit
+                )
+                normalized_step_(
+                    as_runs(weights), g, d, factors, group["lr"], foreach, self.workspace
+                )
+                write_back(name, index, params, weights)
+                continue
             steepest.steepest_step_(
                 as_runs(weights),
                 as_runs(grads),
                 group["lr"],
                 momentum=beta,
                 buffers=buffers,
-                **self.rule(group),
+                **rule,
             )
             write_back(name, index, params, weights)
         return loss

@@ -1,0 +1,300 @@
+"""The optimisers' quick paths (issue 20, point 2) against the scale-safe computations they
+stand in for: ℓ2 norms without the scaling passes, checked once per step and redone by the
+scale-safe `lp_norm` where the check fails; the one-pass step t − g/(D/η); small tensors'
+ℓq norms taken together; one reduction for the largest gradient entries."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from attnbias import norms
+from attnbias.norms import unscaled_two_norms
+from attnbias.optim import MirrorDescent, NormalizedGD, PolyakStep, _common
+from attnbias.optim import functional as F
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+DTYPES = [torch.float32, torch.float64]
+# the quick path's norms and steps agree with the scale-safe ones to this many eps of the
+# dtype (measured: at most 2.8 over the sizes and distributions below)
+NORM_EPS = 4
+STEP_EPS = 4
+
+
+def eps(dtype: torch.dtype) -> float:
+    return torch.finfo(dtype).eps
+
+
+def exact_two_norm(x: torch.Tensor) -> float:
+    """‖x‖₂ of the values as they are, in 80-bit arithmetic (float64 inputs) or float64."""
+    values = x.detach().double().reshape(-1).numpy().astype(np.longdouble)
+    return float(np.sqrt(np.sum(values * values)))
+
+
+def sample(n: int, kind: str, dtype: torch.dtype, seed: int = 0) -> torch.Tensor:
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, generator=generator, dtype=torch.float64)
+    if kind == "positive":
+        x = x.abs()
+    if kind == "heavy":  # entries over a few decades
+        x = x.mul(3).exp() * x.sign()
+    return x.to(dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kind", ["normal", "positive", "heavy"])
+@pytest.mark.parametrize("n", [1, 7, 1000, 4096, 4097, 100_000, (1 << 20) + 37])
+def test_unscaled_two_norms_are_right_to_a_few_eps(n, kind, dtype):
+    """Up to NORM_ROWS_ABOVE entries in one reduction, beyond by rows (the last one short
+    where the size is not a multiple of NORM_ROW)."""
+    x = sample(n, kind, dtype, seed=n)
+    got = float(unscaled_two_norms([x])[0].to(dtype))
+    want = exact_two_norm(x)
+    assert abs(got - want) <= NORM_EPS * eps(dtype) * want
+
+
+def test_unscaled_two_norms_take_many_shapes_at_once():
+    tensors = [
+        torch.randn(3, 5),
+        torch.randn(1, 2048, 3, dtype=torch.float64),  # rows of NORM_ROW
+        torch.randn(300, 40).t(),  # not contiguous
+        torch.zeros(0),
+        torch.randn(5000),  # a short last row
+    ]
+    got = unscaled_two_norms(tensors)
+    assert got.dtype == torch.float64 and got.shape == (5,)
+    for value, x in zip(got.tolist(), tensors):
+        assert value == pytest.approx(exact_two_norm(x), rel=NORM_EPS * eps(x.dtype), abs=0)
+
+
+def as_grads(tensors):
+    return [t.unsqueeze(0) for t in tensors]  # the run axis of the functional core
+
+
+def scale_safe_divisors(grads, normalize):
+    return F.divisors(grads, normalize)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("normalize", ["per_tensor", "global"])
+def test_quick_divisors_match_the_scale_safe_ones_on_ordinary_gradients(normalize, dtype):
+    grads = as_grads([sample(n, "normal", dtype, seed=n) * 1e-3 for n in (5, 384, 70_000)])
+    divisors, factors = _common.quick_two_norm_divisors("X", grads, normalize, 0.1, "grads")
+    want = scale_safe_divisors(grads, normalize)
+    for d, w, f in zip(divisors, want, factors):
+        assert d.shape == w.shape == (1,) and d.dtype == w.dtype == dtype
+        assert float(d) == pytest.approx(float(w), rel=NORM_EPS * eps(dtype), abs=0)
+        assert f is not None and float(f) == pytest.approx(float(d) / 0.1, rel=2 * eps(dtype))
+
+
+def unusual_gradients(dtype):
+    """name: gradients whose unscaled squares underflow, overflow or are all zero."""
+    small, large = (1e-30, 1e30) if dtype == torch.float32 else (1e-300, 1e300)
+    huge_entry = torch.zeros(1000, dtype=dtype)
+    huge_entry[17] = large
+    return {
+        "tiny": sample(5000, "normal", dtype) * small,
+        "huge": sample(5000, "normal", dtype) * large,
+        "zero": torch.zeros(300, dtype=dtype),
+        "one huge entry": huge_entry,
+        "subnormal": torch.full((50,), torch.finfo(dtype).tiny / 8, dtype=dtype),
+    }
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", ["tiny", "huge", "zero", "one huge entry", "subnormal"])
+def test_quick_divisors_fall_back_to_the_scale_safe_norm(case, dtype):
+    """Where the unscaled sum of squares underflows or overflows, the divisor is the
+    scale-safe `lp_norm`'s (bit for bit: it is recomputed by it), beside an ordinary tensor
+    that keeps its quick norm."""
+    ordinary = sample(100, "normal", dtype, seed=3)
+    grads = as_grads([unusual_gradients(dtype)[case], ordinary])
+    divisors, factors = _common.quick_two_norm_divisors("X", grads, "per_tensor", 0.5, "g")
+    want = F.gradient_norms(grads[:1], 2.0)[0]
+    assert torch.equal(divisors[0], want)
+    assert factors[0] is None  # the step divides first, as before
+    if case != "zero":
+        assert float(divisors[0]) > 0 and math.isfinite(float(divisors[0]))
+    assert factors[1] is not None
+    assert float(divisors[1]) == pytest.approx(exact_two_norm(ordinary), rel=NORM_EPS * eps(dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", ["tiny", "huge", "one huge entry"])
+def test_a_global_norm_falls_back_as_a_whole(case, dtype):
+    """(A tensor whose squares underflow beside one whose squares do not is taken quickly:
+    its part of the sum is below eps of it.)"""
+    cases = unusual_gradients(dtype)
+    other = cases["tiny"][:10] if case == "tiny" else sample(10, "normal", dtype)
+    grads = as_grads([cases[case], other])
+    divisors, factors = _common.quick_two_norm_divisors("X", grads, "global", 0.5, "g")
+    want = scale_safe_divisors(grads, "global")
+    assert all(torch.equal(d, w) for d, w in zip(divisors, want))
+    assert factors == [None, None]
+
+
+def test_a_step_size_that_makes_the_factor_subnormal_takes_the_two_pass_step():
+    grads = as_grads([sample(100, "normal", torch.float32)])
+    _, factors = _common.quick_two_norm_divisors("X", grads, "per_tensor", 1e39, "g")
+    assert factors == [None]  # ‖g‖/η ≈ 1e-38: below twice the smallest normal number
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+@pytest.mark.parametrize("normalize", ["per_tensor", "global"])
+def test_a_nonfinite_gradient_is_refused_naming_the_parameter(normalize, bad):
+    tensors = [torch.randn(4), torch.randn(6, 5)]
+    tensors[1][2, 3] = bad
+    culprit = (0, [torch.empty(4), torch.empty(6, 5)], tensors)
+    with pytest.raises(FloatingPointError, match=r"parameter 1 of group 0 \(shape \(6, 5\)\)"):
+        _common.quick_two_norm_divisors("X", as_grads(tensors), normalize, 0.1, culprit)
+    with pytest.raises(FloatingPointError, match=r"parameter 1 of group 0"):
+        _common.quick_factors("X", F.divisors(as_grads(tensors), normalize), 0.1, culprit)
+
+
+@pytest.mark.parametrize("p", [2.0, 1.5, 1.1])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_the_one_pass_step_is_the_two_pass_step_bit_for_bit(dtype, p):
+    """`F.step_` with η = 1 takes t − g/D with addcdiv; a tensor η = 1 takes g/D, then
+    t − η·(g/D): the same roundings."""
+    w = sample(3000, "normal", dtype, seed=1).view(1, 30, 100)
+    g = sample(3000, "normal", dtype, seed=2).view(1, 30, 100)
+    d = torch.tensor([7.25], dtype=dtype)
+    results = []
+    for lr in (1.0, torch.tensor(1.0, dtype=dtype)):
+        w_k = w.clone()
+        duals = None if p == 2.0 else [norms.mirror_map(w_k, p)]
+        F.step_([w_k], [g], [d], lr, p=p, duals=duals)
+        results.append((w_k, duals))
+    assert torch.equal(results[0][0], results[1][0])
+    if p != 2.0:
+        assert torch.equal(results[0][1][0], results[1][1][0])
+
+
+def scale_safe_path(monkeypatch):
+    """Every quick norm rejected and no factor taken: the steps as before the quick path."""
+    monkeypatch.setattr(_common, "underflow_floor", lambda numel, dtype: math.inf)
+    original = _common.normal_numbers
+    monkeypatch.setattr(_common, "normal_numbers", lambda v, t: original(v, t) & False)
+
+
+OPTIMIZERS = {
+    "SNGD": lambda ps: NormalizedGD(ps, lr=0.1),
+    "SNGD per tensor": lambda ps: NormalizedGD(ps, lr=0.1, normalize="per_tensor"),
+    "SPS": lambda ps: PolyakStep(ps, lr=0.1, c=0.5),
+    "NGD via MD": lambda ps: MirrorDescent(ps, lr=0.1, p=2.0, normalize=True),
+    "MD-1.1 normalized": lambda ps: MirrorDescent(ps, lr=0.05, p=1.1, normalize=True),
+    "MD-1.5 global": lambda ps: MirrorDescent(ps, lr=0.05, p=1.5, normalize="global"),
+    "MD-1.1": lambda ps: MirrorDescent(ps, lr=0.05, p=1.1),
+    "SGD via MD": lambda ps: MirrorDescent(ps, lr=0.05),
+}
+
+
+def initial_weights(dtype):
+    torch.manual_seed(0)
+    return [torch.randn(*shape, dtype=dtype) for shape in [(30, 70), (5,), (7000,)]]
+
+
+def three_steps(make, dtype, scale=1.0, foreach=None):
+    params = [torch.nn.Parameter(w) for w in initial_weights(dtype)]
+    opt = make(params)
+    if foreach is not None:
+        for group in opt.param_groups:
+            group["foreach"] = foreach
+    generator = torch.Generator().manual_seed(1)
+    for _ in range(3):
+        for w in params:
+            w.grad = torch.randn(w.shape, generator=generator, dtype=torch.float64).to(dtype)
+            w.grad *= scale
+        opt.step(lambda: torch.tensor(2.0, dtype=dtype))
+    return [w.detach().clone() for w in params]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", sorted(OPTIMIZERS))
+def test_quick_steps_match_the_scale_safe_steps(name, dtype, monkeypatch):
+    """Three steps of each optimiser on ordinary gradients: the weights agree normwise to
+    STEP_EPS eps of the dtype with those of the steps as they were before the quick path,
+    times the condition number 1/(p − 1) of the inverse mirror map for p < 2 (a rounding of
+    θ is amplified that much in w = |θ|^{1/(p−1)})."""
+    quick = three_steps(OPTIMIZERS[name], dtype)
+    scale_safe_path(monkeypatch)
+    safe = three_steps(OPTIMIZERS[name], dtype)
+    p = {"MD-1.1": 1.1, "MD-1.5": 1.5}.get(name[:6], 2.0)
+    bound = STEP_EPS * eps(dtype) / min(1.0, p - 1.0)
+    for a, b in zip(quick, safe):
+        assert float((a - b).abs().max()) <= bound * float(b.abs().max()), name
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("scale", ["tiny", "huge"])
+@pytest.mark.parametrize("name", ["SNGD", "SNGD per tensor", "NGD via MD", "SPS"])
+def test_steps_on_gradients_the_quick_norm_cannot_take_are_the_scale_safe_steps(
+    name, scale, dtype, monkeypatch
+):
+    """Gradients of 1e-30/1e30 (float32), 1e-300/1e300 (float64): the quick norms are
+    rejected, and the steps are those of the scale-safe path, bit for bit, and move."""
+    factor = {"tiny": 1e-30, "huge": 1e30}[scale]
+    if dtype == torch.float64:
+        factor **= 10
+    quick = three_steps(OPTIMIZERS[name], dtype, factor)
+    scale_safe_path(monkeypatch)
+    safe = three_steps(OPTIMIZERS[name], dtype, factor)
+    assert all(torch.equal(a, b) for a, b in zip(quick, safe))
+    if name != "SPS":  # (Polyak's step is η‖g‖ ≤ L/(c‖g‖): nothing at 1e30)
+        assert all(not torch.equal(a, b) for a, b in zip(quick, initial_weights(dtype)))
+
+
+@pytest.mark.parametrize("name", ["SNGD", "SNGD per tensor", "NGD via MD", "SPS"])
+def test_quick_steps_are_the_same_with_and_without_foreach(name):
+    loop = three_steps(OPTIMIZERS[name], torch.float32, foreach=False)
+    fused = three_steps(OPTIMIZERS[name], torch.float32, foreach=True)
+    assert all(torch.equal(a, b) for a, b in zip(loop, fused))
+
+
+@pytest.mark.parametrize("q", [11.0, 3.0, 1.5, 2.0])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_small_tensors_norms_taken_together_are_their_own(dtype, q):
+    """Rows padded with zeros: the scale-safe norm of each tensor, to its rounding; zero,
+    tiny and huge tensors included, and the large ones as `F.gradient_norms` takes them."""
+    small, large = (1e-30, 1e30) if dtype == torch.float32 else (1e-300, 1e300)
+    tensors = [
+        sample(7, "normal", dtype),
+        sample(384, "heavy", dtype) * small,
+        torch.zeros(30, dtype=dtype),
+        sample(1536, "normal", dtype) * large,
+        sample(9000, "normal", dtype),
+    ]
+    grads = as_grads(tensors)
+    got = _common.gradient_norms(grads, q, _common.Workspace())
+    want = F.gradient_norms(grads, q)
+    for a, b in zip(got, want):
+        assert a.shape == b.shape == (1,) and a.dtype == b.dtype
+        assert float(a) == pytest.approx(float(b), rel=NORM_EPS * eps(dtype), abs=0)
+    assert float(got[2]) == 0.0 and float(got[1]) > 0 and math.isfinite(float(got[3]))
+    nan = [t.clone() for t in tensors]
+    nan[1][5] = float("nan")
+    assert math.isnan(float(_common.gradient_norms(as_grads(nan), q, _common.Workspace())[1]))
+
+
+def test_largest_magnitudes_are_exact_and_refuse_nonfinite_entries():
+    tensors = [torch.tensor([1.0, -3.0, 2.0]), torch.zeros(0), torch.tensor([[0.5], [-0.25]])]
+    assert _common.largest_magnitudes("X", tensors, "g") == [3.0, 0.0, 0.5]
+    tensors[2][1, 0] = float("inf")
+    with pytest.raises(FloatingPointError, match="g is NaN or infinite"):
+        _common.largest_magnitudes("X", tensors, "g")
+
+
+def test_workspace_views_lie_in_the_current_buffer():
+    """Views are handed out again for the same shapes, and rebuilt once the buffer grew."""
+    workspace = _common.Workspace()
+    a = [torch.empty(10)]
+    first = workspace.views(a, 2)
+    assert workspace.views(a, 2) is first
+    workspace.views([torch.empty(100)], 1)  # grows the buffer
+    again = workspace.views(a, 2)
+    (buffer,) = workspace.buffers.values()
+    start, end = buffer.data_ptr(), buffer.data_ptr() + buffer.numel() * 4
+    assert all(start <= v.data_ptr() < end for pair in again for v in pair)
+    assert again[0][0].data_ptr() != again[0][1].data_ptr()
