@@ -298,3 +298,24 @@ def test_workspace_views_lie_in_the_current_buffer():
     start, end = buffer.data_ptr(), buffer.data_ptr() + buffer.numel() * 4
     assert all(start <= v.data_ptr() < end for pair in again for v in pair)
     assert again[0][0].data_ptr() != again[0][1].data_ptr()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("normalize", ["per_tensor", "global"])
+def test_quick_divisors_under_torch_default_float32(normalize, dtype, float32_one_thread):
+    """The suite's default dtype is float64; a user's is float32. A constant built without a
+    dtype then is float32 (float64's largest number overflowed it in the global case)."""
+    grads = as_grads([sample(n, "normal", dtype, seed=n) * 1e-3 for n in (5, 384, 70_000)])
+    divisors, _ = _common.quick_two_norm_divisors("X", grads, normalize, 0.1, "grads")
+    for d, w in zip(divisors, scale_safe_divisors(grads, normalize)):
+        assert d.dtype == w.dtype == dtype
+        assert float(d) == pytest.approx(float(w), rel=NORM_EPS * eps(dtype), abs=0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_global_normalized_step_under_torch_default_float32(dtype, float32_one_thread):
+    w = torch.nn.Parameter(torch.tensor([[3.0, -4.0]], dtype=dtype))
+    w.grad = torch.tensor([[0.3, 0.4]], dtype=dtype)
+    NormalizedGD([w], lr=0.5, normalize="global").step()
+    want = torch.tensor([[3.0 - 0.5 * 0.6, -4.0 - 0.5 * 0.8]], dtype=dtype)
+    assert torch.allclose(w.detach(), want, rtol=4 * eps(dtype), atol=0)

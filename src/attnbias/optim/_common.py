@@ -413,7 +413,8 @@ def quick_two_norm_divisors(
         sizes = lp_norm(norms).reshape(1)
         floors = [math.hypot(*(underflow_floor(g.numel(), t) for g, t in zip(grads, dtypes)))]
         # each tensor's norm must fit its own dtype too, as the scale-safe ones do
-        tops = torch.where(norms <= tops, torch.finfo(kinds[0]).max, -1.0).amin().reshape(1)
+        largest = norms.new_tensor(torch.finfo(kinds[0]).max)  # in norms' float64, not float32
+        tops = torch.where(norms <= tops, largest, -1.0).amin().reshape(1)
     floors = torch.tensor(floors, dtype=torch.float64, device=sizes.device)
     fits = (sizes >= floors) & (sizes <= tops)  # False for NaN
     factors = sizes / eta
