@@ -45,8 +45,8 @@ NOT_RUN = "not run yet at full scale on the current code"
 # Why an experiment has no full-scale summary, where that is known (docs/REAL_DATA.md)
 NOT_RUN_WHY = {
     "text-md": "its runs take (nearly) the whole 100-epoch cap to approach the 99.5 % target "
-    "(77.7 % after 43 epochs at the centre rate, measured), and its 21–24 runs take ≈ 3 h on 2 "
-    "cores: docs/REAL_DATA.md",
+    "(ℓ1.1's three search runs ended at the cap at 85–91 %, measured), and its 21–24 runs take "
+    "≈ 2 h on 2 cores: docs/REAL_DATA.md",
 }
 
 

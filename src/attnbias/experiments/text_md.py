@@ -78,7 +78,7 @@ DESCRIPTION = (
 )
 # Full scale in one process: 21-24 runs to (nearly) the 14,200-step cap (77.7 % train accuracy
 # after 43 epochs at the centre rate, measured) at 32-40 ms a step plus their scorings, and MiniLM:
-# 3.0-4.1 h; with --workers 2 the processes slow each other (61 ms a step) and it is 2.7-3.2 h
+# 3.0-4.1 h; with --workers 2 (39.5 ms a step each on an idle machine) 1.9-2.2 h
 # (docs/REAL_DATA.md, "Why the full protocol does not fit"). `attnbias reproduce` states it first.
 FULL_SCALE_MINUTES = 240
 PAPER_ACCURACY = papers.MD_IMDB_ACCURACY
