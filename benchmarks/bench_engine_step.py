@@ -5,7 +5,9 @@
 The batch is full md-local's (100 seeds × p ∈ {1.75, 2, 3} + the zero-initialised runs: 303
 runs of 10×10 W) and its last phase (the 101 runs of p = 3 that take 18,000 of the 20,000
 steps). Each is stepped `--steps` times per round, fused and unfused interleaved, best of
-`--rounds` rounds; on CUDA each round ends with a synchronisation (the loop itself has none).
+`--rounds` rounds, as the engine's loop takes them between recording points (range checks
+deferred; on CUDA each step a replay of its graph, captured in the first round); on CUDA each
+round ends with a synchronisation (the loop itself has none).
 On the CPU the times are this process's CPU time (one thread: the work done, which a busy
 machine changes much less than the wall time); on CUDA, wall time.
 """
@@ -26,6 +28,7 @@ for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import torch  # noqa: E402
 
 from attnbias.engine import RunBatch  # noqa: E402
+from attnbias.engine.simulate import advance  # noqa: E402
 from attnbias.experiments import load_config  # noqa: E402
 from attnbias.experiments.md_local import specs  # noqa: E402
 
@@ -43,11 +46,12 @@ clock = time.perf_counter if args.device == "cuda" else time.process_time
 
 
 def per_step(batch: RunBatch, fused: bool) -> float:
+    """As the engine's loop steps between recording points (`simulate.advance`): the range
+    check deferred, and on CUDA a graph replayed."""
     sync()
     start = clock()
     with torch.inference_mode():
-        for _ in range(args.steps):
-            batch.step(fused)
+        advance(batch, args.steps, fused, lambda: None, batch.defers_range_check)
     sync()
     return (clock() - start) / args.steps
 

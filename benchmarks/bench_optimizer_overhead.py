@@ -11,6 +11,11 @@ imported (torch.set_num_threads alone leaves BLAS pools and inter-op threads fre
 a shared machine compare like with like.
 
     python benchmarks/bench_optimizer_overhead.py [--rounds 10] [--threads 1] [--json out.json]
+                                                 [--device cpu|cuda]
+
+On CUDA every timed interval starts and ends with a synchronisation (kernels run
+asynchronously: without it a step's time would be its launches only); the optimisers take no
+host synchronisation of their own.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--max-len", type=int, default=40)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--json", help="write the results here")
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     return parser.parse_args()
 
 
@@ -65,19 +71,29 @@ def label(config) -> str:
     return optimizer_label(config) + (" (normalized)" if config.get("normalize") else "")
 
 
+def sync() -> None:
+    if ARGS.device == "cuda":
+        torch.cuda.synchronize()
+
+
 def iteration(model, optimizer, batch, labels) -> tuple[float, float]:
     """(seconds for the whole iteration, seconds for optimizer.step alone)."""
+    sync()
     start = time.perf_counter()
     optimizer.zero_grad(set_to_none=True)
     loss = F.cross_entropy(model(**batch).logits, labels)
     loss.backward()
+    sync()
     before_step = time.perf_counter()
     optimizer.step(lambda: loss)
+    sync()
     end = time.perf_counter()
     return end - start, end - before_step
 
 
 def main(args: argparse.Namespace) -> None:
+    if args.device == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("--device cuda: no CUDA GPU is visible")
     torch.set_num_threads(args.threads)
     torch.set_num_interop_threads(args.threads)
     torch.manual_seed(0)
@@ -87,7 +103,9 @@ def main(args: argparse.Namespace) -> None:
     data = encode(tokenizer, train.texts[: args.batch_size], train.labels[: args.batch_size],
                   args.max_len)  # fmt: skip
     batch, labels = data.batch(slice(None))
-    base = MiniLMClassifier(num_classes=2)
+    batch = {k: v.to(args.device) for k, v in batch.items()}
+    labels = labels.to(args.device)
+    base = MiniLMClassifier(num_classes=2).to(args.device)
     # each optimiser trains its own copy, so its state stays consistent with its weights
     optimizers = []
     for c in OPTIMIZERS:
@@ -107,7 +125,8 @@ def main(args: argparse.Namespace) -> None:
 
     median = {n: (statistics.median(f), statistics.median(s)) for n, (f, s) in times.items()}
     sgd_full, sgd_step = median["SGD"]
-    print(f"MiniLM (22.7M parameters), batch {args.batch_size}×{batch['input_ids'].shape[1]} "
+    print(f"MiniLM (22.7M parameters) on {args.device}, "
+          f"batch {args.batch_size}×{batch['input_ids'].shape[1]} "
           f"tokens, median of {args.rounds} rounds; threads pinned to {args.threads} "
           f"({', '.join(THREAD_VARIABLES)} set before importing torch)")  # fmt: skip
     # iteration times of identical models differ by a few percent (placement in memory, the

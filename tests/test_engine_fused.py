@@ -2,12 +2,25 @@
 memory check, and the engine on CUDA (tests marked `cuda`: `python -m pytest -m cuda
 tests/test_engine_fused.py` on a machine with a GPU; they skip, saying so, without one)."""
 
+from functools import partial
+
 import numpy as np
 import pytest
 import torch
 
 from attnbias.data import gaussian_unit
-from attnbias.engine import Algorithm, RunBatch, RunSpec, fused, memory, simulate, sweep, union_grid
+from attnbias.engine import (
+    Algorithm,
+    RunBatch,
+    RunSpec,
+    fused,
+    graphs,
+    memory,
+    simulate,
+    sweep,
+    union_grid,
+)
+from attnbias.engine.simulate import advance
 from attnbias.engine.sweep import run_sweep
 from attnbias.store import ResultsStore
 
@@ -138,6 +151,47 @@ def test_fused_runs_stay_within_the_stated_tolerance_of_unfused_ones(kind):
                 assert gap.max() <= fused.RUN_RTOL, (spec.algorithm.name, name, gap.max())
 
 
+DEFERRING = [a for a in MIRROR if a.p > 2.0] + [MIRROR[0], MIRROR[6]]  # with p ≤ 2 beside
+
+
+@pytest.mark.parametrize("fused_step", [True, False], ids=["fused", "unfused"])
+@pytest.mark.parametrize("needs_redo", [False, True], ids=["in-range", "needs-redo"])
+def test_deferred_range_checks_give_the_checked_steps_bit_for_bit(fused_step, needs_redo):
+    """The engine checks the dual iterates' range (p > 2) on the device and reads the flag
+    once per stretch of steps; where a step needed the log-domain redo the stretch is taken
+    again with the check at every step. Either way: the checked steps, bit for bit. The redo
+    is forced by entries of W at 1e-200, whose θ = |w|² underflows to 0, in a column whose
+    gradient is exactly 0 (that coordinate of every z_i is 0): the redo keeps w, the unchecked
+    map would set it to 0."""
+    steps = 25
+    specs = specs_of(DEFERRING, "W", steps)
+    if needs_redo:
+        for s in specs[:2]:
+            s.init["W"][:, 0] = 1e-200
+            s.problem.z[:, 0] = 0.0
+    deferred, checked = RunBatch.from_specs(specs), RunBatch.from_specs(specs)
+    assert deferred.defers_range_check
+    count = []
+    with torch.inference_mode():
+        in_range = advance(deferred, steps, fused_step, lambda: count.append(1), True)
+        for _ in range(steps):
+            checked.step(fused_step)
+    assert in_range is not needs_redo and len(count) == steps
+    for x, y in zip(deferred.state(), checked.state()):
+        assert torch.equal(x, y)
+    if needs_redo:  # the redo kept the tiny entries (the unchecked map would zero them)
+        assert (deferred.params[0][:2, :, 0] == 1e-200).all()
+
+
+def test_mirror_descent_defers_its_range_check_where_it_has_one():
+    """p > 2, or p per run (its check sees which runs need it); not p ≤ 2 for all runs."""
+    assert not RunBatch.from_specs(specs_of(MIRROR[:6], "W", 5)).defers_range_check
+    assert not RunBatch.from_specs(specs_of(MIRROR[6:7] * 2, "W", 5)).defers_range_check
+    assert not RunBatch.from_specs(specs_of(STEEPEST, "W", 5)).defers_range_check
+    assert RunBatch.from_specs(specs_of(MIRROR[7:9], "KQ", 5)).defers_range_check
+    assert RunBatch.from_specs(specs_of(MIRROR[:7], "W", 5)).defers_range_check  # 1.75 and 2
+
+
 def test_the_fused_step_is_the_default_and_the_unfused_one_is_kept():
     spec = specs_of([Algorithm("MD-3", "md", 0.1, p=3.0, normalize="per_tensor")], "W", 30)
     grid = union_grid([(30, 10)])
@@ -260,25 +314,56 @@ def test_the_engine_on_cuda_agrees_with_the_cpu(kind):
 
 @pytest.mark.cuda
 @cuda
-@pytest.mark.parametrize(
-    "algorithm",
-    [a for a in MIRROR if a.optimizer != "md" or a.p <= 2.0],
-    ids=lambda a: a.name,
-)
+@pytest.mark.parametrize("algorithm", MIRROR, ids=lambda a: a.name)
 def test_no_host_synchronisation_between_recording_points_on_cuda(algorithm):
     """Steps between recording points never wait for the GPU (torch's sync debug mode raises
-    on every synchronising call)."""
+    on every synchronising call), eager or replayed: p > 2 defers its range check."""
     specs = specs_of([algorithm] * 3, "W", 10)
     batch = RunBatch.from_specs(specs, device="cuda")
-    batch.step()  # the workspace is made at the first step
+    deferred = batch.defers_range_check
+    assert deferred == (algorithm.optimizer == "md" and algorithm.p > 2.0)
+    replay = batch.stepping(True, deferred)  # the workspace and the graph are made here
+    eager = partial(batch.step, True, batch.range_flag)
+    assert not isinstance(replay, partial)  # a graph was captured
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")
     try:
         for _ in range(5):
-            batch.step()
+            eager()
+            replay()
     finally:
         torch.cuda.set_sync_debug_mode("default")
     assert torch.isfinite(batch.params[0]).all()
+
+
+@pytest.mark.cuda
+@cuda
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("family", [MIRROR, MIRROR[:7], MIRROR[7:8]], ids=["all", "p≤2", "p=3"])
+def test_replayed_cuda_graphs_are_the_eager_steps_bit_for_bit(kind, family):
+    specs = specs_of(family, kind, 30)
+    replayed, eager = (RunBatch.from_specs(specs, device="cuda") for _ in range(2))
+    deferred = replayed.defers_range_check
+    step = replayed.stepping(True, deferred)
+    assert not isinstance(step, partial)  # a graph was captured
+    assert isinstance(replayed.stepping(False, deferred), partial)  # the reference: eager
+    flag = torch.ones((), dtype=torch.bool, device="cuda") if deferred else None
+    with torch.inference_mode():
+        for _ in range(30):
+            step()
+            eager.step(True, flag)
+    for x, y in zip(replayed.state(), eager.state()):
+        assert torch.equal(x, y)
+
+
+@pytest.mark.cuda
+@cuda
+def test_a_step_that_synchronises_is_taken_eagerly_and_one_that_fails_capture_says_so(caplog):
+    batch = RunBatch.from_specs(specs_of(MIRROR[7:9], "W", 5), device="cuda")
+    assert isinstance(batch.stepping(True, deferred=False), partial)  # checks on the host
+    assert not caplog.records  # not even tried
+    broken = graphs.capture(lambda: batch.params[0].sum().item(), batch.state())
+    assert broken is None and "stepping eagerly" in caplog.text
 
 
 @pytest.mark.cuda

@@ -319,3 +319,27 @@ def test_a_global_normalized_step_under_torch_default_float32(dtype, float32_one
     NormalizedGD([w], lr=0.5, normalize="global").step()
     want = torch.tensor([[3.0 - 0.5 * 0.6, -4.0 - 0.5 * 0.8]], dtype=dtype)
     assert torch.allclose(w.detach(), want, rtol=4 * eps(dtype), atol=0)
+
+
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_same_values_each_is_torch_equal_of_each_pair(device):
+    """One host synchronisation for all pairs on a GPU, and torch.equal's answers: NaN differs
+    from itself, 0 equals −0, empty tensors are equal."""
+    nan = float("nan")
+
+    def t(*values):
+        return torch.tensor(values, device=device)
+
+    pairs = [
+        (t(1.0, 2.0), t(1.0, 2.0)),
+        (t(1.0, 2.0), t(1.0, 3.0)),
+        (t(nan), t(nan)),
+        (t(0.0), t(-0.0)),
+        (torch.empty(0, device=device), torch.empty(0, device=device)),
+    ]
+    expected = [torch.equal(a, b) for a, b in pairs]
+    assert expected == [True, False, False, True, True]
+    assert _common.same_values_each(pairs) == expected

@@ -159,7 +159,10 @@ def unscaled_two_norms(tensors: list[torch.Tensor]) -> torch.Tensor:
     reduction over each tensor, and one torch._foreach_norm for all of them. Right to a few
     ulps of the tensor's dtype where it is finite and at least `underflow_floor`; below that
     floor squares flushed to zero may matter, and beyond the range they overflowed (∞): take
-    `lp_norm` there. NaN in, NaN out."""
+    `lp_norm` there. NaN in, NaN out. On CUDA one torch._foreach_norm of the tensors
+    themselves (its kernel sums in blocks, as the rows here do on the CPU)."""
+    if tensors and all(t.is_cuda for t in tensors):
+        return torch.stack(torch._foreach_norm(tensors)).double()
     parts = []
     for t in tensors:
         n = t.numel()

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 import numpy as np
 import torch
 
 from ..norms import mirror_map
-from . import fused, update
+from . import fused, graphs, update
 from .kernel import Stack
 from .spec import RunSpec
 from .steppers import stepper
@@ -30,6 +32,9 @@ class RunBatch:
     stepper: object | None = None
     # the fused step's buffers, made at its first step (`take` starts a new one)
     workspace: fused.Workspace | None = field(default=None, repr=False)
+    # deferred range checks' flag, and on CUDA each kind of step's graph (`stepping`)
+    range_flag: torch.Tensor | None = field(default=None, repr=False)
+    graphs: dict = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_specs(cls, specs: list[RunSpec], index=None, device=None, dtype=torch.float64):
@@ -86,6 +91,8 @@ class RunBatch:
             if self.stepper is None
             else self.stepper.take(np.flatnonzero(keep), params),
             workspace=None,
+            range_flag=None,
+            graphs={},
         )
 
     def named(self) -> dict[str, torch.Tensor]:
@@ -125,15 +132,48 @@ class RunBatch:
             self.workspace = fused.Workspace(self.data, self.params)
         return self.workspace
 
-    def step(self, fused_step: bool = True) -> None:
-        """One step of every run, in place (fused_step=False: the unfused reference path)."""
+    def step(self, fused_step: bool = True, range_ok: torch.Tensor | None = None) -> None:
+        """One step of every run, in place (fused_step=False: the unfused reference path).
+        range_ok: defer mirror descent's range check (`optim.functional.step_`; only
+        `defers_range_check` batches look at it)."""
         loss, grads, scales = self.gradients(fused_step)
         if self.stepper is not None:
             self.stepper.step(self.params, grads, scales, self.buffers)
         elif fused_step:
             fused.step(
                 self.params, self.duals, grads, scales, self.buffers, loss, self.hyper,
-                self.fused_workspace(),
+                self.fused_workspace(), range_ok,
             )  # fmt: skip
         else:
-            update.step(self.params, self.duals, grads, scales, self.buffers, loss, self.hyper)
+            update.step(
+                self.params, self.duals, grads, scales, self.buffers, loss, self.hyper, range_ok
+            )
+
+    def stepping(self, fused_step: bool = True, deferred: bool = False) -> Callable[[], None]:
+        """One step as a call of no arguments; deferred: its range check clears `range_flag`
+        (made here) instead of synchronising. On CUDA, for the fused step of the
+        mirror-descent core: a replay of its graph (`engine.graphs`), captured at the first
+        call, unless the step synchronises (a range check not deferred). The unfused step, a
+        reference, is always taken eagerly."""
+        if deferred and self.range_flag is None:
+            self.range_flag = torch.ones((), dtype=torch.bool, device=self.data.X.device)
+        step = partial(self.step, fused_step, self.range_flag if deferred else None)
+        synchronises = self.defers_range_check and not deferred
+        if not (self.data.X.is_cuda and fused_step) or self.stepper is not None or synchronises:
+            return step
+        key = (fused_step, deferred)
+        if key not in self.graphs:
+            self.graphs[key] = graphs.capture(step, self.state()) or step
+        return self.graphs[key]
+
+    @property
+    def defers_range_check(self) -> bool:
+        """Whether a step checks the range of dual iterates (mirror descent with some p > 2,
+        or with p per run), a host synchronisation unless deferred."""
+        p = self.hyper
+        mirror = self.stepper is None and self.duals is not None
+        return mirror and (p.uniform_p is None or p.uniform_p > 2.0)
+
+    def state(self) -> list[torch.Tensor]:
+        """Everything a step changes (to save and restore around deferred steps)."""
+        return [*self.params, *(self.duals or []), *self.buffers]

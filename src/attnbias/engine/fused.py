@@ -14,8 +14,8 @@ products (606 of 8×10 per product) and in `pow`. Here:
   −y(h − f) = y f − y h with y h formed once (exact for labels ±1);
 - norms: as `norms.lp_norm` (scaled by the largest entry), with x^{k+1/2} as x^k·√x instead of
   `pow` (ℓ1.5 norms: mirror descent with p = 3), and no host synchronisation for batches that
-  mix step rules. The step itself is `optim.functional.step_` (its range check of the dual
-  iterates for p > 2 reads two numbers on the host each step).
+  mix step rules. The step itself is `optim.functional.step_`; its range check of the dual
+  iterates for p > 2 is deferred to the recording points (`simulate`) through `range_ok`.
 
 Same maths, other rounding: from the same state a fused step is within `STEP_ULPS` of the
 unfused one (its gradients within `GRADIENT_ULPS`), and whole runs of W stay within `RUN_RTOL`
@@ -125,8 +125,9 @@ def step(
     loss: torch.Tensor | None,
     hp: Hyper,
     ws: Workspace,
+    range_ok: torch.Tensor | None = None,
 ) -> None:
-    """`update.step`, fused (in place)."""
+    """`update.step`, fused (in place; range_ok: as `optim.functional.step_`'s)."""
     grads = in_rule_scale(grads, log_scales, hp)
     p = 2.0 if hp.mirror_p is None else hp.mirror_p
     step_(
@@ -139,6 +140,7 @@ def step(
         momentum=hp.momentum if hp.has_momentum else 0.0,
         buffers=buffers,
         scratch=ws.scratch,
+        range_ok=range_ok,
     )
 
 

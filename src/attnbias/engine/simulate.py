@@ -51,7 +51,9 @@ def simulate(
 
     Divergence is detected on the recorded iterates only (their copy to the host is a sync the
     loop makes anyway), so the check costs nothing per step; a non-finite iterate stays
-    non-finite, so the first recorded one brackets the step where it happened."""
+    non-finite, so the first recorded one brackets the step where it happened. So is mirror
+    descent's range check for p > 2 (`advance`): no host synchronisation between recording
+    points."""
     rows = torch.arange(len(batch))  # each active run's row in the snapshot tensors
     snapshots = {
         name: torch.full((len(batch), len(grid), *w.shape[1:]), float("nan"), dtype=w.dtype)
@@ -59,6 +61,7 @@ def simulate(
     }
     first_nonfinite = np.full(len(batch), -1)  # by snapshot row
     g, t, reported = 0, 0, 0
+    defer = True  # mirror descent's range check at recording points only (see `advance`)
     tick = max(int(batch.steps.max()) // 200, 1)
     while True:
         if grid[g] == t:
@@ -89,10 +92,40 @@ def simulate(
             batch, rows = batch.take(~done), rows[~mask]
         # Steps up to the next recording or finishing step need no look at the runs.
         stop = min(int(grid[g]) if g < len(grid) else t + 1, int(batch.steps.min()))
+
+        def counted() -> None:
+            nonlocal t, reported
+            t += 1
+            if progress is not None and t - reported == tick:
+                progress(tick)
+                reported = t
+
         with torch.inference_mode():  # less dispatch per operation; no autograd here
-            while t < stop:
-                batch.step(fused)
-                t += 1
-                if progress is not None and t - reported == tick:
-                    progress(tick)
-                    reported = t
+            if not advance(batch, stop - t, fused, counted, defer and batch.defers_range_check):
+                defer = False  # this batch needed the redo once: check every step from now
+
+
+def advance(batch: RunBatch, steps: int, fused: bool, counted: Callable[[], None], defer: bool):
+    """`steps` steps of `batch`, calling `counted()` after each; returns False if they needed
+    mirror descent's log-domain redo (`optim.functional.step_`) with `defer`.
+
+    defer: the steps check the range of the dual iterates on the device (`range_ok`), not on
+    the host, and the flag is read once at the end. Had any step needed the redo, the state
+    saved before them is restored and the steps are taken again with the check at each one:
+    either way the result is the checked steps' bit for bit. On CUDA each step is a replay of
+    its graph (`RunBatch.stepping`)."""
+    step = batch.stepping(fused, defer)
+    if defer:
+        saved = [x.clone() for x in batch.state()]
+        batch.range_flag.fill_(True)
+    for _ in range(steps):
+        step()
+        counted()
+    if not defer or batch.range_flag.item():  # the one host synchronisation
+        return True
+    for x, y in zip(batch.state(), saved):
+        x.copy_(y)
+    step = batch.stepping(fused)
+    for _ in range(steps):
+        step()
+    return False

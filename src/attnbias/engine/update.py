@@ -78,9 +78,11 @@ def step(
     buffers: list[torch.Tensor],
     loss: torch.Tensor | None,
     hp: Hyper,
+    range_ok: torch.Tensor | None = None,
 ) -> None:
     """In place: one step of every run (parameters, dual iterates and momentum buffers), from
-    gradients given in log scale (∂L/∂θ_k = exp(m_k)·G̃_k, see `Stack.scaled_gradients`)."""
+    gradients given in log scale (∂L/∂θ_k = exp(m_k)·G̃_k, see `Stack.scaled_gradients`);
+    range_ok: as `optim.functional.step_`'s."""
     grads = in_rule_scale(grads, log_scales, hp)
     p = hp.mirror_p
     d = divisors(
@@ -101,6 +103,7 @@ def step(
         duals=duals,
         momentum=hp.momentum if hp.has_momentum else 0.0,
         buffers=buffers,
+        range_ok=range_ok,
     )
 
 

@@ -534,10 +534,17 @@ def normalized_step_(
 ) -> None:
     """In place: w ← w − η·g/D for p = 2 (weights, grads and buffers with their run axis),
     `F.step_` (or `F.step_foreach_`): in one pass with the factors D/η and η = 1 where
-    `quick_two_norm_divisors` gave one, with D and η elsewhere."""
+    `quick_two_norm_divisors` gave one, with D and η elsewhere. With foreach and no
+    momentum the factors' part divides by them as numbers (the same roundings as
+    `F.step_foreach_`'s addcdiv: g/F in the tensor's dtype, then the subtraction)."""
     for part, values, eta in split_quick(factors, divisors, lr):
         w, g, d, b = pick((weights, grads, values, buffers), part)
-        if foreach:
+        if foreach and values is factors and momentum == 0.0:
+            # w − g/F with each F a number of the host (one sync for all): two multi-tensor
+            # kernels; tensors F would need one kernel per tensor (they broadcast)
+            scalars = torch.cat([f.reshape(1).double() for f in d]).tolist()
+            torch._foreach_add_(w, torch._foreach_div(g, scalars), alpha=-1.0)
+        elif foreach:
             F.step_foreach_(w, g, d, eta, momentum=momentum, buffers=b)
         else:
             scratch = [s for (s,) in workspace.views(w, 1)]
@@ -566,25 +573,29 @@ def dual_iterates(
     others keep their θ. Where `rows[k]` is given, the step writes only those rows of
     parameter k, so only they are compared: an edit to another row stays as the user left it,
     and is found when a step first touches that row."""
-    duals, status = [], []
-    for key, w, r in zip(keys, weights, rows):
-        s, w, current, changed = state[key], w.detach(), key.detach(), None
+    duals, status, compared = [], [], []
+    for j, (key, w, r) in enumerate(zip(keys, weights, rows)):
+        s, w, current = state[key], w.detach(), key.detach()
         dual, copy = s.get("dual"), s.get("weight")
         if not (fits(dual, w) and fits(copy, current)):
             s["dual"], s["weight"] = mirror_map(w, p), current.clone()
-            changed = "built"
-        elif r is None:
-            if not same_values(copy, current):
-                refresh_edited_(dual, copy != current, w, p)
-                changed = "refreshed"
+            status.append("built")
         else:
-            old, now = copy.index_select(0, r), current.index_select(0, r)
-            if not same_values(old, now):
-                part = refresh_edited_(dual.index_select(0, r), old != now, w.index_select(0, r), p)
-                dual.index_copy_(0, r, part)
-                changed = "refreshed"
+            if r is not None:
+                copy, current = copy.index_select(0, r), current.index_select(0, r)
+            compared.append((j, dual, copy, current, w, r))
+            status.append(None)
         duals.append(s["dual"])
-        status.append(changed)
+    same = same_values_each([(old, now) for _, _, old, now, _, _ in compared])
+    for (j, dual, old, now, w, r), unchanged in zip(compared, same):
+        if unchanged:
+            continue
+        if r is None:
+            refresh_edited_(dual, old != now, w, p)
+        else:
+            part = refresh_edited_(dual.index_select(0, r), old != now, w.index_select(0, r), p)
+            dual.index_copy_(0, r, part)
+        status[j] = "refreshed"
     return duals, status
 
 
@@ -607,6 +618,23 @@ def same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
     if a.device.type == "cpu" and b.device.type == "cpu" and a.dtype in NUMPY_DTYPES:
         return bool(np.array_equal(a.numpy(), b.numpy()))
     return torch.equal(a, b)
+
+
+def same_values_each(pairs: list[tuple[torch.Tensor, torch.Tensor]]) -> list[bool]:
+    """`same_values` of each pair, with one host synchronisation for all the pairs on a GPU
+    (torch.equal would wait for each): there, "no entry differs" (NaN differs from itself)."""
+    out: list = [None] * len(pairs)
+    on_device = []
+    for k, (a, b) in enumerate(pairs):
+        if a.device.type == "cpu" and b.device.type == "cpu":
+            out[k] = same_values(a, b)
+        else:
+            on_device.append(k)
+    if on_device:
+        differs = torch.stack([(pairs[k][0] != pairs[k][1]).any() for k in on_device])
+        for k, d in zip(on_device, differs.tolist()):
+            out[k] = not d
+    return out
 
 
 NUMPY_DTYPES = (torch.float16, torch.float32, torch.float64)

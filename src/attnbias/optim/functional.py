@@ -133,6 +133,7 @@ def step_(
     buffers: list[torch.Tensor] | None = None,
     scratch: list[torch.Tensor] | None = None,
     copies: list[torch.Tensor | None] | None = None,
+    range_ok: torch.Tensor | None = None,
 ) -> None:
     """In place: one step θ ← θ − η·m, w = (∇ψ)⁻¹(θ) of each tensor (see the module text).
 
@@ -142,6 +143,11 @@ def step_(
     powers, or None (then they are allocated). copies: where an entry is a tensor, the new w
     is copied into it right after its step, while w is still in cache (the classes keep such
     a copy of what a step wrote).
+    range_ok: for p > 2, check θ⁺'s range without looking at the host: a one-element bool
+    tensor, set to False (and never back) when an entry needed the log-domain redo, which is
+    then skipped. A step that leaves it True is the checked step bit for bit; after one that
+    clears it, the caller redoes the steps from a saved state with range_ok=None (the engine
+    does so at its recording points: no host synchronisation between them).
 
     With η = 1 (a float) and no momentum, t − g/D is taken in one pass (addcdiv: g/D rounded,
     then the subtraction, as the two passes round), t = w for p = 2 and θ for p < 2: callers
@@ -154,14 +160,9 @@ def step_(
         raise ValueError("momentum needs the momentum `buffers`")
     one_pass = not uses_momentum and not isinstance(lr, torch.Tensor) and lr == 1.0
     one_pass &= not mirror or (not isinstance(p, torch.Tensor) and p < 2.0)
-    prepared = {}  # D with no step at zero, once per divisor (one for all, with "global")
+    prepared = None if divisors is None else _prepared(divisors, grads)
     for k, (w, g) in enumerate(zip(params, grads)):
-        d = None
-        if divisors is not None:
-            key = (id(divisors[k]), g.dim())
-            if key not in prepared:
-                prepared[key] = per_run(_no_step_at_zero(divisors[k]), g)
-            d = prepared[key]
+        d = None if prepared is None else prepared[k]
         theta = duals[k] if mirror else None
         powers = None if scratch is None else scratch[k]
         if d is not None and one_pass:
@@ -170,12 +171,12 @@ def step_(
                 inverse_mirror_map(theta, p, out=w, scratch=powers)
         else:
             buffer = None if buffers is None else buffers[k]
-            _step_tensor_(w, g, d, lr, p, theta, momentum, buffer, powers)
+            _step_tensor_(w, g, d, lr, p, theta, momentum, buffer, powers, range_ok)
         if copies is not None and copies[k] is not None:
             copies[k].copy_(w)
 
 
-def _step_tensor_(w, g, d, lr, p, theta, momentum, buffer, scratch) -> None:
+def _step_tensor_(w, g, d, lr, p, theta, momentum, buffer, scratch, range_ok=None) -> None:
     """`step_` of one tensor (d: its divisor shaped for the runs, or None)."""
     if isinstance(momentum, torch.Tensor) or momentum != 0.0:
         u = buffer.mul_(per_run(momentum, g))
@@ -187,7 +188,7 @@ def _step_tensor_(w, g, d, lr, p, theta, momentum, buffer, scratch) -> None:
     if theta is None:  # p = 2: no dual iterate
         _subtract_scaled_(w, u, lr)
     elif isinstance(p, torch.Tensor) or p > 2.0:
-        _checked_mirror_update_(w, theta, u, lr, p)
+        _checked_mirror_update_(w, theta, u, lr, p, range_ok)
     else:  # p < 2: θ = |w|^{p−1} never leaves the range, and w⁺ leaves it only to ±inf
         _subtract_scaled_(theta, u, lr)
         # (u is spent: the scratch buffer is free for the map's powers)
@@ -211,7 +212,7 @@ def step_foreach_(
         raise ValueError("momentum needs the momentum `buffers`")
     d = None
     if divisors is not None:
-        d = [per_run(_no_step_at_zero(x), g) for x, g in zip(divisors, grads)]
+        d = _prepared(divisors, grads)
     if uses_momentum:
         beta = (
             momentum
@@ -235,13 +236,18 @@ def step_foreach_(
 
 
 def _checked_mirror_update_(
-    w: torch.Tensor, theta: torch.Tensor, u: torch.Tensor, lr: Number, p: Number
+    w: torch.Tensor,
+    theta: torch.Tensor,
+    u: torch.Tensor,
+    lr: Number,
+    p: Number,
+    range_ok: torch.Tensor | None = None,
 ) -> None:
     """In place: θ ← θ − η·u, w ← (∇ψ)⁻¹(θ), where p > 2 (or p is per run). θ = |w|^{p−1}
     may then have overflowed or underflowed, and θ⁺ may land where the map loses digits;
     the entries where θ⁺ is not a normal number at least tiny/eps (or, for a per-run p ≤ 2,
     not finite) are redone by `log_domain_step`. One host sync; the log domain only when
-    needed."""
+    needed. With `range_ok` (see `step_`): no sync and no redo, the check's outcome kept there."""
     if w.numel() == 0:
         return
     if isinstance(lr, torch.Tensor):  # θ⁺ (θ is kept for the entries redone)
@@ -252,11 +258,10 @@ def _checked_mirror_update_(
     info = torch.finfo(new.dtype)
     low = info.tiny / info.eps
     redo = None
-    if not (size.amin().item() >= low and size.amax().item() <= info.max):  # False for NaN
-        good = (size >= low) & (size <= info.max)
-        if isinstance(p, torch.Tensor):
-            good |= (per_run(p, size) <= 2.0) & torch.isfinite(size)
-        redo = ~good
+    if range_ok is not None:
+        range_ok.logical_and_(_in_range(size, p, low, info.max))
+    elif not (size.amin().item() >= low and size.amax().item() <= info.max):  # False for NaN
+        redo = ~_in_range(size, p, low, info.max, whole=False)
         entries = [t.expand_as(w)[redo] for t in (theta, w, u)]
         rates, exponents = (
             x if not isinstance(x, torch.Tensor) else per_run(x, w).expand_as(w)[redo]
@@ -269,6 +274,35 @@ def _checked_mirror_update_(
         theta_new, w_new = log_domain_step(*entries, rates, exponents)
         theta[redo] = theta_new.to(theta.dtype)
         w[redo] = w_new.to(w.dtype)
+
+
+def _in_range(size: torch.Tensor, p: Number, low: float, high: float, whole: bool = True):
+    """Where |θ⁺| = size needs no log-domain redo (whole: whether that holds everywhere, as a
+    tensor): a normal number in [low, high], or finite for a run whose p ≤ 2."""
+    if whole and not isinstance(p, torch.Tensor):  # two reductions, no full-size mask
+        return (size.amin() >= low) & (size.amax() <= high)  # False for NaN
+    good = (size >= low) & (size <= high)
+    if isinstance(p, torch.Tensor):
+        good |= (per_run(p, size) <= 2.0) & torch.isfinite(size)
+    return good.all() if whole else good
+
+
+def _prepared(divisors: list, grads: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Each divisor with no step at zero (`_no_step_at_zero`), shaped for its gradient's runs:
+    once per distinct divisor (one for all, with "global"), and the (1,) divisors of an
+    optimiser's tensors in one operation for all (a hundred tensors: one kernel, not a
+    hundred)."""
+    distinct = list({id(x): x for x in divisors}.values())
+    if len(distinct) > 1 and all(
+        isinstance(x, torch.Tensor) and x.shape == (1,) and (x.dtype, x.device) == key
+        for x in distinct
+        for key in [(distinct[0].dtype, distinct[0].device)]
+    ):
+        fixed = _no_step_at_zero(torch.cat(distinct)).split(1)
+    else:
+        fixed = [_no_step_at_zero(x) for x in distinct]
+    by_id = {id(x): y for x, y in zip(distinct, fixed)}
+    return [per_run(by_id[id(x)], g) for x, g in zip(divisors, grads)]
 
 
 def _no_step_at_zero(d: torch.Tensor) -> torch.Tensor:
