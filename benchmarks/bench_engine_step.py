@@ -5,9 +5,9 @@
 The batch is full md-local's (100 seeds × p ∈ {1.75, 2, 3} + the zero-initialised runs: 303
 runs of 10×10 W) and its last phase (the 101 runs of p = 3 that take 18,000 of the 20,000
 steps). Each is stepped `--steps` times per round, fused and unfused interleaved, best of
-`--rounds` rounds, as the engine's loop takes them between recording points (range checks
-deferred; on CUDA each step a replay of its graph, captured in the first round); on CUDA each
-round ends with a synchronisation (the loop itself has none).
+`--rounds` rounds, as the engine's loop takes them between recording points (on CUDA with
+range checks deferred and each step a replay of its graph, captured in the first round); on
+CUDA each round ends with a synchronisation (the loop itself has none).
 On the CPU the times are this process's CPU time (one thread: the work done, which a busy
 machine changes much less than the wall time); on CUDA, wall time.
 """
@@ -45,13 +45,16 @@ def sync():
 clock = time.perf_counter if args.device == "cuda" else time.process_time
 
 
+on_cuda = args.device == "cuda"
+
+
 def per_step(batch: RunBatch, fused: bool) -> float:
-    """As the engine's loop steps between recording points (`simulate.advance`): the range
-    check deferred, and on CUDA a graph replayed."""
+    """As the engine's loop steps between recording points (`simulate.advance`): on CUDA the
+    range check deferred and a graph replayed."""
     sync()
     start = clock()
     with torch.inference_mode():
-        advance(batch, args.steps, fused, lambda: None, batch.defers_range_check)
+        advance(batch, args.steps, fused, lambda: None, batch.defers_range_check and on_cuda)
     sync()
     return (clock() - start) / args.steps
 

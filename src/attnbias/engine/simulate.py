@@ -100,8 +100,10 @@ def simulate(
                 progress(tick)
                 reported = t
 
+        # On the CPU a read of the host is no synchronisation, and cheaper than the flag
+        deferred = defer and batch.defers_range_check and batch.data.X.is_cuda
         with torch.inference_mode():  # less dispatch per operation; no autograd here
-            if not advance(batch, stop - t, fused, counted, defer and batch.defers_range_check):
+            if not advance(batch, stop - t, fused, counted, deferred):
                 defer = False  # this batch needed the redo once: check every step from now
 
 
