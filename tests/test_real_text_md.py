@@ -527,3 +527,21 @@ def test_the_reference_models_choose_on_validation_only():
     majority = baselines.majority_class([1, 1, 0], [0, 1], [1, 1, 1, 0])
     assert majority == {"label": "majority class (1)", "class": 1, "val_accuracy": 50.0,
                         "test_accuracy": 75.0}  # fmt: skip
+
+
+def test_the_cuda_pilots_are_valid_configs_of_the_default_and_the_paper_model():
+    """docs/REAL_DATA.md quotes `attnbias run benchmarks/pilots/text-md-cuda.toml` and
+    `…-paper-cuda.toml`: the default model, and the [paper] table's model size, on CUDA."""
+    from pathlib import Path
+
+    from attnbias.experiments.base import load_config, read_toml, validate_config
+
+    pilots = Path(__file__).parents[1] / "benchmarks" / "pilots"
+    paper = load_config("text-md", paper=True)
+    for name, model in (("text-md-cuda", load_config("text-md")), ("text-md-paper-cuda", paper)):
+        fields = read_toml(pilots / f"{name}.toml")
+        assert fields.pop("experiment") == "text-md"
+        config = validate_config(load_config("text-md", overrides=fields))
+        assert config["device"] == "cuda" and config["seeds"] == 1
+        for key in ("dim", "heads", "layers", "max_len", "batch_size"):
+            assert config[key] == model[key], key
