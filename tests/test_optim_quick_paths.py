@@ -343,3 +343,43 @@ def test_same_values_each_is_torch_equal_of_each_pair(device):
     expected = [torch.equal(a, b) for a, b in pairs]
     assert expected == [True, False, False, True, True]
     assert _common.same_values_each(pairs) == expected
+
+
+def bits(t: torch.Tensor) -> torch.Tensor:
+    """The tensor's bit patterns (so that −0 ≠ 0 and NaNs compare)."""
+    return t.view({torch.float32: torch.int32, torch.float64: torch.int64}[t.dtype])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("p", [1.1, 1.25, 1.5, 1.75, 4 / 3])
+def test_plain_mirror_steps_are_the_same_bits_with_and_without_foreach(p, dtype):
+    """Plain ℓp-MD, p < 2: the foreach path (one kernel an operation for all tensors on a
+    GPU) is the per-tensor step bit for bit — zero weights' signs included — also after the
+    user edits a weight between steps (θ is rebuilt there) and with a zero gradient."""
+    out = {}
+    for foreach in (False, True):
+        params = [torch.nn.Parameter(w) for w in initial_weights(dtype)]
+        params[1].data[0] = 0.0
+        opt = MirrorDescent(params, lr=0.05, p=p, foreach=foreach)
+        generator = torch.Generator().manual_seed(1)
+        for step in range(3):
+            for w in params:
+                w.grad = torch.randn(w.shape, generator=generator, dtype=torch.float64).to(dtype)
+            params[0].grad[0] = 0.0
+            opt.step()
+            if step == 0:
+                params[2].data[5] = -3.0  # an edit the next step must honour
+        out[foreach] = [bits(w.detach()) for w in params]
+    assert all(torch.equal(a, b) for a, b in zip(out[False], out[True]))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("p", [1.01, 1.1, 1.2, 1.25, 4 / 3, 1.5, 1.75, 2.0, 2.5, 3.0])
+def test_the_foreach_inverse_mirror_map_is_the_per_tensor_one_bit_for_bit(p, dtype):
+    torch.manual_seed(0)
+    special = torch.tensor([0.0, -0.0, math.inf, -math.inf, math.nan, 1e-30, -7.5], dtype=dtype)
+    thetas = [torch.randn(7, 5, dtype=dtype) * s for s in (1e-3, 1.0, 30.0)] + [special]
+    outs = [torch.empty_like(t) for t in thetas]
+    norms.inverse_mirror_map_foreach_(thetas, p, outs)
+    for theta, w in zip(thetas, outs):
+        assert torch.equal(bits(w), bits(norms.inverse_mirror_map(theta, p)))

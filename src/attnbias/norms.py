@@ -209,6 +209,50 @@ def inverse_mirror_map(theta: torch.Tensor, p: Exponent, *, out=None, scratch=No
     return _signed_power(theta, per_run(p, theta), lambda p: 1.0 / (p - 1.0), out, scratch)
 
 
+def inverse_mirror_map_foreach_(thetas: list[torch.Tensor], p: float, outs: list[torch.Tensor]):
+    """outs ← (∇ψ)⁻¹(θ) of each tensor, for one p (a number) and tensors of one dtype: the
+    arithmetic of `inverse_mirror_map` (the same roundings, bit for bit) in torch._foreach_*
+    kernels — on a GPU one launch an operation for all tensors — except the final copysign,
+    which has no foreach kernel (one per tensor)."""
+    torch._foreach_copy_(outs, thetas)
+    if p == 2.0:
+        return
+    e = 1.0 / (p - 1.0)
+    whole = whole_exponent(e, thetas[0].dtype)
+    if whole is not None and whole % 2 == 0:  # from θ² = |θ|², as `_signed_power`
+        torch._foreach_mul_(outs, thetas)
+        whole, e = whole // 2, float(whole // 2)
+    else:
+        torch._foreach_abs_(outs)
+    _power_foreach_(outs, e, whole)
+    for w, theta in zip(outs, thetas):
+        w.copysign_(theta)
+
+
+def _power_foreach_(xs: list[torch.Tensor], e: float, whole: int | None) -> None:
+    """`power_` of each tensor (e a number; `whole`: `whole_exponent(e)`), in place."""
+    if e == 1.0:
+        return
+    if e == 0.5:
+        torch._foreach_sqrt_(xs)
+    elif whole is None:
+        torch._foreach_pow_(xs, e)
+    elif whole == 2:
+        torch._foreach_mul_(xs, xs)
+    else:  # repeated squaring over the bits of e, as `power_`
+        steps = []
+        for bit in bin(whole)[3:]:
+            steps += ["square", "times x"] if bit == "1" else ["square"]
+        r = torch._foreach_mul(xs, xs)
+        for op in steps[1:-1]:
+            torch._foreach_mul_(r, r) if op == "square" else torch._foreach_mul_(r, xs)
+        if steps[-1] == "square":
+            torch._foreach_mul_(r, r)
+            torch._foreach_copy_(xs, r)
+        else:
+            torch._foreach_mul_(xs, r)
+
+
 def _signed_power(x, p, exponent, out, scratch):
     """sign(x)|x|^e with e = exponent(p): a few passes and no temporary when `out` (and for a
     whole exponent `scratch`) is given. An even whole e starts from x² = |x|², which saves

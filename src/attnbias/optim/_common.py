@@ -511,8 +511,13 @@ def largest_magnitudes(optimizer: str, tensors: list[torch.Tensor], culprit) -> 
     """max|x| of each tensor (0 for an empty one), from torch.aminmax (one pass, no
     temporary), with one host sync for all; FloatingPointError (as `check_finite` raises)
     where a tensor is not finite."""
-    extremes = [v for t in tensors if t.numel() for v in torch.aminmax(t)]
-    tops = iter(torch.stack(extremes).abs().view(-1, 2).amax(1).tolist() if extremes else ())
+    present = [t for t in tensors if t.numel()]
+    if present and hasattr(torch, "_foreach_max") and all(t.is_cuda for t in present):
+        # on a GPU: two multi-tensor kernels instead of one reduction per tensor
+        tops = iter(torch.stack(torch._foreach_max(torch._foreach_abs(present))).tolist())
+    else:
+        extremes = [v for t in present for v in torch.aminmax(t)]
+        tops = iter(torch.stack(extremes).abs().view(-1, 2).amax(1).tolist() if extremes else ())
     sizes = [next(tops) if t.numel() else 0.0 for t in tensors]
     if not all(math.isfinite(size) for size in sizes):
         raise not_finite(optimizer, culprit)

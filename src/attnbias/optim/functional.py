@@ -33,6 +33,7 @@ import torch
 from ..norms import (
     dual_exponent,
     inverse_mirror_map,
+    inverse_mirror_map_foreach_,
     log_domain_step,
     lp_norm,
     per_run,
@@ -134,6 +135,7 @@ def step_(
     scratch: list[torch.Tensor] | None = None,
     copies: list[torch.Tensor | None] | None = None,
     range_ok: torch.Tensor | None = None,
+    foreach: bool = False,
 ) -> None:
     """In place: one step θ ← θ − η·m, w = (∇ψ)⁻¹(θ) of each tensor (see the module text).
 
@@ -148,6 +150,9 @@ def step_(
     then skipped. A step that leaves it True is the checked step bit for bit; after one that
     clears it, the caller redoes the steps from a saved state with range_ok=None (the engine
     does so at its recording points: no host synchronisation between them).
+    foreach: plain mirror descent with p < 2 (a number; no divisors, no momentum, η a
+    number, tensors of one dtype) in torch._foreach_* kernels, bit for bit the same step;
+    other steps ignore it.
 
     With η = 1 (a float) and no momentum, t − g/D is taken in one pass (addcdiv: g/D rounded,
     then the subtraction, as the two passes round), t = w for p = 2 and θ for p < 2: callers
@@ -160,6 +165,13 @@ def step_(
         raise ValueError("momentum needs the momentum `buffers`")
     one_pass = not uses_momentum and not isinstance(lr, torch.Tensor) and lr == 1.0
     one_pass &= not mirror or (not isinstance(p, torch.Tensor) and p < 2.0)
+    if foreach and _plain_mirror(params, divisors, lr, p, mirror, uses_momentum):
+        torch._foreach_add_(duals, grads, alpha=-lr)  # θ ← θ − η·g, as `_subtract_scaled_`
+        inverse_mirror_map_foreach_(duals, p, params)
+        pairs = [(c, w) for c, w in zip(copies or [], params) if c is not None]
+        if pairs:
+            torch._foreach_copy_([c for c, _ in pairs], [w for _, w in pairs])
+        return
     prepared = None if divisors is None else _prepared(divisors, grads)
     for k, (w, g) in enumerate(zip(params, grads)):
         d = None if prepared is None else prepared[k]
@@ -174,6 +186,15 @@ def step_(
             _step_tensor_(w, g, d, lr, p, theta, momentum, buffer, powers, range_ok)
         if copies is not None and copies[k] is not None:
             copies[k].copy_(w)
+
+
+def _plain_mirror(params, divisors, lr, p, mirror, uses_momentum) -> bool:
+    """Whether `step_` can take its foreach path (see there)."""
+    if not mirror or divisors is not None or uses_momentum or not params:
+        return False
+    if isinstance(lr, torch.Tensor) or isinstance(p, torch.Tensor) or not p < 2.0:
+        return False
+    return len({w.dtype for w in params}) == 1
 
 
 def _step_tensor_(w, g, d, lr, p, theta, momentum, buffer, scratch, range_ok=None) -> None:

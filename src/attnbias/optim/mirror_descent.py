@@ -161,7 +161,7 @@ class MirrorDescent(CheckedOptimizer):
             if group["p"] == 2.0:
                 self._euclidean_step(index, group, params, weights, grads, shrink, foreach)
             else:
-                self._mirror_step(index, group, params, weights, grads, shrink)
+                self._mirror_step(index, group, params, weights, grads, shrink, foreach)
         return loss
 
     def _euclidean_step(self, index, group, params, weights, grads, shrink, foreach) -> None:
@@ -185,7 +185,7 @@ class MirrorDescent(CheckedOptimizer):
         scatter_rows_(weights, rows, w)
         write_back("MirrorDescent", index, params, weights)
 
-    def _mirror_step(self, index, group, params, weights, grads, shrink) -> None:
+    def _mirror_step(self, index, group, params, weights, grads, shrink, foreach) -> None:
         p, lr = group["p"], group["lr"]
         # weight decay moves every row: no sparse rows then
         rows = [touched_rows(g) if shrink == 1.0 else None for g in grads]
@@ -245,7 +245,7 @@ class MirrorDescent(CheckedOptimizer):
             scratch = [b for (b,) in self.workspace.views(w_part, 1)]
             F.step_(
                 w_part, g_part, d_part, rate, p=p, duals=theta_part, scratch=scratch,
-                copies=c_part,
+                copies=c_part, foreach=foreach,
             )  # fmt: skip
         for k, (w_k, theta_k) in done.items():
             if rows[k] is None:
