@@ -467,3 +467,19 @@ def test_optimisers_print_their_hyper_parameters():
     for line in ("MirrorDescent (", "lr: 0.1", "p: 1.5", "normalize: none", "weight_decay: 0.01"):
         assert line in text, text
     assert "maximize: False" in repr(SpectralDescent(w, lr=0.1))
+
+
+def test_importing_the_optimisers_leaves_torch_dynamo_unloaded_until_one_is_made():
+    """torch.compiler.disable (the step's exclusion from compiled graphs) imports
+    torch._dynamo, 1.5 s: it happens when the first optimiser is made, not on import."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, torch, attnbias.optim as o, attnbias.engine\n"
+        "print('torch._dynamo' in sys.modules)\n"
+        "o.MirrorDescent([torch.zeros(2, requires_grad=True)], lr=0.1, p=1.5)\n"
+        "print('torch._dynamo' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True"]

@@ -41,6 +41,7 @@ class CheckedOptimizer(Optimizer):
     RENAMED: ClassVar[dict[str, str]] = {}
 
     def __init__(self, params, hyper: dict):
+        exclude_from_compile(type(self))
         self.hyper_keys = tuple(hyper)  # torch adds keys of its own to the defaults
         self.checked_values: dict[int, list] = {}  # id(group): its values as last checked
         super().__init__(params, self.checked(hyper, ""))
@@ -298,8 +299,23 @@ def step_function(step):
     """A class's step(): under torch.no_grad, and left out of torch.compile's graphs (one
     clean graph break, not a storm of them): before anything is written a step reads values
     on the host (are the gradients finite, can the result leave the dtype's range), which a
-    graph cannot do without breaking at each of them."""
-    return torch.compiler.disable(functools.wraps(step)(torch.no_grad()(step)))
+    graph cannot do without breaking at each of them. The exclusion is applied when the first
+    optimiser of the class is made (`exclude_from_compile`): torch.compiler.disable imports
+    torch._dynamo, 1.5 s that a program which never builds one of our optimisers (most
+    commands of the command line) need not pay."""
+    wrapped = functools.wraps(step)(torch.no_grad()(step))
+    wrapped.excluded_from_compile = False
+    return wrapped
+
+
+def exclude_from_compile(cls: type) -> None:
+    """torch.compiler.disable on each `step_function` of the class and its bases, once (before
+    torch.optim.Optimizer.__init__ wraps the class's step in its profiling hook)."""
+    for klass in cls.__mro__:
+        step = klass.__dict__.get("step")
+        if getattr(step, "excluded_from_compile", None) is False:
+            step.excluded_from_compile = True
+            klass.step = torch.compiler.disable(step)
 
 
 def evaluate(closure):
