@@ -383,3 +383,22 @@ def test_the_foreach_inverse_mirror_map_is_the_per_tensor_one_bit_for_bit(p, dty
     norms.inverse_mirror_map_foreach_(thetas, p, outs)
     for theta, w in zip(thetas, outs):
         assert torch.equal(bits(w), bits(norms.inverse_mirror_map(theta, p)))
+
+
+@pytest.mark.parametrize("normalize", ["global", "per_tensor"])
+def test_foreach_steps_of_a_group_of_two_dtypes_are_the_per_tensor_steps(normalize):
+    """A float32 and a float64 tensor in one group: "global" divides both by one float64 norm
+    (in float64 for the float32 tensor); the foreach path must not round that norm to float32
+    first."""
+
+    def run(foreach):
+        g = torch.Generator().manual_seed(3)
+        a = torch.nn.Parameter(torch.randn(50, 7, generator=g, dtype=torch.float32))
+        b = torch.nn.Parameter(torch.randn(9, generator=g, dtype=torch.float64))
+        opt = NormalizedGD([a, b], lr=0.1, normalize=normalize, foreach=foreach)
+        a.grad = torch.randn(a.shape, generator=g, dtype=torch.float32) * 1.37
+        b.grad = torch.randn(b.shape, generator=g, dtype=torch.float64)
+        opt.step()
+        return [bits(w.detach()) for w in (a, b)]
+
+    assert all(torch.equal(x, y) for x, y in zip(run(False), run(True)))

@@ -557,10 +557,13 @@ def normalized_step_(
     `F.step_` (or `F.step_foreach_`): in one pass with the factors D/η and η = 1 where
     `quick_two_norm_divisors` gave one, with D and η elsewhere. With foreach and no
     momentum the factors' part divides by them as numbers (the same roundings as
-    `F.step_foreach_`'s addcdiv: g/F in the tensor's dtype, then the subtraction)."""
+    `F.step_foreach_`'s addcdiv: g/F in the tensor's dtype, then the subtraction) where all
+    tensors and factors share one dtype (a float64 factor of "global" with float32 tensors
+    divides in float64 there: kept)."""
     for part, values, eta in split_quick(factors, divisors, lr):
         w, g, d, b = pick((weights, grads, values, buffers), part)
-        if foreach and values is factors and momentum == 0.0:
+        one_dtype = len({x.dtype for x in g}) == 1 and all(f.dtype == x.dtype for f, x in zip(d, g))
+        if foreach and values is factors and momentum == 0.0 and one_dtype:
             # w − g/F with each F a number of the host (one sync for all): two multi-tensor
             # kernels; tensors F would need one kernel per tensor (they broadcast)
             scalars = torch.cat([f.reshape(1).double() for f in d]).tolist()

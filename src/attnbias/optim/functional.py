@@ -151,8 +151,8 @@ def step_(
     clears it, the caller redoes the steps from a saved state with range_ok=None (the engine
     does so at its recording points: no host synchronisation between them).
     foreach: plain mirror descent with p < 2 (a number; no divisors, no momentum, η a
-    number, tensors of one dtype) in torch._foreach_* kernels, bit for bit the same step;
-    other steps ignore it.
+    number, tensors of one dtype, float32 or float64) in torch._foreach_* kernels, bit for bit
+    the same step on the CPU; other steps ignore it.
 
     With η = 1 (a float) and no momentum, t − g/D is taken in one pass (addcdiv: g/D rounded,
     then the subtraction, as the two passes round), t = w for p = 2 and θ for p < 2: callers
@@ -194,7 +194,8 @@ def _plain_mirror(params, divisors, lr, p, mirror, uses_momentum) -> bool:
         return False
     if isinstance(lr, torch.Tensor) or isinstance(p, torch.Tensor) or not p < 2.0:
         return False
-    return len({w.dtype for w in params}) == 1
+    dtypes = {w.dtype for w in params}  # (half precision: pow rounds its exponent there)
+    return len(dtypes) == 1 and dtypes <= {torch.float32, torch.float64}
 
 
 def _step_tensor_(w, g, d, lr, p, theta, momentum, buffer, scratch, range_ok=None) -> None:
