@@ -562,8 +562,7 @@ def normalized_step_(
     divides in float64 there: kept)."""
     for part, values, eta in split_quick(factors, divisors, lr):
         w, g, d, b = pick((weights, grads, values, buffers), part)
-        one_dtype = len({x.dtype for x in g}) == 1 and all(f.dtype == x.dtype for f, x in zip(d, g))
-        if foreach and values is factors and momentum == 0.0 and one_dtype:
+        if foreach and values is factors and momentum == 0.0 and one_dtype(d, g):
             # w − g/F with each F a number of the host (one sync for all): two multi-tensor
             # kernels; tensors F would need one kernel per tensor (they broadcast)
             scalars = torch.cat([f.reshape(1).double() for f in d]).tolist()
@@ -573,6 +572,13 @@ def normalized_step_(
         else:
             scratch = [s for (s,) in workspace.views(w, 1)]
             F.step_(w, g, d, eta, momentum=momentum, buffers=b, scratch=scratch)
+
+
+def one_dtype(factors: list[torch.Tensor], tensors: list[torch.Tensor]) -> bool:
+    """Whether the tensors share one dtype and each factor has it."""
+    return len({x.dtype for x in tensors}) == 1 and all(
+        f.dtype == x.dtype for f, x in zip(factors, tensors)
+    )
 
 
 def pick(lists, indices: list[int]) -> tuple:
