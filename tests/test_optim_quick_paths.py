@@ -350,26 +350,28 @@ def bits(t: torch.Tensor) -> torch.Tensor:
     return t.view({torch.float32: torch.int32, torch.float64: torch.int64}[t.dtype])
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("p", [1.1, 1.25, 1.5, 1.75, 4 / 3])
-def test_plain_mirror_steps_are_the_same_bits_with_and_without_foreach(p, dtype):
+def test_plain_mirror_steps_are_the_same_bits_with_and_without_foreach(p, dtype, device):
     """Plain ℓp-MD, p < 2: the foreach path (one kernel an operation for all tensors on a
     GPU) is the per-tensor step bit for bit — zero weights' signs included — also after the
     user edits a weight between steps (θ is rebuilt there) and with a zero gradient."""
     out = {}
     for foreach in (False, True):
-        params = [torch.nn.Parameter(w) for w in initial_weights(dtype)]
+        params = [torch.nn.Parameter(w.to(device)) for w in initial_weights(dtype)]
         params[1].data[0] = 0.0
         opt = MirrorDescent(params, lr=0.05, p=p, foreach=foreach)
         generator = torch.Generator().manual_seed(1)
         for step in range(3):
             for w in params:
-                w.grad = torch.randn(w.shape, generator=generator, dtype=torch.float64).to(dtype)
+                grad = torch.randn(w.shape, generator=generator, dtype=torch.float64)
+                w.grad = grad.to(dtype=dtype, device=device)
             params[0].grad[0] = 0.0
             opt.step()
             if step == 0:
                 params[2].data[5] = -3.0  # an edit the next step must honour
-        out[foreach] = [bits(w.detach()) for w in params]
+        out[foreach] = [bits(w.detach().cpu()) for w in params]
     assert all(torch.equal(a, b) for a, b in zip(out[False], out[True]))
 
 
