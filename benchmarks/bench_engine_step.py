@@ -1,6 +1,7 @@
 """One engine step of md-local's batch, fused against unfused, on a device.
 
     python benchmarks/bench_engine_step.py [--device cpu|cuda] [--threads 1] [--steps 200]
+                                           [--deferred]
 
 The batch is full md-local's (100 seeds × p ∈ {1.75, 2, 3} + the zero-initialised runs: 303
 runs of 10×10 W) and its last phase (the 101 runs of p = 3 that take 18,000 of the 20,000
@@ -21,6 +22,11 @@ parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
 parser.add_argument("--threads", type=int, default=1, help="torch threads on the CPU (default 1)")
 parser.add_argument("--steps", type=int, default=200, help="steps per round")
 parser.add_argument("--rounds", type=int, default=7)
+parser.add_argument(
+    "--deferred",
+    action="store_true",
+    help="defer the range check on the CPU too (as on CUDA), to compare with checking each step",
+)
 args = parser.parse_args()
 for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[var] = str(args.threads)
@@ -45,7 +51,7 @@ def sync():
 clock = time.perf_counter if args.device == "cuda" else time.process_time
 
 
-on_cuda = args.device == "cuda"
+deferred = args.device == "cuda" or args.deferred
 
 
 def per_step(batch: RunBatch, fused: bool) -> float:
@@ -54,7 +60,7 @@ def per_step(batch: RunBatch, fused: bool) -> float:
     sync()
     start = clock()
     with torch.inference_mode():
-        advance(batch, args.steps, fused, lambda: None, batch.defers_range_check and on_cuda)
+        advance(batch, args.steps, fused, lambda: None, batch.defers_range_check and deferred)
     sync()
     return (clock() - start) / args.steps
 

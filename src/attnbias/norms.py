@@ -45,15 +45,21 @@ def power_(x: torch.Tensor, e: Exponent, scratch: torch.Tensor | None = None) ->
         return x.pow_(e)
     if whole == 2:
         return x.mul_(x)
-    # left to right over the bits of e: r ← r², then r ← r·x for a set bit; r lives in scratch
-    # and the last operation writes x
-    steps = []
-    for bit in bin(whole)[3:]:
-        steps += ["square", "times x"] if bit == "1" else ["square"]
+    # r lives in scratch and the last operation writes x
+    steps = squaring_steps(whole)
     r = torch.mul(x, x, out=scratch) if scratch is not None else x * x
     for op in steps[1:-1]:
         r.mul_(r) if op == "square" else r.mul_(x)
     return torch.mul(r, r, out=x) if steps[-1] == "square" else x.mul_(r)
+
+
+def squaring_steps(whole: int) -> list[str]:
+    """x^whole by repeated squaring, left to right over the bits of `whole`: r ← r² for each
+    bit after the leading one, then r ← r·x for a set bit ("square", "times x")."""
+    steps = []
+    for bit in bin(whole)[3:]:
+        steps += ["square", "times x"] if bit == "1" else ["square"]
+    return steps
 
 
 # repeated squaring beats torch.pow up to here; the dtypes whose pow rounds e to their own type
@@ -239,10 +245,8 @@ def _power_foreach_(xs: list[torch.Tensor], e: float, whole: int | None) -> None
         torch._foreach_pow_(xs, e)
     elif whole == 2:
         torch._foreach_mul_(xs, xs)
-    else:  # repeated squaring over the bits of e, as `power_`
-        steps = []
-        for bit in bin(whole)[3:]:
-            steps += ["square", "times x"] if bit == "1" else ["square"]
+    else:  # repeated squaring, as `power_`
+        steps = squaring_steps(whole)
         r = torch._foreach_mul(xs, xs)
         for op in steps[1:-1]:
             torch._foreach_mul_(r, r) if op == "square" else torch._foreach_mul_(r, xs)

@@ -63,6 +63,14 @@ def simulate(
     g, t, reported = 0, 0, 0
     defer = True  # mirror descent's range check at recording points only (see `advance`)
     tick = max(int(batch.steps.max()) // 200, 1)
+
+    def counted() -> None:
+        nonlocal t, reported
+        t += 1
+        if progress is not None and t - reported == tick:
+            progress(tick)
+            reported = t
+
     while True:
         if grid[g] == t:
             for name, w in batch.observed().items():
@@ -92,14 +100,6 @@ def simulate(
             batch, rows = batch.take(~done), rows[~mask]
         # Steps up to the next recording or finishing step need no look at the runs.
         stop = min(int(grid[g]) if g < len(grid) else t + 1, int(batch.steps.min()))
-
-        def counted() -> None:
-            nonlocal t, reported
-            t += 1
-            if progress is not None and t - reported == tick:
-                progress(tick)
-                reported = t
-
         # On the CPU a read of the host is no synchronisation, and cheaper than the flag
         deferred = defer and batch.defers_range_check and batch.data.X.is_cuda
         with torch.inference_mode():  # less dispatch per operation; no autograd here

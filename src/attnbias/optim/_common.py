@@ -525,11 +525,11 @@ def one_per_run(values: torch.Tensor, dtypes: list[torch.dtype]) -> list[torch.T
 
 def largest_magnitudes(optimizer: str, tensors: list[torch.Tensor], culprit) -> list[float]:
     """max|x| of each tensor (0 for an empty one), from torch.aminmax (one pass, no
-    temporary), with one host sync for all; FloatingPointError (as `check_finite` raises)
-    where a tensor is not finite."""
+    temporary; on a GPU, where torch has them, two multi-tensor kernels for all tensors), with
+    one host sync for all; FloatingPointError (as `check_finite` raises) where a tensor is
+    not finite."""
     present = [t for t in tensors if t.numel()]
     if present and hasattr(torch, "_foreach_max") and all(t.is_cuda for t in present):
-        # on a GPU: two multi-tensor kernels instead of one reduction per tensor
         tops = iter(torch.stack(torch._foreach_max(torch._foreach_abs(present))).tolist())
     else:
         extremes = [v for t in present for v in torch.aminmax(t)]

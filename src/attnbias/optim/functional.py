@@ -315,10 +315,11 @@ def _prepared(divisors: list, grads: list[torch.Tensor]) -> list[torch.Tensor]:
     optimiser's tensors in one operation for all (a hundred tensors: one kernel, not a
     hundred)."""
     distinct = list({id(x): x for x in divisors}.values())
+    first = distinct[0] if distinct else None
+    kind = (first.dtype, first.device) if isinstance(first, torch.Tensor) else None
     if len(distinct) > 1 and all(
-        isinstance(x, torch.Tensor) and x.shape == (1,) and (x.dtype, x.device) == key
+        isinstance(x, torch.Tensor) and x.shape == (1,) and (x.dtype, x.device) == kind
         for x in distinct
-        for key in [(distinct[0].dtype, distinct[0].device)]
     ):
         fixed = _no_step_at_zero(torch.cat(distinct)).split(1)
     else:
