@@ -78,15 +78,18 @@ def ulps_apart(a: torch.Tensor, b: torch.Tensor) -> float:
     return float(gap.max())
 
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32], ids=["float64", "float32"])
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("family", [MIRROR, STEEPEST], ids=["mirror", "steepest"])
-def test_a_fused_step_is_within_ulps_of_the_unfused_one_at_every_recorded_step(kind, family):
+def test_a_fused_step_is_within_ulps_of_the_unfused_one_at_every_recorded_step(
+    kind, family, dtype
+):
     """From the unfused trajectory's state at each recorded step, the fused and the unfused
     gradients agree to fused.GRADIENT_ULPS of their largest entry, and the parameters after
     one step of the mirror-descent core to fused.STEP_ULPS (the steepest directions of the
     other family, sign(m) and U Vᵀ, are not continuous in m: they get the same gradients).
     Every rule in one batch, and each in a batch of its own (a batch of one rule takes the
-    uniform fast paths)."""
+    uniform fast paths). In float64 and in float32 (ulps of each)."""
     steps = 60
     grid = set(union_grid([(steps, 30)]).tolist())
     family = usable(family, kind)
@@ -95,7 +98,7 @@ def test_a_fused_step_is_within_ulps_of_the_unfused_one_at_every_recorded_step(k
     ]
     worst = {"gradients": 0.0, "steps": 0.0}
     for specs in batches:
-        batch = RunBatch.from_specs(specs)
+        batch = RunBatch.from_specs(specs, dtype=dtype)
         for t in range(steps):
             if t in grid:
                 everything = np.ones(len(batch), dtype=bool)
@@ -112,6 +115,25 @@ def test_a_fused_step_is_within_ulps_of_the_unfused_one_at_every_recorded_step(k
         assert moved > 1e-3, "the runs did not move: the test would be vacuous"
     assert worst["gradients"] <= fused.GRADIENT_ULPS, worst
     assert worst["steps"] <= fused.STEP_ULPS, worst
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("inner", [5, fused.SMALL_PRODUCT // 12 + 1], ids=["small", "large"])
+def test_the_cpu_batched_product_is_torch_bmm_on_views_of_the_same_memory(dtype, inner):
+    """`fused.bmm` (numpy's matmul on the CPU for small float32/64 products, torch.bmm
+    otherwise) writes a @ b into `out` and returns it, for transposed (strided) operands too."""
+    gen = torch.Generator().manual_seed(0)
+    a = torch.randn(7, inner, 3, generator=gen).to(dtype)
+    b = torch.randn(7, 4, inner, generator=gen).to(dtype).mT  # (7, inner, 4), not contiguous
+    out = torch.full((7, 3, 4), float("nan"), dtype=dtype)
+    got = fused.bmm(a.mT, b, out=out)
+    assert got is out
+    if dtype == torch.bfloat16 or inner == fused.SMALL_PRODUCT // 12 + 1:  # torch's own
+        assert torch.equal(got, torch.bmm(a.mT, b))
+    else:
+        want = torch.bmm(a.mT.double(), b.double())
+        tolerance = 4 * inner * torch.finfo(dtype).eps * float(want.abs().max())
+        assert float((got.double() - want).abs().max()) <= tolerance
 
 
 def init_params(specs):

@@ -9,6 +9,8 @@ products (606 of 8×10 per product) and in `pow`. Here:
   diagonal blocks of the second (it also forms the cross terms x_{j,t}ᵀ W z_i, j ≠ i: 6× the
   multiplications, in two BLAS calls per run instead of 600 tiny products);
 - Σ_t r_{i,t} x_{i,t}: the weights r laid out block-diagonally, one (n×nT)(nT×d) product;
+- the stacks of products on the CPU by numpy's matmul (`bmm`), on the tensors' own memory:
+  torch's batched call costs several times the arithmetic of such small matrices;
 - the largest logit and its token in one `max`; the log-scale weights' per-sample offset
   (log|ℓ'(u_i)| − log n − log Σ_t e^{a_{i,t}}) added once; y f = Σ_t s_t (y h_t) and
   −y(h − f) = y f − y h with y h formed once (exact for labels ±1);
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
 from ..norms import dual_exponent, per_run, power_
@@ -36,13 +39,16 @@ from .kernel import Stack
 from .update import Hyper, in_rule_scale
 
 # From the same state as the unfused step (tests/test_engine_fused.py, every rule and
-# parameterisation): the parameters after a fused step agree to STEP_ULPS ulps of each run's
-# largest entry (2.3 measured), the gradients to GRADIENT_ULPS of their largest entry (320
-# measured: their sums cancel, Σ_t r_{i,t} = 0, so an entry can be far below its terms);
+# parameterisation, float64 and float32): the parameters after a fused step agree to STEP_ULPS
+# ulps of each run's largest entry (2.8 measured), the gradients to GRADIENT_ULPS of their
+# largest entry (282 measured in float64, 120 in float32: their sums cancel, Σ_t r_{i,t} = 0,
+# so an entry can be far below its terms);
 # whole runs of W (and v) agree to RUN_RTOL at every recorded step.
 STEP_ULPS = 16
 GRADIENT_ULPS = 1024
 RUN_RTOL = 1e-9
+# m·k·n of the largest product `bmm` leaves to numpy on the CPU (below any BLAS's threading)
+SMALL_PRODUCT = 2**16
 
 
 class Workspace:
@@ -80,8 +86,8 @@ def scaled_gradients(data: Stack, ws: Workspace, W: torch.Tensor, v=None, risk=T
     live in the workspace until the next call."""
     R, n = data.R, data.n
     h = data.h if v is None else data.values(v)
-    torch.bmm(W, ws.zT, out=ws.Wz)
-    torch.bmm(ws.Wz.mT, data.XfT, out=ws.cross)
+    bmm(W, ws.zT, out=ws.Wz)
+    bmm(ws.Wz.mT, data.XfT, out=ws.cross)
     a = ws.logits
     largest, top = torch.max(a, -1, keepdim=True)
     shifted = torch.sub(a, largest, out=ws.shifted)
@@ -103,12 +109,26 @@ def scaled_gradients(data: Stack, ws: Workspace, W: torch.Tensor, v=None, risk=T
     r.mul_(torch.sub(u.unsqueeze(-1), yh, out=ws.work))  # −y (h − f) = y f − y h, y = ±1
     r.scatter_(-1, top, r.sum(-1, keepdim=True).neg_())
     ws.block_diagonal.copy_(r.transpose(1, 2))
-    torch.bmm(ws.blocks, data.Xf, out=ws.xr)
-    grads, log_scales = [torch.bmm(ws.xr.mT, data.z, out=ws.G)], [m_W]
+    bmm(ws.blocks, data.Xf, out=ws.xr)
+    grads, log_scales = [bmm(ws.xr.mT, data.z, out=ws.G)], [m_W]
     if v is not None:
-        grads.append(torch.bmm(data.XfT, weights.view(R, -1, 1), out=ws.g_v).squeeze(-1))
+        grads.append(bmm(data.XfT, weights.view(R, -1, 1), out=ws.g_v).squeeze(-1))
         log_scales.append(m_v)
     return data.loss.value(u).mean(-1) if risk else None, grads, log_scales
+
+
+def bmm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    """out ← a @ b, stacks of matrices. On the CPU, for float32/64 products of at most
+    `SMALL_PRODUCT` multiplications each, by numpy's matmul on views of the same memory: on a
+    sweep's tiny matrices 2–5× faster than `torch.bmm`, whose batched BLAS call costs more than
+    their arithmetic (benchmarks/bench_engine_step.py). Larger ones stay with torch, whose
+    thread setting they then follow (a BLAS threads such products no more than these)."""
+    m, k = a.shape[-2:]
+    small = m * k * b.shape[-1] <= SMALL_PRODUCT
+    if small and out.is_cpu and out.dtype in (torch.float32, torch.float64):
+        np.matmul(a.numpy(), b.numpy(), out=out.numpy())
+        return out
+    return torch.bmm(a, b, out=out)
 
 
 def finite_max(log_terms: torch.Tensor) -> torch.Tensor:
