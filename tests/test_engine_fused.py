@@ -81,9 +81,7 @@ def ulps_apart(a: torch.Tensor, b: torch.Tensor) -> float:
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32], ids=["float64", "float32"])
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("family", [MIRROR, STEEPEST], ids=["mirror", "steepest"])
-def test_a_fused_step_is_within_ulps_of_the_unfused_one_at_every_recorded_step(
-    kind, family, dtype
-):
+def test_a_fused_step_is_within_ulps_of_the_unfused_one_at_every_recorded_step(kind, family, dtype):
     """From the unfused trajectory's state at each recorded step, the fused and the unfused
     gradients agree to fused.GRADIENT_ULPS of their largest entry, and the parameters after
     one step of the mirror-descent core to fused.STEP_ULPS (the steepest directions of the
