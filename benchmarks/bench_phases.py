@@ -1,0 +1,71 @@
+"""Where the time of `attnbias reproduce NAME --full` goes, by phase, in one process.
+
+    python benchmarks/bench_phases.py [NAME ...] [--threads 1]
+
+For each experiment (default: md-local), in a fresh process: the CPU seconds (one thread: the
+work done) of importing the command line, of the engine's training steps (its loop, without
+the measuring of finished runs), of measuring them (their Att-SVMs and metrics), of drawing
+the figures, and of the rest (configs, specs, the store, claims, the summary). What a faster
+engine step can gain is the "training" share only.
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+parser.add_argument("names", nargs="*", default=["md-local"], help="experiments (full scale)")
+parser.add_argument("--threads", type=int, default=1, help="BLAS/torch threads (default 1)")
+parser.add_argument("--one", help=argparse.SUPPRESS)  # the child: time this experiment
+args = parser.parse_args()
+
+if args.one is None:
+    env = {**os.environ, "TQDM_DISABLE": "1"}
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        env[var] = str(args.threads)
+    for name in args.names:
+        command = [sys.executable, __file__, "--one", name, "--threads", str(args.threads)]
+        subprocess.run(command, env=env, check=True)
+    raise SystemExit(0)
+
+import time  # noqa: E402
+
+start = time.process_time()
+import importlib  # noqa: E402
+
+from attnbias import cli  # noqa: E402
+from attnbias.engine import sweep  # noqa: E402
+from attnbias.experiments import base  # noqa: E402
+
+imported = time.process_time() - start
+spent = {"measure": 0.0, "simulate": 0.0, "figures": 0.0}
+
+
+def timed(function, phase):
+    def wrapper(*a, **k):
+        begin = time.process_time()
+        try:
+            return function(*a, **k)
+        finally:
+            spent[phase] += time.process_time() - begin
+
+    return wrapper
+
+
+sweep.measure = timed(sweep.measure, "measure")
+sweep.simulate = timed(sweep.simulate, "simulate")
+module = importlib.import_module(base.EXPERIMENTS[args.one])
+if hasattr(module, "save_figure"):
+    module.save_figure = timed(module.save_figure, "figures")
+with tempfile.TemporaryDirectory() as out:
+    cli.main(["reproduce", args.one, "--full", "--quiet", "--out", out])
+total = time.process_time() - start
+training = spent["simulate"] - spent["measure"]  # (simulate measures finished runs)
+rest = total - imported - spent["simulate"] - spent["figures"]
+print(
+    f"{args.one} ({args.threads} thread(s)), CPU seconds: total {total:.1f} = imports "
+    f"{imported:.1f} + training {training:.1f} + measuring {spent['measure']:.1f} + figures "
+    f"{spent['figures']:.1f} + rest {rest:.1f}"
+)
