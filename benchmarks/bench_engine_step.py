@@ -1,7 +1,7 @@
 """One engine step of md-local's batch, fused against unfused, on a device.
 
     python benchmarks/bench_engine_step.py [--device cpu|cuda] [--threads 1] [--steps 200]
-                                           [--deferred]
+                                           [--deferred] [--torch-products]
 
 The batch is full md-local's (100 seeds × p ∈ {1.75, 2, 3} + the zero-initialised runs: 303
 runs of 10×10 W) and its last phase (the 101 runs of p = 3 that take 18,000 of the 20,000
@@ -9,6 +9,8 @@ steps). Each is stepped `--steps` times per round, fused and unfused interleaved
 `--rounds` rounds, as the engine's loop takes them between recording points (on CUDA with
 range checks deferred and each step a replay of its graph, captured in the first round); on
 CUDA each round ends with a synchronisation (the loop itself has none).
+--torch-products: the fused step with its stacks of products by torch.bmm (as before
+`engine.fused.bmm` took small ones to numpy on the CPU), against the fused step as it is.
 On the CPU the times are this process's CPU time (one thread: the work done, which a busy
 machine changes much less than the wall time); on CUDA, wall time.
 """
@@ -27,6 +29,11 @@ parser.add_argument(
     action="store_true",
     help="defer the range check on the CPU too (as on CUDA), to compare with checking each step",
 )
+parser.add_argument(
+    "--torch-products",
+    action="store_true",
+    help="compare the fused step with its products by torch.bmm instead of the unfused one",
+)
 args = parser.parse_args()
 for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[var] = str(args.threads)
@@ -34,6 +41,7 @@ for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import torch  # noqa: E402
 
 from attnbias.engine import RunBatch  # noqa: E402
+from attnbias.engine import fused as engine_fused  # noqa: E402
 from attnbias.engine.simulate import advance  # noqa: E402
 from attnbias.experiments import load_config  # noqa: E402
 from attnbias.experiments.md_local import specs  # noqa: E402
@@ -54,29 +62,39 @@ clock = time.perf_counter if args.device == "cuda" else time.process_time
 deferred = args.device == "cuda" or args.deferred
 
 
-def per_step(batch: RunBatch, fused: bool) -> float:
+def per_step(batch: RunBatch, fused: bool, torch_products: bool = False) -> float:
     """As the engine's loop steps between recording points (`simulate.advance`): on CUDA the
     range check deferred and a graph replayed."""
-    sync()
-    start = clock()
-    with torch.inference_mode():
-        advance(batch, args.steps, fused, lambda: None, batch.defers_range_check and deferred)
-    sync()
+    small = engine_fused.SMALL_PRODUCT
+    engine_fused.SMALL_PRODUCT = 0 if torch_products else small  # every product by torch.bmm
+    try:
+        sync()
+        start = clock()
+        with torch.inference_mode():
+            advance(batch, args.steps, fused, lambda: None, batch.defers_range_check and deferred)
+        sync()
+    finally:
+        engine_fused.SMALL_PRODUCT = small
     return (clock() - start) / args.steps
 
 
 runs = specs(load_config("md-local"))
 print(f"engine step on {args.device} ({args.threads} thread(s)), best of {args.rounds} rounds")
+# (fused, products by torch.bmm) of the step compared with the fused step as it is
+other = (True, True) if args.torch_products else (False, False)
+name = "fused, torch.bmm" if args.torch_products else "unfused"
 for label, chosen in (
     ("all 303 runs (p = 1.75, 2, 3)", runs),
     ("the 101 runs of p = 3", [s for s in runs if s.algorithm.p == 3.0]),
 ):
-    batches = {f: RunBatch.from_specs(chosen, device=args.device) for f in (True, False)}
-    best = {True: float("inf"), False: float("inf")}
+    variants = [(True, False), other]
+    batches = {v: RunBatch.from_specs(chosen, device=args.device) for v in variants}
+    best = dict.fromkeys(variants, float("inf"))
     for _ in range(args.rounds):
-        for fused in (True, False):
-            best[fused] = min(best[fused], per_step(batches[fused], fused))
+        for v in variants:
+            best[v] = min(best[v], per_step(batches[v], *v))
+    fast, slow = best[variants[0]], best[other]
     print(
-        f"  {label}: fused {best[True] * 1e6:7.0f} µs/step, unfused {best[False] * 1e6:7.0f} "
-        f"µs/step: {best[False] / best[True]:.2f}×"
+        f"  {label}: fused {fast * 1e6:7.0f} µs/step, {name} {slow * 1e6:7.0f} µs/step: "
+        f"{slow / fast:.2f}×"
     )

@@ -7,6 +7,7 @@ from functools import partial
 import numpy as np
 import pytest
 import torch
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from attnbias.data import gaussian_unit
 from attnbias.engine import (
@@ -259,6 +260,23 @@ def test_a_chunked_sweep_gives_the_in_memory_table(tmp_path, chunk_size):
     )
     assert whole.ran == chunked.ran == len(specs)
     same_tables(ResultsStore(tmp_path / "whole"), ResultsStore(tmp_path / "chunked"))
+
+
+def test_a_sweep_holds_numpys_blas_to_its_one_thread(tmp_path, monkeypatch):
+    """`fused.bmm` takes small products to numpy, whose BLAS may thread even those: inside a
+    sweep it runs on the sweep's one thread, also where the caller allowed it more."""
+    seen = []
+    simulate_as_is = sweep.simulate
+
+    def spy(*args, **kwargs):
+        seen.append({i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"})
+        return simulate_as_is(*args, **kwargs)
+
+    monkeypatch.setattr(sweep, "simulate", spy)
+    with threadpool_limits(2, user_api="blas"):
+        run_sweep(specs_of(MIRROR[:2], "W", 5), ResultsStore(tmp_path), progress=False)
+        assert {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"} == {2}
+    assert seen and all(threads == {1} for threads in seen), seen
 
 
 def test_a_batch_larger_than_the_memory_budget_is_trained_in_chunks(tmp_path, monkeypatch):

@@ -47,7 +47,7 @@ from .update import Hyper, in_rule_scale
 STEP_ULPS = 16
 GRADIENT_ULPS = 1024
 RUN_RTOL = 1e-9
-# m·k·n of the largest product `bmm` leaves to numpy on the CPU (below any BLAS's threading)
+# m·k·n of the largest product `bmm` leaves to numpy on the CPU (where threads gain nothing)
 SMALL_PRODUCT = 2**16
 
 
@@ -120,9 +120,9 @@ def scaled_gradients(data: Stack, ws: Workspace, W: torch.Tensor, v=None, risk=T
 def bmm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
     """out ← a @ b, stacks of matrices. On the CPU, for float32/64 products of at most
     `SMALL_PRODUCT` multiplications each, by numpy's matmul on views of the same memory: on a
-    sweep's tiny matrices 2–5× faster than `torch.bmm`, whose batched BLAS call costs more than
-    their arithmetic (benchmarks/bench_engine_step.py). Larger ones stay with torch, whose
-    thread setting they then follow (a BLAS threads such products no more than these)."""
+    sweep's tiny matrices faster than `torch.bmm`, whose batched BLAS call costs more than
+    their arithmetic (benchmarks/bench_engine_step.py, `--torch-products`). Larger ones stay
+    with torch and its thread setting (a sweep holds numpy's BLAS to the same, `sweep._threads`)."""
     m, k = a.shape[-2:]
     small = m * k * b.shape[-1] <= SMALL_PRODUCT
     if small and out.is_cpu and out.dtype in (torch.float32, torch.float64):

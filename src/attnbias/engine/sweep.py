@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
+from threadpoolctl import threadpool_limits
 
 from ..log import Progress
 from ..store import DIVERGED, ResultsStore, RunRecord
@@ -54,11 +55,14 @@ def default_device() -> str:
 
 @contextmanager
 def _threads(n: int):
-    """Tiny batched ops run fastest on one thread (more only add contention on a small machine)."""
+    """Tiny batched ops run fastest on one thread (more only add contention on a small machine):
+    torch's and numpy's BLAS alike (`fused.bmm` takes small products to numpy, whose BLAS may
+    otherwise thread even those)."""
     before = torch.get_num_threads()
     torch.set_num_threads(n)
     try:
-        yield
+        with threadpool_limits(n, user_api="blas"):
+            yield
     finally:
         torch.set_num_threads(before)
 
