@@ -1,7 +1,7 @@
 """One engine step of md-local's batch, fused against unfused, on a device.
 
     python benchmarks/bench_engine_step.py [--device cpu|cuda] [--threads 1] [--steps 200]
-                                           [--deferred] [--torch-products]
+                                           [--deferred] [--torch-products] [--profile]
 
 The batch is full md-local's (100 seeds × p ∈ {1.75, 2, 3} + the zero-initialised runs: 303
 runs of 10×10 W) and its last phase (the 101 runs of p = 3 that take 18,000 of the 20,000
@@ -9,6 +9,8 @@ steps). Each is stepped `--steps` times per round, fused and unfused interleaved
 `--rounds` rounds, as the engine's loop takes them between recording points (on CUDA with
 range checks deferred and each step a replay of its graph, captured in the first round); on
 CUDA each round ends with a synchronisation (the loop itself has none).
+--profile: also print torch.profiler's table of the operations of --steps fused steps of the
+101 runs (how many a step takes, and what each costs).
 --torch-products: the fused step with its stacks of products by torch.bmm (as before
 `engine.fused.bmm` took small ones to numpy on the CPU), against the fused step as it is.
 On the CPU the times are this process's CPU time (one thread: the work done, which a busy
@@ -34,6 +36,7 @@ parser.add_argument(
     action="store_true",
     help="compare the fused step with its products by torch.bmm instead of the unfused one",
 )
+parser.add_argument("--profile", action="store_true", help="print the fused step's operations")
 args = parser.parse_args()
 for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[var] = str(args.threads)
@@ -98,3 +101,13 @@ for label, chosen in (
         f"  {label}: fused {fast * 1e6:7.0f} µs/step, {name} {slow * 1e6:7.0f} µs/step: "
         f"{slow / fast:.2f}×"
     )
+
+if args.profile:
+    from torch.profiler import profile
+
+    batch = RunBatch.from_specs([s for s in runs if s.algorithm.p == 3.0], device=args.device)
+    per_step(batch, True)  # warm
+    with profile() as prof:
+        per_step(batch, True)
+    print(f"operations of {args.steps} fused steps of the 101 runs of p = 3:")
+    print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=25))
