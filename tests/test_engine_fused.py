@@ -275,7 +275,8 @@ def test_a_sweep_holds_numpys_blas_to_its_one_thread(tmp_path, monkeypatch):
     monkeypatch.setattr(sweep, "simulate", spy)
     with threadpool_limits(2, user_api="blas"):
         run_sweep(specs_of(MIRROR[:2], "W", 5), ResultsStore(tmp_path), progress=False)
-        assert {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"} == {2}
+        # (so some BLAS, numpy's, would run two threads; a single-threaded one stays at 1)
+        assert 2 in {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
     assert seen and all(threads == {1} for threads in seen), seen
 
 
