@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from attnbias.data import gaussian_unit
-from attnbias.engine import Algorithm, RunBatch, RunSpec, simulate
+from attnbias.engine import Algorithm, RunBatch, RunSpec, simulate, steppers
 from attnbias.engine.single_run import run_reference
 from attnbias.optim import NormalizedGD, SignGD, SpectralDescent, SteepestDescent
 from attnbias.optim.steepest import spectral_direction
@@ -187,6 +187,49 @@ def test_engine_equals_the_optimisers_step_for_step():
         np.testing.assert_allclose(
             out[i], reference, rtol=0, atol=1e-12, err_msg=spec.algorithm.name
         )
+
+
+ELEMENTWISE_RUNS = [
+    Algorithm("Adam", "adam", 0.01, options={"eps": 1e-12}),
+    Algorithm("Adam-ams", "adam", 0.02, options={"amsgrad": True, "weight_decay": 0.01}),
+    Algorithm("SGD-mom", "sgd", 0.05, options={"momentum": 0.9, "nesterov": True}),
+    Algorithm("Muon", "muon", 0.05, options={"weight_decay": 0.0}),
+]
+
+
+@pytest.mark.parametrize("side_by_side", [True, False], ids=["side-by-side", "interleaved"])
+def test_runs_sharing_one_tensor_are_stepped_as_each_run_alone(monkeypatch, side_by_side):
+    """The runs of an elementwise torch optimiser that lie side by side in a batch share one
+    slice of it: their trajectories are those of one tensor per run bit for bit, as runs of
+    different lengths leave (their state split, then joined again); interleaved runs keep one
+    tensor each."""
+    rng = np.random.default_rng(3)
+    order = sorted(range(12), key=lambda i: i % 4) if side_by_side else list(range(12))
+    specs = [
+        RunSpec({"i": i}, gaussian_unit(4, 5, 6, seed=i), ELEMENTWISE_RUNS[i % 4],
+                10 + 3 * (i % 3) + i // 4, {"W": rng.standard_normal((6, 6))})
+        for i in order
+    ]  # fmt: skip
+
+    def trained():
+        out = {}
+
+        def keep(done):
+            for j, i in enumerate(done.index):
+                out[int(i)] = done.snapshots["W"][j].numpy()
+
+        batch = RunBatch.from_specs(specs)
+        simulate(batch, np.arange(max(s.steps for s in specs) + 1), keep)
+        return out, [s is not None for s in batch.stepper.slices]
+
+    shared, sliced = trained()
+    assert sliced == ([True, True, True, False] if side_by_side else [False] * 4)
+    monkeypatch.setattr(steppers, "ELEMENTWISE", set())
+    alone, sliced = trained()
+    assert sliced == [False] * 4
+    for i in range(len(specs)):
+        assert np.abs(alone[i][-1] - alone[i][0]).max() > 0.01, i  # moved
+        np.testing.assert_array_equal(shared[i], alone[i], err_msg=str(i))
 
 
 @pytest.mark.parametrize(

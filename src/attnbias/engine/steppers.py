@@ -61,11 +61,19 @@ class SteepestRuns:
         return SteepestRuns([self.algorithms[r] for r in rows], self.lr.dtype, self.lr.device)
 
 
+# torch optimisers whose step acts on each entry alone: the runs of one configuration can share
+# one tensor (the same operations on the same values as one tensor per run)
+ELEMENTWISE = {"adam", "sgd"}
+
+
 class TorchRuns:
-    """torch's own optimisers (Adam, Muon) on each run's tensors: run r's parameters are views
-    W[r] of the batch's stacked ones, so every run is stepped by the very optimiser a single
-    run would use (one optimiser per distinct algorithm, over all of its runs). Every run of a
-    batch is at the same step `t`, which a decaying rate (`Algorithm.lr_decay`) reads."""
+    """torch's own optimisers (Adam, Muon, SGD) on each run's tensors, so every run is stepped
+    by the very optimiser a single run would use: one optimiser per distinct algorithm, over
+    all of its runs. Run r's parameters are views W[r] of the batch's stacked ones; the runs
+    of an elementwise optimiser (`ELEMENTWISE`) that lie side by side in the batch share one
+    slice W[a:b] instead (one dispatch per operation, not one per run; their state is split
+    per run and joined again as the batch loses runs). Every run of a batch is at the same
+    step `t`, which a decaying rate (`Algorithm.lr_decay`) reads."""
 
     def __init__(
         self, algorithms: list[Algorithm], params: list[torch.Tensor], states=None, t: int = 0
@@ -82,16 +90,45 @@ class TorchRuns:
         by_config: dict[str, list[int]] = {}
         for r, a in enumerate(algorithms):
             by_config.setdefault(json.dumps(a.to_dict(), sort_keys=True), []).append(r)
-        self.optimizers = [
-            algorithms[runs[0]].torch_optimizer([v for r in runs for v in self.views[r]])
-            for runs in by_config.values()
-        ]
-        self.owner = {r: k for k, runs in enumerate(by_config.values()) for r in runs}
-        self.owners = [algorithms[runs[0]] for runs in by_config.values()]
-        for r, state in enumerate(states or []):
-            for view, s in zip(self.views[r], state):
-                if s:
-                    self.optimizers[self.owner[r]].state[view] = s
+        self.groups = list(by_config.values())
+        self.slices = [self._slices(runs, params) for runs in self.groups]
+        self.optimizers = []
+        for runs, slices in zip(self.groups, self.slices):
+            held = slices or [v for r in runs for v in self.views[r]]
+            optimizer = algorithms[runs[0]].torch_optimizer(held)
+            if states:
+                self._restore(optimizer, runs, slices, states)
+            self.optimizers.append(optimizer)
+        self.owner = {r: k for k, runs in enumerate(self.groups) for r in runs}
+        self.owners = [algorithms[runs[0]] for runs in self.groups]
+
+    def _slices(self, runs: list[int], params) -> list[torch.Tensor] | None:
+        """The slices W[a:b] the runs a, …, b−1 share (with their gradients), or None where
+        they do not lie side by side or their optimiser is not elementwise."""
+        a, b = runs[0], runs[-1] + 1
+        if self.algorithms[a].optimizer not in ELEMENTWISE or runs != list(range(a, b)):
+            return None
+        slices = [w[a:b] for w in params]
+        for piece, g in zip(slices, self.grads):
+            piece.grad = g[a:b]
+        return slices
+
+    def _restore(self, optimizer, runs: list[int], slices, states) -> None:
+        """Give `optimizer` the runs' states (`run_state`'s, per run), joined where shared."""
+        if slices is None:
+            for r in runs:
+                for view, s in zip(self.views[r], states[r]):
+                    if s:
+                        optimizer.state[view] = s
+            return
+        for k, piece in enumerate(slices):
+            per_run = [states[r][k] for r in runs]
+            if per_run[0]:
+                shape = piece.shape[1:]
+                optimizer.state[piece] = {
+                    key: torch.stack([s[key] for s in per_run]) if _per_entry(v, shape) else v
+                    for key, v in per_run[0].items()
+                }
 
     def step(self, params, grads, log_scales, buffers) -> None:
         for target, g in zip(self.grads, true_scale(grads, log_scales)):
@@ -101,11 +138,26 @@ class TorchRuns:
             optimizer.step()
         self.t += 1
 
-    def take(self, rows: np.ndarray, params) -> TorchRuns:
-        states = [
-            [self.optimizers[self.owner[r]].state.get(v, {}) for v in self.views[r]] for r in rows
+    def run_state(self, r: int) -> list[dict]:
+        """Run r's optimiser state per parameter, as its own optimiser would keep it."""
+        k = self.owner[r]
+        optimizer, slices = self.optimizers[k], self.slices[k]
+        if slices is None:
+            return [optimizer.state.get(v, {}) for v in self.views[r]]
+        j = r - self.groups[k][0]
+        return [
+            {key: v[j] if _per_entry(v, piece.shape) else v for key, v in state.items()}
+            for piece, state in ((p, optimizer.state.get(p, {})) for p in slices)
         ]
+
+    def take(self, rows: np.ndarray, params) -> TorchRuns:
+        states = [self.run_state(r) for r in rows]
         return TorchRuns([self.algorithms[r] for r in rows], params, states, self.t)
+
+
+def _per_entry(value, shape) -> bool:
+    """Whether an optimiser's state value is a tensor of one value per entry of `shape`."""
+    return isinstance(value, torch.Tensor) and value.shape == shape
 
 
 def stepper(algorithms: list[Algorithm], params: list[torch.Tensor]):
