@@ -2,6 +2,7 @@
 memory check, and the engine on CUDA (tests marked `cuda`: `python -m pytest -m cuda
 tests/test_engine_fused.py` on a machine with a GPU; they skip, saying so, without one)."""
 
+import math
 from functools import partial
 
 import numpy as np
@@ -133,6 +134,19 @@ def test_the_cpu_batched_product_is_torch_bmm_on_views_of_the_same_memory(dtype,
         want = torch.bmm(a.mT.double(), b.double())
         tolerance = 4 * inner * torch.finfo(dtype).eps * float(want.abs().max())
         assert float((got.double() - want).abs().max()) <= tolerance
+
+
+@pytest.mark.filterwarnings("error")
+def test_the_cpu_batched_product_passes_nan_and_inf_as_torch_does_and_quietly():
+    """A diverged run's NaN or inf meets zeros in a product: NaN, as in torch.bmm, and no
+    numpy warning (divergence is the run's status, not a message)."""
+    a = torch.zeros(3, 4, 5)
+    a[0, 0, 0], a[1, 1, 1], a[2, 2, 2] = math.nan, math.inf, 1e300
+    b = torch.zeros(3, 5, 2)
+    b[2, 2] = 1e300
+    got = fused.bmm(a, b, out=torch.empty(3, 4, 2))
+    assert torch.equal(got.isnan(), torch.bmm(a, b).isnan()) and bool(got.isnan().any())
+    assert bool(torch.isinf(got[2, 2]).all())
 
 
 def init_params(specs):

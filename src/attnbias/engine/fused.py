@@ -126,7 +126,8 @@ def bmm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
     m, k = a.shape[-2:]
     small = m * k * b.shape[-1] <= SMALL_PRODUCT
     if small and out.is_cpu and out.dtype in (torch.float32, torch.float64):
-        np.matmul(a.numpy(), b.numpy(), out=out.numpy())
+        with np.errstate(all="ignore"):  # NaN and inf pass as in torch, without warnings
+            np.matmul(a.numpy(), b.numpy(), out=out.numpy())
         return out
     return torch.bmm(a, b, out=out)
 
