@@ -232,6 +232,32 @@ def test_runs_sharing_one_tensor_are_stepped_as_each_run_alone(monkeypatch, side
         np.testing.assert_array_equal(shared[i], alone[i], err_msg=str(i))
 
 
+def test_runs_that_stop_sharing_a_tensor_keep_their_own_state(monkeypatch):
+    """Runs split from a shared slice into one tensor each (here: forced) each keep their own
+    copy of what the slice's state held once for all (Adam's step count, which torch
+    increments in place): their steps are still those of runs never shared."""
+    rng = np.random.default_rng(4)
+    specs = [
+        RunSpec({"i": i}, gaussian_unit(4, 5, 6, seed=i), ELEMENTWISE_RUNS[0], 12,
+                {"W": rng.standard_normal((6, 6))})
+        for i in range(3)
+    ]  # fmt: skip
+
+    def trained(shared_first: bool) -> torch.Tensor:
+        monkeypatch.setattr(steppers, "ELEMENTWISE", {"adam"} if shared_first else set())
+        batch = RunBatch.from_specs(specs)
+        for _ in range(5):
+            batch.step()
+        monkeypatch.setattr(steppers, "ELEMENTWISE", set())
+        batch = batch.take(np.ones(3, dtype=bool))
+        assert batch.stepper.slices == [None]
+        for _ in range(5):
+            batch.step()
+        return batch.params[0]
+
+    assert torch.equal(trained(True), trained(False))
+
+
 @pytest.mark.parametrize(
     "spec, message",
     [

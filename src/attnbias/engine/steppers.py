@@ -146,13 +146,19 @@ class TorchRuns:
             return [optimizer.state.get(v, {}) for v in self.views[r]]
         j = r - self.groups[k][0]
         return [
-            {key: v[j] if _per_entry(v, piece.shape) else v for key, v in state.items()}
+            {key: v[j] if _per_entry(v, piece.shape) else _own(v) for key, v in state.items()}
             for piece, state in ((p, optimizer.state.get(p, {})) for p in slices)
         ]
 
     def take(self, rows: np.ndarray, params) -> TorchRuns:
         states = [self.run_state(r) for r in rows]
         return TorchRuns([self.algorithms[r] for r in rows], params, states, self.t)
+
+
+def _own(value):
+    """A run's own copy of a value its runs shared (Adam's step count: a tensor each optimiser
+    increments in place, which two runs must not share)."""
+    return value.clone() if isinstance(value, torch.Tensor) else value
 
 
 def _per_entry(value, shape) -> bool:
