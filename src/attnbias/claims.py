@@ -56,13 +56,18 @@ class Rule:
     `centre` is the value the threshold is a distance from, which the sensitivity check scales:
     0 for a bound on a size or a ratio ("> 10"), the target for a band around one ("slope
     within 0.2 of 1": 0.8 and 1.2 around 1) and 1 for a share that must come close to 1
-    ("> 0.99 of the runs": its complement 0.01 is what is halved and doubled)."""
+    ("> 0.99 of the runs": its complement 0.01 is what is halved and doubled).
+
+    `consistency`: the rule is a check of the code or of a mathematical identity, inequality or
+    symmetry (it holds on any data), never evidence for a paper's claim; a claim made of such
+    rules is listed apart from the paper verdicts (`Claim.consistency`)."""
 
     quantity: str
     comparison: str
     threshold: float
     source: str
     centre: float = 0.0
+    consistency: bool = False
 
     def __post_init__(self):
         if self.comparison not in COMPARISONS:
@@ -73,6 +78,8 @@ class Rule:
             raise ValueError(f"Rule.threshold must be finite, got {self.threshold!r}")
         if not math.isfinite(self.centre):
             raise ValueError(f"Rule.centre must be finite, got {self.centre!r}")
+        if not isinstance(self.consistency, bool):
+            raise TypeError(f"Rule.consistency must be a bool, got {self.consistency!r}")
 
     def holds(self, value: float) -> bool:
         """Does `value` satisfy the rule? NaN satisfies nothing."""
@@ -151,6 +158,12 @@ class Claim:
 
     def __post_init__(self):
         self.unmet = list(self.unmet)
+        kinds = {r.consistency for r in self.rules()}
+        if len(kinds) > 1:
+            raise ValueError(
+                f"Claim {self.claim!r} mixes consistency-check rules with rules for a paper's "
+                "claim: list the checks as a claim of their own"
+            )
         if self.supported is not None:
             self.supported = bool(self.supported)
         self.status = self.status_at(1.0)
@@ -161,6 +174,12 @@ class Claim:
     @property
     def measured(self) -> bool:
         return self.rule is not None or bool(self.parts)
+
+    @property
+    def consistency(self) -> bool:
+        """A check of the code (every rule a consistency check): listed apart, its status is
+        never a verdict on a paper's claim."""
+        return is_consistency_check(self)
 
     def status_at(self, factor: float) -> str:
         """The verdict with every threshold scaled by `factor`."""
@@ -184,6 +203,24 @@ class Claim:
             return {"fragile": None, "note": "threshold at its centre: no scale to vary"}
         at = {f"{f:g}x": self.status_at(f) for f in SENSITIVITY_FACTORS}
         return {**at, "fragile": any(s != self.status for s in at.values())}
+
+
+def is_consistency_check(claim: Claim | dict) -> bool:
+    """Is `claim` (a Claim, or one stored as a dict) a consistency check of the code: measured,
+    and every rule it rests on flagged `consistency`?"""
+    if isinstance(claim, Claim):
+        rules = [rule.consistency for rule in claim.rules()]
+    else:
+        rules = [bool(leaf["rule"].get("consistency")) for leaf in _leaves(claim)]
+    return bool(rules) and all(rules)
+
+
+def paper_verdict(claim: Claim | dict) -> str | None:
+    """The claim's verdict on the paper's claim: its status, or None for a consistency check
+    of the code, whose status says whether the code passed it and nothing about a paper."""
+    if is_consistency_check(claim):
+        return None
+    return claim.status if isinstance(claim, Claim) else claim["status"]
 
 
 def not_applicable(claim: str, why: str, id: str = "") -> Claim:
