@@ -180,9 +180,9 @@ def test_the_search_keeps_the_rate_that_trains_and_skips_the_one_that_diverges(t
     assert row["runs"] == 1 and row["reached_target"] == 0 and row["steps_run"][0] == 8.0
     per_run = summary["tables"]["text_md_runs"]  # every run, not only the means
     assert [(r["variant"], r["steps"], r["stopped by"]) for r in per_run] == [
-        ("different init", 8, "step cap"),
-        ("same init, data order", 8, "step cap"),
-    ]
+        ("different init", 8, "budget (all steps)"),
+        ("same init, data order", 8, "budget (all steps)"),
+    ]  # the default protocol trains every run for its whole budget
     # the diverged search run, the seed run (the search's chosen one), a data order, MiniLM
     assert len(list((tmp_path / "runs").iterdir())) == 4
     assert run_experiment(load_config("text-md", quick=True, overrides=TINY), tmp_path)[
@@ -210,6 +210,8 @@ def test_the_paper_size_configuration_is_the_papers_model():
     assert shape == {"dim": 384, "heads": 3, "layers": 3, "mlp_ratio": 4, "max_len": 512}
     assert config["post_norm"] and not config["bias"] and config["dropout"] == 0.2
     assert config["normalize"] == "none" and config["target_train_accuracy"] == 0.995
+    assert config["protocol"] == "target"  # the paper's stopping rule, unchanged
+    assert load_config("text-md")["protocol"] == "budget"  # the default: judged at E epochs
     assert config["train_size"] == 0 and config["device"] == "auto" and not is_quick(config)
     model = TextTransformer(50, 2, **{k: config[k] for k in (*shape, "post_norm", "bias")})
     assert model(torch.ones(1, 512, dtype=torch.long)).logits.shape == (1, 2)
@@ -463,6 +465,29 @@ def test_a_search_run_scores_by_the_target_then_validation_only():
         record(True, 0.6, 0.5, test=1.0)
     )  # test is never read
     assert text_md.search_score(record(True, 0.9, 0.1, diverged=True))[0] == -math.inf
+    # under the equal-budget protocol no run has a target: validation alone decides
+    assert text_md.search_score(record(False, 0.9, 0.1), "budget") > text_md.search_score(
+        record(True, 0.6, 0.5), "budget"
+    )
+
+
+def test_the_half_budget_reading_chooses_on_validation_in_the_first_half_only():
+    import pyarrow as pa
+
+    from attnbias.store import RunRecord
+
+    evals = {"val_accuracy": [0.5, 0.7, 0.9], "val_loss": [0.7, 0.6, 0.2],
+             "test_accuracy": [0.55, 0.6, 0.8]}  # fmt: skip
+    rows = [(step, name, values[i]) for name, values in evals.items()
+            for i, step in enumerate((0, 4, 8))]  # fmt: skip
+    metrics = pa.table({"step": [r[0] for r in rows], "metric": [r[1] for r in rows],
+                        "value": [r[2] for r in rows]})  # fmt: skip
+    info = {"epoch_train_accuracy": [[4, 0.55], [8, 0.75]], "status": "finished"}
+    half = text_md.half_budget(RunRecord("k", {"steps": 8}, metrics, {}, info))
+    # steps ≤ 4: validation picks step 4 (0.7 > 0.5), not step 8 (0.9 comes later)
+    assert half == pytest.approx({"half_test_accuracy": 60.0, "half_train_accuracy": 55.0})
+    diverged = RunRecord("k", {"steps": 8}, metrics, {}, {**info, "status": "diverged"})
+    assert all(math.isnan(v) for v in text_md.half_budget(diverged).values())
 
 
 # --- paired statistics and the verdicts they give
@@ -483,6 +508,25 @@ def test_the_accuracy_claim_reads_the_paired_differences_and_the_protocol():
     best, every, *_ = text_md.text_md_claims(collected)
     assert best.status == every.status == "inconclusive"
     assert "ℓ2-MD: 5/6 runs reached the training target" in best.unmet
+
+
+def test_under_the_budget_protocol_no_target_is_required_and_e_half_is_shown():
+    import claim_cases_real
+
+    collected = claim_cases_real.md_collected(True)
+    for c in collected.values():
+        c["reached"] = np.zeros_like(c["reached"], dtype=bool)  # nobody at 99.5 %
+        c["values"]["half_test_accuracy"] = c["values"]["test_accuracy"] - 1.0
+    best, every, *_ = text_md.text_md_claims(collected, "budget")
+    assert best.status == every.status == "supported" and not best.unmet
+    lo, mid = collected[1.1]["values"], collected[2.0]["values"]
+    half = lo["half_test_accuracy"] - mid["half_test_accuracy"]
+    assert best.evidence["test_accuracy_at_half_budget_difference"].startswith(
+        f"{half.mean():.4g} ["
+    )
+    assert all("test_accuracy_at_half_budget_difference" in p.evidence for p in every.parts)
+    best, *_ = text_md.text_md_claims(collected, "target")  # the paper's rule: inconclusive
+    assert best.status == "inconclusive"
 
 
 def test_mcnemar_is_the_exact_binomial_test_of_the_pooled_discordant_pairs():
