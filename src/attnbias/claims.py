@@ -215,12 +215,36 @@ def is_consistency_check(claim: Claim | dict) -> bool:
     return bool(rules) and all(rules)
 
 
+def status_of(claim: Claim | dict) -> str:
+    """A claim's status (STATUSES); summaries written before claims stored one give it by
+    `supported`."""
+    if isinstance(claim, Claim):
+        return claim.status
+    if claim.get("status"):
+        return claim["status"]
+    return {True: SUPPORTED, False: NOT_SUPPORTED, None: NOT_APPLICABLE}[claim["supported"]]
+
+
 def paper_verdict(claim: Claim | dict) -> str | None:
     """The claim's verdict on the paper's claim: its status, or None for a consistency check
     of the code, whose status says whether the code passed it and nothing about a paper."""
-    if is_consistency_check(claim):
-        return None
-    return claim.status if isinstance(claim, Claim) else claim["status"]
+    return None if is_consistency_check(claim) else status_of(claim)
+
+
+# A consistency check's status in words that say nothing about a paper.
+CHECK_WORDS = {
+    SUPPORTED: "check passes",
+    NOT_SUPPORTED: "check fails",
+    INCONCLUSIVE: "check inconclusive",
+    NOT_APPLICABLE: "not applicable",
+}
+
+
+def verdict_word(claim: Claim | dict) -> str:
+    """What a reader is shown for the claim: its paper verdict, or for a consistency check of
+    the code "check passes" / "check fails" / "check inconclusive"."""
+    status = status_of(claim)
+    return CHECK_WORDS[status] if is_consistency_check(claim) else status
 
 
 def not_applicable(claim: str, why: str, id: str = "") -> Claim:

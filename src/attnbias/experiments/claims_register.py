@@ -12,10 +12,17 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..claims import NOT_SUPPORTED, STATUSES, verdict_columns
+from ..claims import (
+    CHECK_WORDS,
+    NOT_SUPPORTED,
+    STATUSES,
+    is_consistency_check,
+    status_of,
+    verdict_columns,
+    verdict_word,
+)
 from . import papers
 from .base import experiment_names
-from .report import status_of
 
 PAPERS = {
     "MD": "Julistiono, Tarzanagh, Azizan (2024), *Optimizing Attention with Mirror Descent: "
@@ -454,19 +461,35 @@ def matching(entry: PaperClaim, summary: dict | None) -> list[dict]:
     return exact or [c for c in claims if c.get("id", "").startswith(entry.id + "-")]
 
 
+QUICK = " (quick scale: not evidence)"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One register row: its cells as printed, and what they were printed from — the verdict
+    (a status, or NOT_RUN) and whether the claim is a consistency check of the code. Counts
+    are taken from these, never by reading the printed cells back."""
+
+    cells: tuple[str, ...]
+    verdict: str
+    consistency: bool = False
+
+
 def verdict(claim: dict, summary: dict) -> str:
-    status = status_of(claim)
-    text = f"**{status}**" if status == NOT_SUPPORTED else status
+    """The verdict cell: the verdict's words (**not supported** in bold), its reasons in
+    brackets, and the quick-scale note."""
+    word = verdict_word(claim)
+    text = f"**{word}**" if status_of(claim) == NOT_SUPPORTED else word
     if claim.get("unmet"):
         text += " (" + "; ".join(claim["unmet"]) + ")"
-    return f"{text} (quick scale: not evidence)" if "scale" in summary else text
+    return text + (QUICK if "scale" in summary else "")
 
 
 def cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def register_rows(found: dict[str, dict]) -> list[list[str]]:
+def register_rows(found: dict[str, dict]) -> list[Row]:
     """One row per (register entry, matching claim of a summary): id, paper and where, the
     paper's statement, our rule, its threshold's source, the effect with its 95 % CI and n, the
     verdict, its sensitivity and the protocol differences."""
@@ -478,20 +501,27 @@ def register_rows(found: dict[str, dict]) -> list[list[str]]:
         if not hits:
             why = NOT_RUN_WHY.get(entry.experiment)
             status = NOT_RUN + (f" ({why})" if why else "")
-            rows.append([*head, "", "", "", status, "", entry.differences])
+            rows.append(Row(tuple(cell(c) for c in [*head, "", "", "", status, "",
+                                                    entry.differences]), NOT_RUN))  # fmt: skip
         for claim in hits:
             columns = verdict_columns(claim)
-            rows.append([claim["id"], *head[1:], columns["rule"], columns["source"],
-                         columns["effect"], verdict(claim, summary), columns["sensitivity"],
-                         entry.differences])  # fmt: skip
-    return [[cell(c) for c in row] for row in rows]
+            cells = [claim["id"], *head[1:], columns["rule"], columns["source"],
+                     columns["effect"], verdict(claim, summary), columns["sensitivity"],
+                     entry.differences]  # fmt: skip
+            rows.append(Row(tuple(cell(c) for c in cells), status_of(claim),
+                            is_consistency_check(claim)))  # fmt: skip
+    return rows
 
 
-def counts(rows: list[list[str]]) -> str:
-    """How many rows have each verdict."""
-    statuses = [row[6].strip("*").split(" (")[0] for row in rows]
-    order = [*STATUSES, NOT_RUN]
-    return ", ".join(f"{statuses.count(s)} {s}" for s in order if statuses.count(s))
+def counts(rows: list[Row]) -> str:
+    """How many of the rows have each verdict (a check's in its own words)."""
+    if any(row.consistency for row in rows):
+        words = [CHECK_WORDS[row.verdict] for row in rows]
+        order = [CHECK_WORDS[s] for s in STATUSES]
+    else:
+        words = [row.verdict for row in rows]
+        order = [*STATUSES, NOT_RUN]
+    return ", ".join(f"{words.count(s)} {s}" for s in order if words.count(s))
 
 
 READING = (
@@ -509,6 +539,14 @@ READING = (
     "true claim is refuted by chance with probability up to k × 2.5 %. *Sensitivity* "
     "recomputes the verdict at ½× and 2× every threshold: *fragile* means it changes there, "
     "so the verdict rests on our choice of threshold."
+)
+
+
+CHECKS_READING = (
+    "These rows test the code, not a paper: each rule holds on any data (an identity, an "
+    "inequality every step satisfies, a symmetry of the problem), so no data could make it fail "
+    "while the code is right. A row here *passes* or *fails*; it is never a verdict on a "
+    "paper's claim and is not counted among the verdicts above."
 )
 
 
@@ -535,6 +573,13 @@ def claims_markdown(root: str | Path, command: str) -> str:
     named as what generated it."""
     found = summaries(Path(root))
     rows = register_rows(found)
+    paper = [row for row in rows if not row.consistency]
+    checks = [row for row in rows if row.consistency]
+    header = [
+        "| id | paper, where | the paper says | our rule | threshold from | effect [95 % CI], n "
+        "| verdict | sensitivity | protocol differences |",
+        "|" + " --- |" * 9,
+    ]
     lines = [
         "# Claims register",
         "",
@@ -552,14 +597,24 @@ def claims_markdown(root: str | Path, command: str) -> str:
         "",
         READING,
         "",
-        f"Verdicts: {counts(rows)}.",
+        f"Verdicts: {counts(paper)}.",
         "",
-        "| id | paper, where | the paper says | our rule | threshold from | effect [95 % CI], n "
-        "| verdict | sensitivity | protocol differences |",
-        "|" + " --- |" * 9,
-        *["| " + " | ".join(row) + " |" for row in rows],
+        *header,
+        *["| " + " | ".join(row.cells) + " |" for row in paper],
         "",
     ]
+    if checks:
+        lines += [
+            "## Consistency checks of the code",
+            "",
+            CHECKS_READING,
+            "",
+            f"Checks: {counts(checks)}.",
+            "",
+            *header,
+            *["| " + " | ".join(row.cells) + " |" for row in checks],
+            "",
+        ]
     if missing := unregistered(found):
         lines += ["Claims of the summaries not in the register: " + ", ".join(missing), ""]
     lines += [

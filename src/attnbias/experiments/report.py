@@ -8,7 +8,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..claims import NOT_APPLICABLE, NOT_SUPPORTED, STATUSES, SUPPORTED, verdict_columns
+from ..claims import NOT_SUPPORTED, STATUSES, status_of, verdict_columns
 from ..config import ExperimentConfig
 from ..store import ResultsStore
 
@@ -104,14 +104,6 @@ def _markdown_table(rows: list[dict]) -> list[str]:
     for row in rows:
         lines.append("| " + " | ".join(str(short_numbers(row.get(c, ""))) for c in columns) + " |")
     return lines
-
-
-def status_of(claim: dict) -> str:
-    """A summary's claim's verdict (attnbias.claims.STATUSES); summaries written before claims
-    stored one give it by `supported`."""
-    if claim.get("status"):
-        return claim["status"]
-    return {True: SUPPORTED, False: NOT_SUPPORTED, None: NOT_APPLICABLE}[claim["supported"]]
 
 
 def verdict_counts(summary: dict) -> str:
