@@ -5,14 +5,27 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+# numpy kinds as_tensor converts: bool, integers, floats, and objects (Python numbers)
+REAL_KINDS = "biufO"
+
 
 def as_tensor(x, name: str) -> torch.Tensor:
-    """Return `x` as a floating tensor (float64 unless it already is a float tensor), finite."""
+    """Return `x` as a floating tensor (float64 unless it already is a float tensor), finite.
+    TypeError, before any conversion, for complex values (the conversion would drop their
+    imaginary part) and for anything that is not numbers (records, strings, dates)."""
     if isinstance(x, torch.Tensor):
+        if x.is_complex():
+            raise TypeError(f"{name} must hold real numbers, got a {x.dtype} tensor")
         t = x if x.is_floating_point() else x.to(torch.float64)
     else:
+        a = x if isinstance(x, np.ndarray) else np.asarray(x)
+        if a.dtype.kind == "c":
+            raise TypeError(f"{name} must hold real numbers, got a complex array ({a.dtype})")
+        if a.dtype.kind not in REAL_KINDS or a.dtype.itemsize == 0:
+            # np.dtype([]) takes 0 bytes an entry: converting would allocate 8 first
+            raise TypeError(f"{name} must be a numeric array, got dtype {a.dtype}")
         try:
-            t = torch.as_tensor(np.asarray(x, dtype=np.float64))
+            t = torch.as_tensor(np.asarray(a, dtype=np.float64))
         except (TypeError, ValueError) as err:
             raise ValueError(f"{name} must be a numeric array, got {type(x).__name__}") from err
     if t.is_floating_point() and not torch.isfinite(t).all():

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from . import __version__, log, metrics
-from .claims import NOT_SUPPORTED, SUPPORTED
+from .claims import NOT_SUPPORTED, SUPPORTED, reasons, status_of, verdict_word
 from .data.fetch import DataMissingError
 from .experiments.base import (
     SYNTHETIC,
@@ -27,7 +27,6 @@ from .experiments.base import (
     read_toml,
     run_experiment,
 )
-from .experiments.report import status_of
 from .npz import load_npz
 from .store import plain_name
 from .svm import DEFAULT_MAX_MEMORY_GB
@@ -620,12 +619,15 @@ def outcome(summary: dict, seconds: float) -> str:
 
 
 def print_verdicts(summary: dict) -> None:
-    """Each claim's status, the diverged runs the claims leave out, the quick-scale note."""
+    """Each claim's verdict (a consistency check's in its own words) and, when inconclusive, why
+    in brackets; the diverged runs the claims leave out; the quick-scale note."""
     if "scale" in summary:
         print(f"  ({summary['scale']})")
     for claim in summary.get("claims", []):
-        status = status_of(claim)
-        print(f"  [{status if status != NOT_SUPPORTED else 'NOT supported'}] {claim['claim']}")
+        word = verdict_word(claim)
+        mark = "NOT supported" if word == NOT_SUPPORTED else word
+        why = reasons(claim)  # an inconclusive verdict says why, part by part
+        print(f"  [{mark}] {claim['claim']}" + (f" ({'; '.join(why)})" if why else ""))
     diverged = summary.get("diverged") or []
     if diverged:
         where = ", ".join(
@@ -778,14 +780,16 @@ def norm_meaning(norm: float | str) -> str:
 
 
 def read_npz(path: Path, max_bytes: int) -> dict:
-    """The arrays of an .npz file holding at least X and z, at most max_bytes unpacked (read
-    from the arrays' headers first; never unpickled); ValueError saying what is wrong."""
+    """The arrays of an .npz file holding at least X and z, at most max_bytes once unpacked
+    and converted to float64 (read from the arrays' headers first; never unpickled; complex
+    and non-numeric arrays refused); ValueError saying what is wrong."""
     if not path.is_file():
         raise ValueError(f"{path} does not exist or is not a file")
     with open(path, "rb") as f:
         if f.read(4) != b"PK\x03\x04":  # every .npz is a zip archive
             raise ValueError(f"{path} is not an .npz archive (np.savez writes one)")
-    arrays = load_npz(path, max_bytes, "--max-array-mb")
+    # counted as the float64 the solver converts them to: a float32 or int8 file doubles or more
+    arrays = load_npz(path, max_bytes, "--max-array-mb", as_dtype="float64")
     for key in ("X", "z"):
         if key not in arrays:
             raise ValueError(f"{path} has no array {key!r} (it has {sorted(arrays)})")
