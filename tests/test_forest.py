@@ -1,0 +1,72 @@
+"""The register's forest plot: each part sits right of 0 exactly when its rule holds across its
+whole interval, and every measured part is drawn."""
+
+import math
+
+import numpy as np
+import pytest
+
+from attnbias.claims import Rule
+from attnbias.experiments import forest
+
+
+@pytest.mark.parametrize("comparison", [">", "<", ">=", "<="])
+@pytest.mark.parametrize("threshold", [0.0, 0.05, 1.0, 10.0, -2.0])
+def test_a_part_is_right_of_zero_exactly_where_its_rule_holds_at_both_ends(comparison, threshold):
+    rule = Rule("q", comparison, threshold, "test")
+    rng = np.random.default_rng(abs(hash((comparison, threshold))) % 2**32)
+    for _ in range(200):
+        low, high = np.sort(threshold + rng.normal(0, 3, 2) * rng.choice([1e-3, 1, 30]))
+        estimate = rng.uniform(low, high)
+        where = forest.position(
+            {"threshold": threshold, "comparison": comparison},
+            {"estimate": estimate, "low": low, "high": high},
+        )
+        x, x_low, x_high, _ = where
+        assert x_low <= x <= x_high
+        holds = rule.holds(low) and rule.holds(high)
+        fails = not rule.holds(low) and not rule.holds(high)
+        if holds and low != threshold and high != threshold:
+            assert x_low > 0
+        if fails and low != threshold and high != threshold:
+            assert x_high < 0
+
+
+def test_a_positive_threshold_is_a_log_ratio_and_a_zero_one_is_scaled():
+    log = forest.position({"threshold": 0.05, "comparison": "<"},
+                          {"estimate": 0.005, "low": 0.0005, "high": 0.05})  # fmt: skip
+    assert log == pytest.approx((1.0, 0.0, 2.0, "log"))  # a decade below 0.05 is +1
+    scaled = forest.position({"threshold": 0.0, "comparison": ">"},
+                             {"estimate": 2.0, "low": -1.0, "high": 4.0})  # fmt: skip
+    assert scaled == pytest.approx((0.5, -0.25, 1.0, "scaled"))
+    assert forest.position({"threshold": 1.0, "comparison": ">"},
+                           {"estimate": math.nan, "low": 0, "high": 1}) is None  # fmt: skip
+    infinite = forest.position({"threshold": 1.0, "comparison": ">"},
+                               {"estimate": 2.0, "low": None, "high": math.inf})  # fmt: skip
+    assert infinite[:3] == pytest.approx((math.log10(2),) * 3)  # drawn at the estimate
+
+
+def summary_claims():
+    part = {"rule": {"threshold": 1.0, "comparison": ">"}, "status": "supported",
+            "effect": {"estimate": 3.0, "low": 2.0, "high": 4.0, "n": 5}}  # fmt: skip
+    failing = {**part, "status": "not supported",
+               "effect": {"estimate": 0.5, "low": 0.4, "high": 0.6, "n": 5}}  # fmt: skip
+    unmeasured = {"rule": part["rule"], "effect": None, "status": "inconclusive"}
+    return {
+        "md-local": [{"id": "md-local/a", **part},
+                     {"id": "md-local/b", "parts": [part, failing, unmeasured]}],
+        "atlas": [{"id": "atlas/c", "status": "not applicable", "parts": []}],
+    }  # fmt: skip
+
+
+def test_every_measured_part_is_a_point_with_its_verdict(tmp_path):
+    drawn = forest.points(summary_claims())
+    assert [(p.label, p.status) for p in drawn] == [
+        ("md-local/a", "supported"),
+        ("md-local/b #1", "supported"),
+        ("md-local/b #2", "not supported"),
+    ]  # the unmeasured part and the claim with no parts are not drawn
+    assert drawn[2].high < 0 < drawn[1].low
+    paths = forest.draw(summary_claims(), tmp_path)
+    assert sorted(p.rsplit(".", 1)[1] for p in paths) == ["pdf", "png", "svg"]
+    assert forest.draw({"x": []}, tmp_path / "none") == []
