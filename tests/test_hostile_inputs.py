@@ -3,6 +3,7 @@ memory estimated before anything large is built; optimiser state validated whole
 of it is applied; a peer that is not a Dask scheduler refused within a bounded time. Each is
 one line on the command line (exit code 2, no traceback), a named error in the library."""
 
+import copy
 import tracemalloc
 import zipfile
 from pathlib import Path
@@ -14,6 +15,7 @@ import torch
 from attnbias._validate import as_tensor
 from attnbias.cli import main
 from attnbias.npz import load_npz
+from attnbias.optim import MirrorDescent, NormalizedGD, SignGD, SpectralDescent, SteepestDescent
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -111,3 +113,122 @@ def test_an_npz_header_that_does_not_parse_is_one_short_line(tmp_path, capsys):
     assert main(["svm", str(tmp_path / "h.npz")]) == 2
     line = one_error_line(capsys)
     assert "is not a readable .npz file" in line and len(line) < 500
+
+
+# --- optimiser state: validated whole, applied all or nothing ----------------------------------
+
+OPTIMISERS = {
+    "md": lambda ps: MirrorDescent(ps, lr=0.1, p=3.0),
+    "ngd-mom": lambda ps: NormalizedGD(ps, lr=0.1, momentum=0.9),
+    "steepest": lambda ps: SteepestDescent(ps, lr=0.1, norm=3.0, momentum=0.5),
+    "sign": lambda ps: SignGD(ps, lr=0.1, momentum=0.5),
+    "spectral": lambda ps: SpectralDescent(ps, lr=0.1, momentum=0.5),
+}
+
+
+def stepped(make, steps: int = 2):
+    """An optimiser of one 2×2 float64 parameter after a few steps on ‖w‖²."""
+    w = torch.nn.Parameter(torch.tensor([[0.5, -0.3], [0.2, 0.9]], dtype=torch.float64))
+    opt = make([w])
+    for _ in range(steps):
+        opt.zero_grad()
+        (w**2).sum().backward()
+        opt.step()
+    return w, opt
+
+
+def same_state(a, b) -> bool:
+    """Nested state dicts equal, tensors bit for bit."""
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and torch.equal(a, b)
+    if isinstance(a, dict):
+        return (
+            isinstance(b, dict) and a.keys() == b.keys() and all(same_state(a[k], b[k]) for k in a)
+        )
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(same_state(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def tampered(opt, edit):
+    saved = copy.deepcopy(opt.state_dict())
+    saved["param_groups"][0]["lr"] = 0.7  # applied first by torch: must not stay after a failure
+    edit(saved)
+    return saved
+
+
+def non_finite(saved):
+    value = next(iter(saved["state"][0].values()))
+    value[0, 0] = float("inf")
+
+
+def misshapen(saved):
+    key = next(iter(saved["state"][0]))
+    saved["state"][0][key] = torch.zeros(3, dtype=torch.float64)
+
+
+def not_a_dict(saved):
+    saved["state"][0] = torch.zeros(2, 2)
+
+
+def stray_parameter(saved):
+    saved["state"][7] = {}
+
+
+@pytest.mark.parametrize("edit", [non_finite, misshapen, not_a_dict, stray_parameter])
+@pytest.mark.parametrize("name", OPTIMISERS)
+def test_a_bad_optimiser_state_is_refused_whole_and_changes_nothing(name, edit):
+    w, opt = stepped(OPTIMISERS[name])
+    before = copy.deepcopy(opt.state_dict())
+    with pytest.raises((TypeError, ValueError), match=type(opt).__name__):
+        opt.load_state_dict(tampered(opt, edit))
+    assert same_state(opt.state_dict(), before)
+    assert opt.param_groups[0]["lr"] == 0.1 and opt.param_groups[0]["params"] == [w]
+
+
+def test_a_failure_while_a_state_is_applied_puts_the_optimiser_back():
+    _, opt = stepped(OPTIMISERS["md"])
+    before = copy.deepcopy(opt.state_dict())
+    good = tampered(opt, lambda saved: None)
+    good["state"][0]["dual"] *= 2
+
+    def fail(optimizer):
+        raise RuntimeError("a post-load hook failed")
+
+    handle = opt.register_load_state_dict_post_hook(fail)
+    with pytest.raises(RuntimeError, match="post-load hook"):
+        opt.load_state_dict(good)
+    assert same_state(opt.state_dict(), before)
+    handle.remove()
+    opt.load_state_dict(good)  # the same state loads once nothing fails
+    assert opt.param_groups[0]["lr"] == 0.7
+
+
+def test_an_infinite_saved_dual_is_refused_not_turned_into_infinite_weights():
+    w, opt = stepped(OPTIMISERS["md"])
+    saved = copy.deepcopy(opt.state_dict())
+    del saved["state"][0]["weight"]  # a checkpoint of the version that kept θ alone
+    saved["state"][0]["dual"][0, 0] = float("inf")
+    with pytest.raises(ValueError, match="'dual' of parameter 0 of group 0 holds NaN or inf"):
+        opt.load_state_dict(saved)
+    opt.zero_grad()
+    (w**2).sum().backward()
+    opt.step()
+    assert torch.isfinite(w).all()
+
+
+def test_a_dual_that_overflowed_beside_its_finite_weight_still_loads():
+    # p = 2000: θ = |w|^1999 overflows float64 at w = 3; the step works from w there
+    w = torch.nn.Parameter(torch.tensor([3.0, 0.5], dtype=torch.float64))
+    opt = MirrorDescent([w], lr=1e-3, p=2000.0)
+    opt.zero_grad()
+    w.sum().backward()
+    opt.step()
+    saved = copy.deepcopy(opt.state_dict())
+    assert torch.isinf(saved["state"][0]["dual"][0])
+    twin = MirrorDescent([torch.nn.Parameter(w.detach().clone())], lr=1e-3, p=2000.0)
+    twin.load_state_dict(saved)
+    assert same_state(twin.state_dict()["state"], saved["state"])
+    saved["state"][0]["dual"][1] = float("inf")  # where w = 0.5 it cannot have overflowed
+    with pytest.raises(ValueError, match="holds NaN or inf"):
+        twin.load_state_dict(saved)

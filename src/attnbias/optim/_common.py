@@ -138,20 +138,26 @@ class CheckedOptimizer(Optimizer):
         return [group[key] for key in self.hyper_keys]
 
     def load_state_dict(self, state_dict: dict) -> None:
-        """torch's load_state_dict, after checking the saved groups' hyper-parameters (a
-        checkpoint is untrusted input): a bad one changes nothing."""
-        saved = state_dict.get("param_groups") if isinstance(state_dict, dict) else None
-        if isinstance(saved, list):
-            saved = [self.upgraded(group) for group in saved]
-            state_dict = {**state_dict, "param_groups": saved}
-            for index, group in enumerate(saved):
-                if isinstance(group, dict):
-                    given = dict(zip(self.hyper_keys, self.group_values(group, index)))
-                    self.checked(given, f" of param group {index}", running=True)
-        super().load_state_dict(state_dict)
-        self.checked_values.clear()
-        for index, group in enumerate(self.param_groups):
-            self.check_group(group, index)
+        """torch's load_state_dict, after checking the whole state dict (a checkpoint is
+        untrusted input: `check_state`); a bad one changes nothing, and neither does a failure
+        while it is applied (the optimiser is put back as it was)."""
+        state_dict = check_state(self, state_dict)
+        before = self.state, self.param_groups, dict(self.checked_values)
+        try:
+            super().load_state_dict(state_dict)
+            self.loaded(state_dict)
+            self.checked_values.clear()
+            for index, group in enumerate(self.param_groups):
+                self.check_group(group, index)
+        except BaseException:
+            # torch's load built a new state and new groups: the old ones are untouched
+            self.state, self.param_groups = before[:2]
+            self.checked_values = before[2]
+            raise
+
+    def loaded(self, state_dict: dict) -> None:
+        """What a subclass adds to torch's load of a checked state dict (before the groups
+        are checked again); raising puts the optimiser back as it was."""
 
     def upgraded(self, group):
         """A saved param group in this version's spelling: old names renamed, the torch
@@ -201,6 +207,78 @@ class CheckedOptimizer(Optimizer):
             s["momentum_buffer"] = buffer = buffer.to(device=x.device, dtype=x.dtype)
             out.append(buffer)
         return out
+
+
+def check_state(optimizer: CheckedOptimizer, state_dict) -> dict:
+    """A state dict for `optimizer` checked whole before any of it is applied (a checkpoint is
+    untrusted input), in this version's spelling: the groups as the optimiser's own (the same
+    number of parameters each, hyper-parameters in range by the constructor's checks), and
+    the state of listed parameters only, each value a finite number or a finite tensor shaped
+    like its parameter (mirror descent's θ may be ±inf only where the saved copy of w says it
+    overflowed: |w|^{p−1} beyond the dtype). TypeError or ValueError naming what is wrong."""
+    name = type(optimizer).__name__
+    if not isinstance(state_dict, dict):
+        raise TypeError(f"{name}: a state dict must be a dict, got {type(state_dict).__name__}")
+    saved, state = state_dict.get("param_groups"), state_dict.get("state")
+    if not isinstance(saved, list) or not isinstance(state, dict):
+        raise TypeError(f"{name}: a state dict has a list 'param_groups' and a dict 'state'")
+    if len(saved) != len(optimizer.param_groups):
+        raise ValueError(
+            f"{name}: the state dict has {len(saved)} param groups, the optimiser "
+            f"{len(optimizer.param_groups)}"
+        )
+    saved = [optimizer.upgraded(group) for group in saved]
+    params = {}
+    for index, (group, own) in enumerate(zip(saved, optimizer.param_groups)):
+        if not isinstance(group, dict) or not isinstance(group.get("params"), list):
+            raise TypeError(f"{name}: param group {index} of the state dict is not a group")
+        if len(group["params"]) != len(own["params"]):
+            raise ValueError(
+                f"{name}: param group {index} of the state dict has {len(group['params'])} "
+                f"parameters, the optimiser's {len(own['params'])}"
+            )
+        given = dict(zip(optimizer.hyper_keys, optimizer.group_values(group, index)))
+        optimizer.checked(given, f" of param group {index}", running=True)
+        for k, (i, w) in enumerate(zip(group["params"], own["params"])):
+            params[i] = w, group, f"parameter {k} of group {index}"
+    for i, values in state.items():
+        if i not in params:
+            raise ValueError(f"{name}: the state dict has state for {i!r}, which no group lists")
+        w, group, label = params[i]
+        if not isinstance(values, dict):
+            raise TypeError(f"{name}: the state of {label} must be a dict, got {type(values)}")
+        for key, value in values.items():
+            problem = state_value_problem(key, value, w, values, group)
+            if problem is not None:
+                raise ValueError(f"{name}: {key!r} of {label} {problem}; nothing was loaded")
+    return {**state_dict, "param_groups": saved}
+
+
+def state_value_problem(key, value, w: torch.Tensor, values: dict, group: dict) -> str | None:
+    """What is wrong with one saved state value of parameter w, or None."""
+    if isinstance(value, (bool, int)):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"is {value}"
+    if not isinstance(value, torch.Tensor):
+        return f"is a {type(value).__name__}, not a tensor or a number"
+    if not (value.is_floating_point() or value.dtype in (torch.int64, torch.int32)):
+        return f"is a {value.dtype} tensor"
+    if value.dim() > 0 and value.shape != w.shape:
+        return f"has shape {tuple(value.shape)}, its parameter {tuple(w.shape)}"
+    if not value.is_floating_point():
+        return None
+    finite = torch.isfinite(value)
+    if bool(finite.all()):
+        return None
+    copy = values.get("weight")
+    if key == "dual" and isinstance(copy, torch.Tensor) and copy.shape == value.shape:
+        # p > 2: θ = |w|^{p−1} overflows for large finite w, and the step works from w there
+        if bool(torch.isfinite(copy).all()):
+            overflowed = mirror_map(copy.to(value.dtype), float(group["p"]))
+            if bool(torch.where(finite, True, value == overflowed).all()):
+                return None
+    return "holds NaN or inf"
 
 
 def torch_arguments(arguments: dict) -> dict:

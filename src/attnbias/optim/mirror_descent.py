@@ -135,7 +135,9 @@ class MirrorDescent(CheckedOptimizer):
 
     def load_state_dict(self, state_dict: dict) -> None:
         super().load_state_dict(state_dict)
-        self.dual_bounds.clear()
+        self.dual_bounds.clear()  # after a load that succeeded: a failed one changes nothing
+
+    def loaded(self, state_dict: dict) -> None:
         saved = saved_duals(state_dict, self.param_groups)
         for group in self.param_groups:
             for key in group["params"]:
