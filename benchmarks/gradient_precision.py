@@ -49,7 +49,7 @@ def main():
                 10, 10, generator=torch.Generator().manual_seed(args.seed), dtype=torch.float64
             )
         )
-        opt = MirrorDescent([W], lr=0.1, p=args.p, normalize=True)
+        opt = MirrorDescent([W], lr=0.1, p=args.p, normalize="per_tensor")
         for step in range(1, args.steps + 1):
             opt.zero_grad()
             F.softplus(-y * f(W, v, X, z)).mean().backward()
@@ -63,7 +63,7 @@ def main():
     W0 = torch.randn(
         10, 10, generator=torch.Generator().manual_seed(args.seed), dtype=torch.float64
     )
-    algorithm = Algorithm("MD", "md", 0.1, p=args.p, normalize=True)
+    algorithm = Algorithm("MD", "md", 0.1, p=args.p, normalize="per_tensor")
     spec = RunSpec({}, P, algorithm, args.steps, {"W": W0.numpy()})
     grid = np.array([0, *checkpoints])
     snapshots = {}

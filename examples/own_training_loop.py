@@ -69,7 +69,7 @@ def build(device: str):
             {"params": model.head.parameters(), "p": 2.0, "lr": 0.02, "weight_decay": 1e-3},
         ],
         lr=0.05,
-        normalize=True,
+        normalize="per_tensor",  # each tensor by its own norm (True: by its group's together)
     )
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=STEPS)
     return model, optimizer, schedule

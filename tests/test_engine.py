@@ -20,8 +20,8 @@ ALGORITHMS = [
     Algorithm("NGD-mom", "ngd", 0.1, momentum=0.9),
     Algorithm("NGD-per-tensor", "ngd", 0.1, normalize="per_tensor"),
     Algorithm("Polyak", "polyak", 5.0, f_star=0.0),
-    Algorithm("MD-1.75", "md", 0.1, p=1.75, normalize=True),
-    Algorithm("MD-3", "md", 0.1, p=3.0, normalize=True),
+    Algorithm("MD-1.75", "md", 0.1, p=1.75, normalize="per_tensor"),
+    Algorithm("MD-3", "md", 0.1, p=3.0, normalize="per_tensor"),
     Algorithm("MD-3-global", "md", 0.1, p=3.0, normalize="global"),
     Algorithm("MD-1.5-plain", "md", 0.05, p=1.5),
     Algorithm("GD-loss", "gd", 0.1, normalize="loss"),
@@ -88,7 +88,7 @@ def test_polyak_with_optimal_f_star_matches_reference():
 def test_runs_of_different_lengths_finish_separately_and_agree_with_solo_runs():
     """Runs leave the batch when done (and are handed over at once); the rest go on unchanged."""
     rng = np.random.default_rng(3)
-    algorithm = Algorithm("MD", "md", 0.1, p=1.75, normalize=True)
+    algorithm = Algorithm("MD", "md", 0.1, p=1.75, normalize="per_tensor")
     specs = [
         RunSpec(
             {"i": i},

@@ -66,7 +66,7 @@ def test_md_step_by_hand_p175_normalized():
     w = _param([1.0, -0.5])
     g = [0.2, -0.4]
     w.grad = torch.tensor(g)
-    MirrorDescent([w], lr=0.5, p=1.75, normalize=True).step()
+    MirrorDescent([w], lr=0.5, p=1.75, normalize="per_tensor").step()
     q = 7.0 / 3.0
     gq = (abs(g[0]) ** q + abs(g[1]) ** q) ** (1 / q)
     theta = [1.0 - 0.5 * g[0] / gq, -(0.5**0.75) - 0.5 * g[1] / gq]
@@ -120,7 +120,7 @@ def test_polyak_needs_closure():
 @pytest.mark.parametrize(
     "make",
     [
-        lambda ps: MirrorDescent(ps, lr=0.1, p=1.75, normalize=True),
+        lambda ps: MirrorDescent(ps, lr=0.1, p=1.75, normalize="per_tensor"),
         lambda ps: MirrorDescent(ps, lr=0.1, p=3.0, normalize="global"),
         lambda ps: NormalizedGD(ps, lr=0.1, momentum=0.9),
         lambda ps: PolyakStep(ps, lr=1.0),
@@ -140,7 +140,7 @@ def test_zero_gradient_and_missing_gradient(make):
     "make, polyak",
     [
         (lambda ps: NormalizedGD(ps, lr=0.05, momentum=0.8), False),
-        (lambda ps: MirrorDescent(ps, lr=0.05, p=3.0, normalize=True), False),
+        (lambda ps: MirrorDescent(ps, lr=0.05, p=3.0, normalize="per_tensor"), False),
         (lambda ps: PolyakStep(ps, lr=0.5, f_star=0.01), True),
     ],
 )

@@ -21,7 +21,7 @@ pytestmark = [
 
 OPTIMIZERS = {
     "md-1.1": lambda ps: MirrorDescent(ps, lr=0.1, p=1.1),
-    "md-3-normalized": lambda ps: MirrorDescent(ps, lr=0.1, p=3.0, normalize=True),
+    "md-3-normalized": lambda ps: MirrorDescent(ps, lr=0.1, p=3.0, normalize="per_tensor"),
     "ngd": lambda ps: NormalizedGD(ps, lr=0.1),
     "polyak": lambda ps: PolyakStep(ps, lr=1.0),
     "sign": lambda ps: SignGD(ps, lr=0.01),

@@ -95,7 +95,7 @@ def sparse_gradient(step: int, touched: list[int]) -> torch.Tensor:
 
 OPTIMIZERS = {
     "MD-1.1": lambda ps: MirrorDescent(ps, lr=0.05, p=1.1),
-    "MD-1.1-normalized": lambda ps: MirrorDescent(ps, lr=0.05, p=1.1, normalize=True),
+    "MD-1.1-normalized": lambda ps: MirrorDescent(ps, lr=0.05, p=1.1, normalize="per_tensor"),
     "MD-1.5-global": lambda ps: MirrorDescent(ps, lr=0.05, p=1.5, normalize="global"),
     "MD-3": lambda ps: MirrorDescent(ps, lr=0.05, p=3.0),
     "NGD": lambda ps: NormalizedGD(ps, lr=0.05),
@@ -190,7 +190,7 @@ def test_an_edit_to_an_untouched_row_is_honoured_when_it_is_next_touched(edits):
 
 def test_a_nan_in_a_sparse_embedding_gradient_is_an_error():
     embedding = torch.nn.Parameter(torch.randn(ROWS, WIDTH))
-    opt = MirrorDescent([embedding], lr=0.1, p=1.1, normalize=True)
+    opt = MirrorDescent([embedding], lr=0.1, p=1.1, normalize="per_tensor")
     embedding.grad = sparse_gradient(0, [3, 50])
     embedding.grad[50, 1] = float("nan")
     before = copy.deepcopy(embedding.detach())

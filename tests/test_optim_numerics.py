@@ -37,9 +37,17 @@ def train(make, problem, steps, seed=1):
 # where eac3930 froze, and for ℓ3 the whole run; later the autograd gradient is subnormal and, at
 # a step that rounding decides, exactly zero)
 MOVING = {
-    "MD-1.75": (lambda ps: MirrorDescent(ps, lr=0.1, p=1.75, normalize=True), "gaussian", 5000),
-    "MD-3": (lambda ps: MirrorDescent(ps, lr=0.1, p=3.0, normalize=True), "gaussian", 20_000),
-    "MD-1.1": (lambda ps: MirrorDescent(ps, lr=0.1, p=1.1, normalize=True), "gaussian", 80),
+    "MD-1.75": (
+        lambda ps: MirrorDescent(ps, lr=0.1, p=1.75, normalize="per_tensor"),
+        "gaussian",
+        5000,
+    ),
+    "MD-3": (
+        lambda ps: MirrorDescent(ps, lr=0.1, p=3.0, normalize="per_tensor"),
+        "gaussian",
+        20_000,
+    ),
+    "MD-1.1": (lambda ps: MirrorDescent(ps, lr=0.1, p=1.1, normalize="per_tensor"), "gaussian", 80),
     "NGD": (lambda ps: NormalizedGD(ps, lr=0.1), "example1", 10_000),
 }
 
@@ -67,7 +75,7 @@ def test_float32_tensor_with_tiny_gradient_moves():
     """ℓ1.1-MD normalizes by ‖g‖₁₁: with float32 entries of 1e-7 their 11th powers are 0, and
     on eac3930 the tensor never moved."""
     for opt_class, kwargs in [
-        (MirrorDescent, dict(p=1.1, normalize=True)),
+        (MirrorDescent, dict(p=1.1, normalize="per_tensor")),
         (MirrorDescent, dict(p=1.1, normalize="global")),
         (NormalizedGD, {}),
     ]:
@@ -83,7 +91,10 @@ def test_float32_tensor_with_tiny_gradient_moves():
 def test_huge_step_sizes_and_tiny_gradients_stay_finite(lr, grad):
     """Steps are η·(g/D) with |g/D| ≤ 1: no D/η that underflows to 0 (on eac3930 the engine's
     lr = 10 runs turned NaN once ‖g‖ reached the smallest subnormal number)."""
-    for opt_class, kwargs in [(MirrorDescent, dict(p=3.0, normalize=True)), (NormalizedGD, {})]:
+    for opt_class, kwargs in [
+        (MirrorDescent, dict(p=3.0, normalize="per_tensor")),
+        (NormalizedGD, {}),
+    ]:
         w = torch.nn.Parameter(torch.zeros(4))
         opt = opt_class([w], lr=lr, **kwargs)
         w.grad = torch.tensor(grad)
@@ -204,7 +215,7 @@ def test_unedited_weights_keep_the_exact_dual_iterate():
     [
         lambda ps: NormalizedGD(ps, lr=0.1),
         lambda ps: NormalizedGD(ps, lr=0.1, momentum=0.5, normalize="per_tensor"),
-        lambda ps: MirrorDescent(ps, lr=0.1, p=1.75, normalize=True),
+        lambda ps: MirrorDescent(ps, lr=0.1, p=1.75, normalize="per_tensor"),
         lambda ps: MirrorDescent(ps, lr=0.1, p=3.0, normalize="global"),
         lambda ps: PolyakStep(ps, lr=1.0),
     ],
@@ -248,8 +259,8 @@ def test_wrong_types_and_values_are_refused(make, error, match):
 
 def test_tensor_learning_rate_is_accepted_and_equals_the_float():
     ws = [torch.nn.Parameter(torch.tensor([1.0, -2.0])) for _ in range(2)]
-    opts = [MirrorDescent([ws[0]], lr=torch.tensor(0.1), p=3.0, normalize=True)]
-    opts.append(MirrorDescent([ws[1]], lr=0.1, p=3.0, normalize=True))
+    opts = [MirrorDescent([ws[0]], lr=torch.tensor(0.1), p=3.0, normalize="per_tensor")]
+    opts.append(MirrorDescent([ws[1]], lr=0.1, p=3.0, normalize="per_tensor"))
     for w, opt in zip(ws, opts):
         w.grad = torch.tensor([0.3, 0.4])
         opt.step()
@@ -260,8 +271,12 @@ def test_tensor_learning_rate_is_accepted_and_equals_the_float():
 AGREE = {
     "NGD": (Algorithm("NGD", "ngd", 0.1), "example1", 10_000),
     "NGD-mom": (Algorithm("NGD-mom", "ngd", 0.1, momentum=0.9), "example1", 10_000),
-    "MD-1.75": (Algorithm("MD-1.75", "md", 0.1, p=1.75, normalize=True), "gaussian", 10_000),
-    "MD-3": (Algorithm("MD-3", "md", 0.1, p=3.0, normalize=True), "gaussian", 10_000),
+    "MD-1.75": (
+        Algorithm("MD-1.75", "md", 0.1, p=1.75, normalize="per_tensor"),
+        "gaussian",
+        10_000,
+    ),
+    "MD-3": (Algorithm("MD-3", "md", 0.1, p=3.0, normalize="per_tensor"), "gaussian", 10_000),
     "Polyak": (Algorithm("Polyak", "polyak", 10.0, f_star="optimal"), "example1", 10_000),
 }
 
@@ -307,7 +322,7 @@ def test_engine_and_optimizer_take_the_same_l11_steps():
     the optimiser's run, one engine step lands on the optimiser's next iterate."""
     problem = gaussian_unit(6, 8, 10, seed=1)
     W0 = np.random.default_rng(1).standard_normal((10, 10))
-    algorithm = Algorithm("MD-1.1", "md", 0.1, p=1.1, normalize=True)
+    algorithm = Algorithm("MD-1.1", "md", 0.1, p=1.1, normalize="per_tensor")
     steps = 80
     reference = run_reference(
         RunSpec({}, problem, algorithm, steps, {"W": W0}), np.arange(steps + 1)
@@ -338,9 +353,9 @@ def test_the_engine_keeps_moving_for_20000_steps(name):
     where float64's gradient has underflowed (ℓ1.1 after ~85 steps, NGD on example1 after
     ~14,000), so W changes at every one of 20,000 steps, and stays finite."""
     algorithm = {
-        "MD-1.75": Algorithm("MD-1.75", "md", 0.1, p=1.75, normalize=True),
-        "MD-3": Algorithm("MD-3", "md", 0.1, p=3.0, normalize=True),
-        "MD-1.1": Algorithm("MD-1.1", "md", 0.1, p=1.1, normalize=True),
+        "MD-1.75": Algorithm("MD-1.75", "md", 0.1, p=1.75, normalize="per_tensor"),
+        "MD-3": Algorithm("MD-3", "md", 0.1, p=3.0, normalize="per_tensor"),
+        "MD-1.1": Algorithm("MD-1.1", "md", 0.1, p=1.1, normalize="per_tensor"),
         "NGD": Algorithm("NGD", "ngd", 0.1),
     }[name]
     data = MOVING[name][1]

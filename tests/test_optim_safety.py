@@ -264,7 +264,7 @@ def test_accepted_values_are_normalised_in_every_place():
     w = parameter(MirrorDescent)
     optimizer = MirrorDescent([{"params": [w], "normalize": True, "p": 3}], lr=1)
     optimizer.add_param_group({"params": [parameter(MirrorDescent)], "normalize": None})
-    assert [g["normalize"] for g in optimizer.param_groups] == ["per_tensor", "none"]
+    assert [g["normalize"] for g in optimizer.param_groups] == ["global", "none"]
     assert optimizer.param_groups[0]["p"] == 3.0 and isinstance(
         optimizer.param_groups[0]["p"], float
     )

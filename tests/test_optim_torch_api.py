@@ -253,12 +253,12 @@ def test_every_class_takes_the_same_torch_keywords_and_spells_lr_the_same():
             assert parameters[key].kind is inspect.Parameter.KEYWORD_ONLY, (cls, key)
 
 
-def test_true_means_per_tensor_normalisation_in_both_classes():
-    """normalize=True is "per_tensor" in MirrorDescent and NormalizedGD alike (and in the
-    engine's configurations); NormalizedGD's default is "global" (the paper's ‖∇L‖)."""
+def test_true_means_global_normalisation_in_both_classes():
+    """normalize=True is "global" (the papers' ‖∇L‖) in MirrorDescent and NormalizedGD alike
+    (and in the engine's configurations), as is NormalizedGD's default."""
     w = [torch.nn.Parameter(torch.zeros(2))]
-    assert MirrorDescent(w, lr=0.1, normalize=True).param_groups[0]["normalize"] == "per_tensor"
-    assert NormalizedGD(w, lr=0.1, normalize=True).param_groups[0]["normalize"] == "per_tensor"
+    assert MirrorDescent(w, lr=0.1, normalize=True).param_groups[0]["normalize"] == "global"
+    assert NormalizedGD(w, lr=0.1, normalize=True).param_groups[0]["normalize"] == "global"
     assert NormalizedGD(w, lr=0.1).param_groups[0]["normalize"] == "global"
 
 

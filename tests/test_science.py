@@ -30,7 +30,7 @@ def md_runs(p, steps, seeds):
         torch.nn.Parameter(torch.randn(10, 10, generator=torch.Generator().manual_seed(s)))
         for s in seeds
     ]
-    opt = MirrorDescent(Ws, lr=0.1, p=p, normalize=True)
+    opt = MirrorDescent(Ws, lr=0.1, p=p, normalize="per_tensor")
     for _ in range(steps):
         grads = risk_and_gradients(torch.stack([W.detach() for W in Ws]), v, X, z, y)[1]
         for W, g in zip(Ws, grads):
@@ -134,7 +134,7 @@ def test_lp_md_on_linear_data_reaches_the_lp_max_margin_classifier(p):
     P = linear_separable(seed=0)
     X, _, y, _ = P.tensors()
     w = torch.nn.Parameter(torch.zeros(X.shape[-1]))
-    opt = MirrorDescent([w], lr=0.1, p=p, normalize=True)
+    opt = MirrorDescent([w], lr=0.1, p=p, normalize="per_tensor")
     for _ in range(5000):
         opt.zero_grad()
         F.softplus(-y * (X[:, 0] @ w)).mean().backward()

@@ -17,6 +17,7 @@ import math
 import re
 import warnings
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -35,7 +36,7 @@ from pydantic import (
 )
 
 from ._validate import check_scalar
-from .engine.algorithms import OPTIMIZERS, TABLE_NAMES, Algorithm, FieldError
+from .engine.algorithms import OPTIMIZERS, TABLE_NAMES, Algorithm, FieldError, keyed_tables
 from .metrics import Norm
 
 
@@ -46,7 +47,14 @@ class ConfigError(ValueError):
 
 class AsWritten:
     """Marks a field whose value is parsed into value objects but stored (`to_dict`) as the
-    config wrote it, so that the results keyed by the config keep their keys."""
+    config wrote it, so that the results keyed by the config keep their keys. `keyed`: applied
+    to what was written, where a spelling's meaning changed (so that its key changes too)."""
+
+    def __init__(self, keyed=None):
+        self.keyed = keyed
+
+    def stored(self, value):
+        return value if self.keyed is None else self.keyed(value)
 
 
 AS_WRITTEN = AsWritten()
@@ -165,7 +173,7 @@ Algorithms = Annotated[
     tuple[AlgorithmTable, ...],
     AfterValidator(_non_empty),
     AfterValidator(_distinct_names),
-    AS_WRITTEN,
+    AsWritten(keyed_tables),
 ]
 
 
@@ -191,7 +199,7 @@ OptimizerTables = Annotated[
     tuple[OptimizerTable, ...],
     AfterValidator(_non_empty),
     AfterValidator(_distinct_names),
-    AS_WRITTEN,
+    AsWritten(partial(keyed_tables, optimizer_tables=True)),
 ]
 
 
@@ -278,9 +286,10 @@ class ExperimentConfig(BaseModel):
         config = handler(data)
         if isinstance(data, Mapping):
             config._written = {
-                name: copy.deepcopy(data[name])
+                name: marker.stored(copy.deepcopy(data[name]))
                 for name, info in cls.model_fields.items()
-                if AS_WRITTEN in info.metadata and name in data
+                for marker in info.metadata
+                if isinstance(marker, AsWritten) and name in data
             }
         return config
 

@@ -27,6 +27,7 @@ from ..optim import (
     SpectralDescent,
     SteepestDescent,
 )
+from ..optim.functional import NORMALIZE_TRUE
 from ..optim.steepest import METHODS
 
 
@@ -118,6 +119,27 @@ TABLE_NAMES: dict[str, TableName] = {
 }  # fmt: skip
 
 
+def keyed_tables(tables, optimizer_tables: bool = False):
+    """Config tables (`[[algorithms]]`, or `[[optimizers]]` with `optimizer_tables`) as
+    results are keyed by them: as written, except a normalisation given as true, written as
+    the mode it means (`NORMALIZE_TRUE`). True meant "per_tensor" before, so a run stored then
+    must not be found under a key that now means "global". Anything else is left as it is
+    (the tables were validated already)."""
+    if not isinstance(tables, (list, tuple)):
+        return tables
+    out = []
+    for table in tables:
+        if isinstance(table, Mapping):
+            spelling = TABLE_NAMES.get(table.get("name")) if optimizer_tables else None
+            keys = spelling.keys if spelling else {"normalize": "normalize"}
+            table = {
+                k: NORMALIZE_TRUE if v is True and keys.get(k) == "normalize" else v
+                for k, v in table.items()
+            }
+        out.append(table)
+    return out
+
+
 class FieldError(ValueError):
     """A bad field of a table; the message starts with the field's name (the caller puts where
     the table is in front: "algorithms[0].momentum applies only to ...")."""
@@ -132,12 +154,14 @@ class Algorithm:
     (SpectralDescent), "steepest" (ℓp SteepestDescent), or torch's own "adam", "muon" and
     "sgd" (`RULES`).
     lr: the step size η (for "polyak" the cap γ_b).  p: mirror exponent ("md").  normalize:
-    see NORMALIZE.  momentum: β ("ngd" and the steepest-descent ones).  c, f_star: Polyak's
-    constant and optimal loss L*, a number or "optimal" (the loss with all attention on the
-    optimal tokens under the fixed head).  norm: the ℓp exponent of "steepest", in (1, ∞].
-    method: "svd" or "newton-schulz" ("spectral").  options: further keyword arguments of
-    torch's Adam, Muon or SGD (a table; e.g. eps, betas, momentum, weight_decay), passed as
-    they are.  lr_decay: a in [0, 1], torch's optimisers only: step t = 0, 1, … uses
+    one of the rule's NORMALIZE modes; True is "global" (the papers' ‖∇L‖ over all
+    parameters, as in MirrorDescent), False is None (plain).  momentum: β ("ngd" and the
+    steepest-descent ones).  c, f_star: Polyak's constant and optimal loss L*, a number or
+    "optimal" (the loss with all attention on the optimal tokens under the fixed head).
+    norm: the ℓp exponent of "steepest", in (1, ∞].  method: "svd" or "newton-schulz"
+    ("spectral").  options: further keyword arguments of torch's Adam, Muon or SGD (a table;
+    e.g. eps, betas, momentum, weight_decay), passed as they are.  lr_decay: a in [0, 1],
+    torch's optimisers only: step t = 0, 1, … uses
     η_t = lr·(t + 1)^(−a) (`lr_at`; 0: a constant rate).
     """
 
@@ -184,9 +208,9 @@ class Algorithm:
             raise FieldError(f"method must be one of {METHODS}, got {self.method!r}")
         if opt in TORCH_OPTIMIZERS:  # (Muon's options cannot be checked without Muon)
             self._check_options()
-        # As in MirrorDescent: False is plain, True is per-tensor normalisation.
+        # As in MirrorDescent and NormalizedGD: False is plain, True the papers' global norm.
         normalize = {"default": NORMALIZE[opt][0], False: None}.get(self.normalize, self.normalize)
-        normalize = "per_tensor" if normalize is True and opt == "md" else normalize
+        normalize = NORMALIZE_TRUE if normalize is True else normalize
         if normalize not in NORMALIZE[opt]:
             raise FieldError(
                 f"normalize must be one of {NORMALIZE[opt]} for optimizer {opt!r}, "

@@ -354,8 +354,8 @@ def check_momentum(momentum, name: str = "momentum") -> float:
 
 
 def check_normalize(normalize, name: str = "normalize") -> str:
-    """False/None → "none"; True → "per_tensor" (as the engine's configs read it); or a mode
-    name ("none" as stored)."""
+    """False/None → "none"; True → `F.NORMALIZE_TRUE` ("global", the papers' ‖∇L‖); or a
+    mode name ("none" as stored)."""
     if (
         normalize is None
         or normalize is False
@@ -363,7 +363,7 @@ def check_normalize(normalize, name: str = "normalize") -> str:
     ):
         return "none"
     if normalize is True:
-        return "per_tensor"
+        return F.NORMALIZE_TRUE
     if not isinstance(normalize, str) or normalize not in NORMALIZE_MODES:
         error = TypeError if not isinstance(normalize, str) else ValueError
         raise error(

@@ -41,6 +41,9 @@ from ..norms import (
 )
 
 RULES = ("none", "per_tensor", "global", "loss", "polyak")
+# What normalize=True means wherever it is taken (the optimiser classes, the engine's
+# Algorithm): the papers' ‖∇L‖ over all parameters (it meant "per_tensor" before; CHANGELOG).
+NORMALIZE_TRUE = "global"
 Number = float | torch.Tensor
 
 
