@@ -8,7 +8,7 @@ from dataclasses import asdict
 import pytest
 
 import claim_cases
-from attnbias.claims import STATUSES, SUPPORTED, Claim, verdict_columns
+from attnbias.claims import INCONCLUSIVE, STATUSES, SUPPORTED, Claim, reasons, verdict_columns
 from attnbias.experiments.verdicts import ngd
 from claim_cases import cases
 
@@ -27,10 +27,33 @@ def test_rule_reaches_its_verdict(name, k, expected, args, kwargs):
     claim = function(name)(*args, **kwargs)
     assert isinstance(claim, Claim) and claim.status in STATUSES
     assert claim.status == expected, _explain(claim)
+    assert_reasons_printed(asdict(claim))
     if claim.measured and not claim.unmet:  # a measured verdict states its rule and effect
         for part in [claim, *claim.parts]:
             if part.rule is not None and not part.unmet:
                 assert part.rule.source and part.effect is not None and part.effect.n >= 1
+
+
+def unmet_anywhere(claim: dict) -> list[str]:
+    """Every failed precondition of an inconclusive claim or of its inconclusive parts."""
+    if claim["status"] != INCONCLUSIVE:
+        return []
+    return [*claim["unmet"], *(u for part in claim["parts"] for u in unmet_anywhere(part))]
+
+
+def assert_reasons_printed(claim: dict) -> None:
+    """An inconclusive verdict prints why: the claim's verdict cell (and the line `attnbias
+    reproduce` prints) names a reason, and every failed precondition of it or of an
+    inconclusive part is printed in its row."""
+    columns = verdict_columns(claim)
+    if claim["status"] == INCONCLUSIVE:
+        assert reasons(claim) and columns["verdict"].endswith(")"), columns["verdict"]
+        assert "robust" not in columns["sensitivity"] or not unmet_anywhere(claim)
+    for unmet in unmet_anywhere(claim):
+        assert unmet in columns["verdict"], (unmet, columns)
+    for part in claim["parts"]:  # each part's own reasons on its line of the effect column
+        for unmet in unmet_anywhere(part):
+            assert unmet in columns["effect"] or len(claim["parts"]) < 2, (unmet, columns)
 
 
 def _explain(claim: Claim) -> str:

@@ -65,14 +65,14 @@ def mean(values):
     return mean_effect(values)
 
 
-def write_summary(root, name, claims, quick=True):
+def stored(claims, quick=True) -> dict:
+    """A summary of the claims as summary.json holds it (through JSON)."""
     import json
 
     summary = {"claims": [asdict(c) for c in claims]}
     if quick:
         summary["scale"] = "quick: a smoke run, not evidence"
-    (root / name).mkdir(parents=True)
-    (root / name / "summary.json").write_text(json.dumps(summary))
+    return json.loads(json.dumps(summary))
 
 
 def register_tables(text: str) -> dict[str, list[list[str]]]:
@@ -106,26 +106,26 @@ def headline(text: str, label: str) -> dict[str, int]:
     return {p.split(" ", 1)[1]: int(p.split(" ", 1)[0]) for p in pairs}
 
 
-def test_the_register_headline_counts_the_rows_it_prints(tmp_path):
+def test_the_register_headline_counts_the_rows_it_prints():
     """Issue 28: a quick-scale "**not supported** (…) (quick scale: not evidence)" row was
     counted as nothing. The headline is counted from the verdicts the rows print, and
     consistency checks are listed and counted apart."""
     from attnbias.claims import CHECK_WORDS, STATUSES
-    from attnbias.experiments.claims_register import NOT_RUN, claims_markdown
+    from attnbias.experiments.claims_register import NOT_RUN, register_markdown
 
     low, high = [0.1, 0.2, 0.15], [3.0, 3.2, 3.1]
-    write_summary(tmp_path, "ngd-joint", [
+    ngd_joint = stored([
         Claim("a", id="ngd-joint/loss-to-zero", rule=PAPER, effect=mean(high)),
         Claim("b", id="ngd-joint/v-aligns", rule=PAPER, effect=mean(low)),
         Claim("c", id="ngd-joint/W-aligns", rule=PAPER, effect=mean(high), unmet=["stalled"]),
         Claim("d", id="ngd-joint/all-beat-gd", parts=[
             Claim("", rule=PAPER, effect=mean(low)), Claim("", rule=PAPER, effect=mean(high))]),
     ])  # fmt: skip
-    write_summary(tmp_path, "ngd-rates", [
+    ngd_rates = stored([
         Claim("e", id="ngd-rates/eq12-norm-growth", rule=CHECK, effect=mean(low)),
         Claim("f", id="ngd-rates/eq12-linear-in-lr", rule=CHECK, effect=mean(high)),
     ])  # fmt: skip
-    text = claims_markdown(tmp_path, "test")
+    text = register_markdown({"ngd-joint": ngd_joint, "ngd-rates": ngd_rates}, "test")
     tables = register_tables(text)
     paper = tally([row[6] for row in tables["Claims tested here"]], [*STATUSES, NOT_RUN])
     assert paper[NOT_SUPPORTED] == 2 and paper[SUPPORTED] == 1 and paper["inconclusive"] == 1
@@ -137,3 +137,74 @@ def test_the_register_headline_counts_the_rows_it_prints(tmp_path):
     assert all(
         row[0].startswith("ngd-rates/eq12") for row in tables["Consistency checks of the code"]
     )
+
+
+# --- reasons: every inconclusive verdict says why, part by part -----------------------------
+
+
+def reasoned_claim():
+    """ngd-joint/v-aligns as issue 29 found it: every interval far on the claim's side, every
+    part inconclusive for a precondition of its own, which no output printed."""
+    below = Rule("final misalignment", "<", 0.05, "ours")
+    parts = [
+        Claim("", rule=below, effect=mean([1e-3, 2e-3, 1.5e-3]),
+              unmet=["below 0.05 already at step 2"]),
+        Claim("", rule=below, effect=mean([1e-4, 2e-4, 1.5e-4]), unmet=["has not converged"]),
+        Claim("", rule=below, effect=mean([0.01, 0.02, 0.015])),
+    ]  # fmt: skip
+    return Claim("v aligns", id="ngd-joint/v-aligns", parts=parts)
+
+
+def test_a_part_level_reason_is_printed_in_the_register_and_by_reproduce(capsys):
+    from attnbias.cli import print_verdicts
+    from attnbias.experiments.claims_register import register_markdown
+
+    claim = reasoned_claim()
+    assert claim.status == "inconclusive" and not claim.unmet  # the reasons sit on the parts
+    text = register_markdown({"ngd-joint": stored([claim])}, "test")
+    rows = register_tables(text)["Claims tested here"]
+    row = next(r for r in rows if r[0] == "ngd-joint/v-aligns")
+    verdict, effect, sensitivity = row[6], row[5], row[7]
+    for reason in ("below 0.05 already at step 2", "has not converged"):
+        assert f"{reason} (1 of 3 parts)" in verdict and f"inconclusive ({reason})" in effect
+    assert "robust" not in sensitivity and "precondition" in sensitivity
+    print_verdicts({"claims": [asdict(claim)]})
+    out = capsys.readouterr().out
+    assert "[inconclusive] v aligns (below 0.05 already at step 2 (1 of 3 parts); has not " \
+        "converged (1 of 3 parts))" in out  # fmt: skip
+
+
+def test_a_straddling_interval_is_a_reason_too():
+    from attnbias.claims import reasons, verdict_columns
+
+    claim = Claim("c", rule=PAPER, effect=mean([0.5, 1.5, 1.0]))
+    assert claim.status == "inconclusive"
+    assert reasons(asdict(claim)) == ["the 95 % CI straddles 1"]
+    assert verdict_columns(asdict(claim))["verdict"] == "inconclusive (the 95 % CI straddles 1)"
+    assert reasons(asdict(Claim("c", rule=PAPER, effect=mean([2.0, 3.0, 2.5])))) == []
+
+
+# --- units: n counts seeds, cases sharing a seed are clustered ------------------------------
+
+
+def test_cases_that_share_a_seed_are_one_unit():
+    """Four step sizes on each of three seeds are three units: the seed's effect (its data and
+    W₀) is shared by its cases. Pooled, the twelve cases would exclude 0; by seed they do not."""
+    from scipy import stats
+
+    from attnbias.claims import clustered_mean_effect, t_effect
+
+    seed_shift = {0: 1.0, 1: 0.1, 2: 0.4}
+    values = [seed_shift[s] + 0.01 * k for s in seed_shift for k in range(4)]
+    clusters = [s for s in seed_shift for _ in range(4)]
+    clustered, pooled = clustered_mean_effect(values, clusters), t_effect(values)
+    assert clustered.n == 3 and pooled.n == 12
+    means = [sum(values[4 * s : 4 * s + 4]) / 4 for s in range(3)]
+    interval = stats.t.interval(0.95, 2, loc=sum(means) / 3, scale=stats.sem(means))
+    assert (clustered.low, clustered.high) == pytest.approx(interval)
+    assert clustered.low < 0 < clustered.high and pooled.low > 0
+    assert clustered.high - clustered.low > 2 * (pooled.high - pooled.low)
+    with pytest.raises(ValueError, match="one label per value"):
+        clustered_mean_effect([1.0, 2.0], [0])
+    # a non-finite case is dropped, a seed with none left too
+    assert clustered_mean_effect([1.0, float("nan"), 2.0], ["a", "b", "c"]).n == 2

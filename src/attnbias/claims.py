@@ -351,6 +351,28 @@ def mean_effect(values, *, unit: str = "seeds") -> Effect:
     return t_effect(_finite(values), unit=unit)
 
 
+def clustered_mean_effect(values, clusters, *, unit: str = "seeds") -> Effect:
+    """The mean of values whose cases share a unit (`clusters`: one label per value, e.g. the
+    seed whose data and W₀ several step sizes or problems share), with a 95 % t interval over
+    the per-cluster means: n counts clusters, not cases. Cases of one seed are not
+    independent, so a t interval over them all would be too narrow. Of the two correct
+    intervals, a cluster bootstrap and t over cluster means, t is chosen for the reason
+    `t_effect` gives (with few seeds a bootstrap interval shrinks to the range of the cluster
+    means). Every cluster weighs the same, whatever its number of cases; non-finite values
+    are dropped, a cluster left with none too."""
+    values = np.asarray(values, dtype=np.float64).ravel()
+    clusters = np.asarray(clusters).ravel()
+    if values.shape != clusters.shape:
+        raise ValueError(
+            f"clustered_mean_effect: clusters must give one label per value, got "
+            f"{clusters.size} labels for {values.size} values"
+        )
+    keep = np.isfinite(values)
+    labels = list(dict.fromkeys(clusters[keep].tolist()))
+    means = [float(np.mean(values[keep & (clusters == label)])) for label in labels]
+    return t_effect(means, unit=unit, method="t interval over per-cluster means")
+
+
 def median_effect(values, *, unit: str = "seeds") -> Effect:
     """The median of per-unit values with its 95 % bootstrap CI."""
     return bootstrap_effect((_finite(values),), np.median, unit=unit)
@@ -450,18 +472,80 @@ def _effect_text(effect: dict | None) -> str:
     )
 
 
+def leaf_reason(leaf: dict) -> str:
+    """Why a stored measured part (one with a rule) is inconclusive, in a few words."""
+    if leaf.get("unmet"):
+        return "; ".join(leaf["unmet"])
+    effect = leaf.get("effect")
+    if not effect or not effect["n"] or math.isnan(effect["estimate"]):
+        return "nothing finite measured"
+    low, high = effect["low"], effect["high"]
+    if math.isnan(low) or math.isnan(high):
+        return "no interval could be computed"
+    if math.isinf(low) and math.isinf(high):
+        return "one unit: no interval"
+    return f"the 95 % CI straddles {leaf['rule']['threshold']:g}"
+
+
+def _part_reasons(claim: dict) -> list[str]:
+    reasons = []
+    for part in claim.get("parts") or []:
+        if status_of(part) != INCONCLUSIVE:
+            continue
+        if part.get("rule"):
+            reasons.append(leaf_reason(part))
+        else:
+            reasons += [*(part.get("unmet") or []), *_part_reasons(part)]
+    return reasons
+
+
+def reasons(claim: dict) -> list[str]:
+    """Why a stored claim is inconclusive: its own failed preconditions, then each distinct
+    reason of its inconclusive parts with how many of its measured parts give it ("has not
+    converged (2 of 4 parts)"). Empty unless the claim is inconclusive."""
+    if status_of(claim) != INCONCLUSIVE:
+        return []
+    if claim.get("rule"):
+        return [leaf_reason(claim)]
+    found = [*(claim.get("unmet") or [])]
+    parts = _part_reasons(claim)
+    k = len(_leaves(claim))
+    for reason in dict.fromkeys(parts):
+        found.append(reason if k == 1 else f"{reason} ({parts.count(reason)} of {k} parts)")
+    return found
+
+
+def verdict_text(claim: dict) -> str:
+    """The verdict in words (`verdict_word`) with its reasons in brackets when inconclusive."""
+    why = reasons(claim)
+    return verdict_word(claim) + (f" ({'; '.join(why)})" if why else "")
+
+
+def sensitivity_text(claim: dict) -> str:
+    """The sensitivity column: robust, fragile (and where), or why there is none; a verdict
+    left inconclusive by a failed precondition is not called robust (no threshold decided it)."""
+    sensitivity = claim.get("sensitivity") or {}
+    if not _leaves(claim):
+        return "—"
+    if status_of(claim) == INCONCLUSIVE and _has_unmet(claim):
+        return "— (inconclusive: precondition)"
+    if sensitivity.get("fragile") is None:
+        return sensitivity.get("note", "—")
+    if sensitivity["fragile"]:
+        changed = [f"{k}: {v}" for k, v in sensitivity.items() if k.endswith("x")]
+        return "fragile (" + ", ".join(changed) + ")"
+    return "robust at ½× and 2×"
+
+
+def _has_unmet(claim: dict) -> bool:
+    return bool(claim.get("unmet")) or any(_has_unmet(p) for p in claim.get("parts") or [])
+
+
 def verdict_columns(claim: dict) -> dict[str, str]:
     """A stored claim as the register's columns: rule, threshold source, effect (estimate,
-    95 % CI, n), verdict and sensitivity; one line per part of a compound claim."""
+    95 % CI, n), verdict and sensitivity; one line per part of a compound claim, each with its
+    verdict and, when inconclusive, why."""
     leaves = _leaves(claim)
-    sensitivity = claim.get("sensitivity") or {}
-    if sensitivity.get("fragile") is None:
-        robust = sensitivity.get("note", "—")
-    elif sensitivity["fragile"]:
-        changed = [f"{k}: {v}" for k, v in sensitivity.items() if k.endswith("x")]
-        robust = "fragile (" + ", ".join(changed) + ")"
-    else:
-        robust = "robust at ½× and 2×"
     sources = list(dict.fromkeys(leaf["rule"]["source"] for leaf in leaves))
     return {
         "rule": "<br>".join(
@@ -475,11 +559,10 @@ def verdict_columns(claim: dict) -> dict[str, str]:
             _effect_text(leaf.get("effect"))
             + (f" ({leaf['evidence']['effect_note']})"
                if "effect_note" in (leaf.get("evidence") or {}) else "")
-            + (f" → {leaf['status']}" if len(leaves) > 1 else "")
+            + (f" → {verdict_text(leaf)}" if len(leaves) > 1 else "")
             for leaf in leaves
         )
         or "—",
-        "verdict": claim["status"]
-        + (f" ({'; '.join(claim['unmet'])})" if claim.get("unmet") else ""),
-        "sensitivity": robust if leaves else "—",
+        "verdict": verdict_text(claim),
+        "sensitivity": sensitivity_text(claim),
     }  # fmt: skip

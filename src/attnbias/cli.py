@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from . import __version__, log, metrics
-from .claims import NOT_SUPPORTED, SUPPORTED
+from .claims import NOT_SUPPORTED, SUPPORTED, reasons, status_of, verdict_word
 from .data.fetch import DataMissingError
 from .experiments.base import (
     SYNTHETIC,
@@ -27,7 +27,6 @@ from .experiments.base import (
     read_toml,
     run_experiment,
 )
-from .experiments.report import status_of
 from .npz import load_npz
 from .store import plain_name
 from .svm import DEFAULT_MAX_MEMORY_GB
@@ -620,12 +619,15 @@ def outcome(summary: dict, seconds: float) -> str:
 
 
 def print_verdicts(summary: dict) -> None:
-    """Each claim's status, the diverged runs the claims leave out, the quick-scale note."""
+    """Each claim's verdict (a consistency check's in its own words) and, when inconclusive, why
+    in brackets; the diverged runs the claims leave out; the quick-scale note."""
     if "scale" in summary:
         print(f"  ({summary['scale']})")
     for claim in summary.get("claims", []):
-        status = status_of(claim)
-        print(f"  [{status if status != NOT_SUPPORTED else 'NOT supported'}] {claim['claim']}")
+        word = verdict_word(claim)
+        mark = "NOT supported" if word == NOT_SUPPORTED else word
+        why = reasons(claim)  # an inconclusive verdict says why, part by part
+        print(f"  [{mark}] {claim['claim']}" + (f" ({'; '.join(why)})" if why else ""))
     diverged = summary.get("diverged") or []
     if diverged:
         where = ", ".join(

@@ -14,16 +14,15 @@ from pathlib import Path
 
 from ..claims import (
     CHECK_WORDS,
-    NOT_SUPPORTED,
     STATUSES,
     is_consistency_check,
     status_of,
     verdict_columns,
-    verdict_word,
 )
 from . import papers
 from .base import experiment_names
 
+from .report import verdict_mark
 PAPERS = {
     "MD": "Julistiono, Tarzanagh, Azizan (2024), *Optimizing Attention with Mirror Descent: "
     "Generalized Max-Margin Token Selection*, arXiv:2410.14581",
@@ -478,11 +477,7 @@ class Row:
 def verdict(claim: dict, summary: dict) -> str:
     """The verdict cell: the verdict's words (**not supported** in bold), its reasons in
     brackets, and the quick-scale note."""
-    word = verdict_word(claim)
-    text = f"**{word}**" if status_of(claim) == NOT_SUPPORTED else word
-    if claim.get("unmet"):
-        text += " (" + "; ".join(claim["unmet"]) + ")"
-    return text + (QUICK if "scale" in summary else "")
+    return verdict_mark(claim) + (QUICK if "scale" in summary else "")
 
 
 def cell(text: str) -> str:
@@ -571,7 +566,11 @@ def write_claims(root: str | Path, path: str | Path, command: str) -> Path:
 def claims_markdown(root: str | Path, command: str) -> str:
     """The register (Markdown), with the verdicts of the summaries under root; `command` is
     named as what generated it."""
-    found = summaries(Path(root))
+    return register_markdown(summaries(Path(root)), command)
+
+
+def register_markdown(found: dict[str, dict], command: str) -> str:
+    """The register (Markdown) of the summaries `found` (by experiment name)."""
     rows = register_rows(found)
     paper = [row for row in rows if not row.consistency]
     checks = [row for row in rows if row.consistency]

@@ -8,7 +8,14 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..claims import NOT_SUPPORTED, STATUSES, status_of, verdict_columns
+from ..claims import (
+    NOT_SUPPORTED,
+    STATUSES,
+    status_of,
+    verdict_columns,
+    verdict_text,
+    verdict_word,
+)
 from ..config import ExperimentConfig
 from ..store import ResultsStore
 
@@ -120,10 +127,10 @@ def verdict_counts(summary: dict) -> str:
 
 
 def verdict_mark(claim: dict) -> str:
-    """A claim's verdict in a table, in the register's words; **not supported** in bold (what a
-    reader must not miss)."""
-    status = status_of(claim)
-    return f"**{status}**" if status == NOT_SUPPORTED else status
+    """A claim's verdict in a table, in the register's words, with its reasons in brackets when
+    inconclusive; **not supported** in bold (what a reader must not miss)."""
+    word, text = verdict_word(claim), verdict_text(claim)
+    return f"**{word}**{text[len(word) :]}" if status_of(claim) == NOT_SUPPORTED else text
 
 
 def copy_figure(data: bytes, target: Path) -> None:
@@ -197,8 +204,7 @@ def write_report(
         ]
         for claim in summary["claims"]:
             c = verdict_columns(claim)
-            mark = verdict_mark(claim) + (f" ({'; '.join(claim['unmet'])})" if claim.get("unmet")
-                                          else "")  # fmt: skip
+            mark = verdict_mark(claim)
             lines.append(
                 f"| {claim['claim']} | {mark} | {c['rule']} | {c['effect']} | {c['sensitivity']} |"
             )
