@@ -288,7 +288,7 @@ def test_report_written_elsewhere_links_only_files_that_exist(tmp_path, monkeypa
         assert (report.parent / target).exists(), target
 
     monkeypatch.setattr(report_module, "DOCS", tmp_path / "no-docs")  # an installed wheel
-    assert main([*args, str(report)]) == 0
+    assert main([*args, str(report), "--force"]) == 0  # the report differs: replaced
     text = report.read_text()
     assert "REAL_DATA.md in the attnbias repository" in text and "](" not in text
 
@@ -334,7 +334,9 @@ def test_the_report_says_when_a_sweep_found_its_runs_finished(tmp_path):
     text = report.read_text()  # no seconds: a rerun's are not the experiment's (issue 21)
     assert "40 runs (40 found finished), 0 SVMs solved;" in text and "0.1 s" not in text
     trained = {**summary, "trained": 40, "reused": 0}
-    write_report({"ngd-fixed": trained}, {"ngd-fixed": {}}, report, "attnbias reproduce")
+    write_report(
+        {"ngd-fixed": trained}, {"ngd-fixed": {}}, report, "attnbias reproduce", force=True
+    )
     assert "40 runs, 0 SVMs solved;" in report.read_text()
 
 

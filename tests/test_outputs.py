@@ -130,11 +130,13 @@ def read_only(monkeypatch):
         if os.access(root, os.W_OK):  # root
             original = os.open
 
-            def refuse(path, flags, *args, **kw):
+            def refuse(path, flags, *args, dir_fd=None, **kw):
                 writes = flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT)
-                if writes and Path(path).resolve().is_relative_to(root.resolve()):
+                # the store opens files relative to a directory's handle: resolve from there
+                where = Path(os.readlink(f"/proc/self/fd/{dir_fd}")) if dir_fd else Path()
+                if writes and (where / path).resolve().is_relative_to(root.resolve()):
                     raise PermissionError(13, "Permission denied", str(path))
-                return original(path, flags, *args, **kw)
+                return original(path, flags, *args, dir_fd=dir_fd, **kw)
 
             monkeypatch.setattr(os, "open", refuse)
 

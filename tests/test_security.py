@@ -25,6 +25,7 @@ from attnbias.npz import ArrayTooLarge, load_npz
 from attnbias.real.train import TensorData, UnsafeCheckpoint, save_checkpoint, train
 from attnbias.store import (
     MANIFEST,
+    MARKER,
     TEMPORARY,
     DamagedRun,
     ResultsStore,
@@ -572,10 +573,11 @@ def test_cleanup_removes_exactly_dead_writers_own_names_and_follows_no_link(plan
         store = ResultsStore(tmp / "res")
         for sub in ("runs", "outputs"):
             (store.root / sub).mkdir(parents=True)
+        (store.root / MARKER).touch()  # the store's own directory, whatever is put in it
         made = {}
         for (parent, name, _), kind in planted:
             path = store.root / parent / name
-            if os.path.lexists(path) or name in ("runs", "outputs", ".lock"):
+            if os.path.lexists(path) or name in ("runs", "outputs", ".lock", MARKER):
                 continue
             if kind == "directory":
                 path.mkdir()

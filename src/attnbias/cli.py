@@ -165,6 +165,11 @@ def parser() -> argparse.ArgumentParser:
     add_device(c)
     c.add_argument("--out", default="results", metavar="ROOT", help=OUT_HELP)
     c.add_argument("--report", help="also write a Markdown report (figures + claim tables) here")
+    c.add_argument(
+        "--force",
+        action="store_true",
+        help="with --report: replace a report (or its figures) that differs",
+    )
     add_reuse_from(c)
     add_strict(c)
     add_cluster_flags(c)
@@ -324,6 +329,8 @@ def writable_dir(path: str | Path, option: str = "--out") -> Path:
 
 
 def reproduce(args) -> int:
+    if args.force and not args.report:
+        raise ValueError("--force: only with --report FILE (nothing is replaced otherwise)")
     names = []
     known = experiment_names()
     for name in args.names:
@@ -364,7 +371,7 @@ def reproduce(args) -> int:
             f"--report {args.report}"
         )
         logger.info("writing the report %s", args.report)
-        report = write_report(summaries, configs, Path(args.report), command, outs)
+        report = write_report(summaries, configs, Path(args.report), command, outs, args.force)
         print(f"report: {report}")
     return strict_exit(summaries, args.strict)
 
@@ -539,6 +546,7 @@ def device_override(name: str, device: str | None) -> dict:
 def write_claims_register(args) -> int:
     """The register to stdout, or to --write PATH (a PATH that differs only with --force)."""
     from .experiments.claims_register import claims_markdown
+    from .experiments.report import differs
 
     root = Path(args.out)
     if not root.is_dir():
@@ -558,17 +566,14 @@ def write_claims_register(args) -> int:
     if path.is_dir():
         raise ValueError(f"--write {path}: a directory; give the path of a file")
     encoded = text.encode()
-    if path.exists():
-        with open(path, "rb") as f:  # enough to tell whether it differs
-            same = f.read(len(encoded) + 1) == encoded
-        if same:
-            print(f"claims register: {path} (unchanged)")
-            return 0
-        if not args.force:
-            raise ValueError(
-                f"--write {path}: the file exists and differs from the register of {root}; "
-                "--force replaces it"
-            )
+    if path.exists() and not differs(path, encoded):
+        print(f"claims register: {path} (unchanged)")
+        return 0
+    if path.exists() and not args.force:
+        raise ValueError(
+            f"--write {path}: the file exists and differs from the register of {root}; "
+            "--force replaces it"
+        )
     path.write_bytes(encoded)
     print(f"claims register: {path}")
     return 0

@@ -11,15 +11,19 @@ the experiment's outputs published as one unit.
     <root>/latest -> outputs/<hash>    the current publication (a symlink, swapped atomically)
     <root>/summary.json -> latest/summary.json  (and config.json, metrics.parquet, figures)
     <root>/.lock                       held (flock) by the process writing the directory
+    <root>/.attnbias-store             the store's mark: it made this directory
 
 A run directory is written beside its final place and renamed into it, manifest last, so a
 sweep killed at any moment loses no finished run; a run whose files do not match its manifest
 is reported and trained again; leftovers of killed writers are removed by the next writer.
 
-The directory may be shared with others (docs/SECURITY.md): the store opens no symbolic link
-it did not make, refuses a runs/, outputs/ or checkpoints/ that is not a plain directory (and a
-`latest` that points anywhere but into outputs/), deletes only its own temporary names whose
-writer is dead, and copies only regular files that match their manifest's sha256.
+The directory may be shared with others (docs/SECURITY.md). Every file in it is reached from
+an open handle of the directory (dir_fd), one component at a time, never through a symbolic
+link the store did not make, and checked again at each use, not only when the lock is taken.
+The store writes only into a directory it made (its mark), or one that holds nothing but the
+store's own names (adopted: marked); it replaces only its own links, deletes only its own
+temporary names whose writer is dead, and copies only regular files that match their
+manifest's sha256.
 """
 
 from __future__ import annotations
@@ -32,11 +36,10 @@ import logging
 import math
 import os
 import re
-import shutil
+import secrets
 import stat
-import tempfile
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,6 +48,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .npz import load_npz
+from .provenance import environment
 
 logger = logging.getLogger(__name__)
 
@@ -57,14 +61,18 @@ FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
 # The directories of the layout, never symbolic links (the staging directory's runs and
 # checkpoints links are the store's own, made and removed by it).
 DIRECTORIES = ("runs", "outputs", "checkpoints")
+MARKER = ".attnbias-store"
+"""The file that marks an experiment directory as made (or adopted) by the store."""
 MAX_RUN_ARRAYS_BYTES = 8 * 10**9
 """A stored run's arrays.npz is read only up to this many bytes unpacked (its arrays' headers
 say it first, docs/SECURITY.md); a larger one makes the run damaged."""
 # A publication's file (a figure) is read whole, up to this size.
 MAX_PUBLISHED_FILE_BYTES = 256 * 10**6
+# A manifest is read whole, up to this size (a publication's lists its runs' keys).
+MAX_MANIFEST_BYTES = 64 * 10**6
 
-# The store's own temporary names, exactly (tempfile's 8 random characters; keys and
-# publication names are config_key's 16 hex digits), with the PID of the process that made them.
+# The store's own temporary names, exactly (8 random characters; keys and publication names
+# are config_key's 16 hex digits), with the PID of the process that made them.
 _PID = r"(?P<pid>[0-9]{1,10})"
 _RANDOM = r"[a-z0-9_]{8}"
 _KEY = r"[0-9a-f]{16}"
@@ -72,13 +80,20 @@ _FIGURES = "|".join(suffix[1:] for suffix in FIGURE_SUFFIXES)
 _LINK_NAMES = (
     rf"latest|config\.json|summary\.json|metrics\.parquet|[A-Za-z0-9_-]+\.(?:{_FIGURES}|json)"
 )
+STAGING = re.compile(rf"\.staging-{_PID}-{_RANDOM}")
 # (directory relative to the root, pattern, the kind of entry the store makes there)
 TEMPORARY = (
     ("runs", re.compile(rf"\.{_KEY}-{_PID}-(?:{_RANDOM}|discarded)"), "directory"),
     ("outputs", re.compile(rf"\.{_KEY}-{_PID}-discarded"), "directory"),
-    ("", re.compile(rf"\.staging-{_PID}-{_RANDOM}"), "directory"),
+    ("", STAGING, "directory"),
     ("", re.compile(rf"\.(?:{_LINK_NAMES})\.{_PID}\.(?:tmp|link)"), "file"),
 )
+# Names the store puts in an experiment directory (beside DIRECTORIES and TEMPORARY ones).
+_FIGURE_NAME = re.compile(rf"[A-Za-z0-9_-]+\.(?:{_FIGURES})")
+_OWN_NAMES = (*DIRECTORIES, "latest", ".lock", MARKER, *LINKED)
+
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class StoreBusy(ValueError):
@@ -97,23 +112,132 @@ class DamagedRun(ValueError):
 class UnsafeStore(ValueError):
     """Something in a results directory that the store did not make and will not follow or
     touch: a symbolic link or a file where its directories go, a `latest` pointing out of
-    outputs/, a symbolic-link .lock, a file outside a publication (a ValueError: on the command
-    line a usage error, exit code 2)."""
+    outputs/, a symbolic-link .lock, a file outside a publication, a directory it did not make
+    (a ValueError: on the command line a usage error, exit code 2)."""
+
+
+def refused(problem: str) -> UnsafeStore:
+    """The UnsafeStore naming `problem`: something the store did not make, left as it is."""
+    return UnsafeStore(
+        f"{problem}; the store never makes one and will not follow or touch it: "
+        "remove it, or use another --out"
+    )
+
+
+# --- files reached from a directory handle ------------------------------------------------------
+
+
+def open_directory(name, dir_fd: int | None, shown: Path) -> int:
+    """A handle of the directory `name` (in dir_fd), never opened through a symbolic link:
+    UnsafeStore if it is a link or not a directory, FileNotFoundError if it is not there;
+    `shown` is its path in messages."""
+    try:
+        return os.open(name, _DIRECTORY, dir_fd=dir_fd)
+    except OSError as err:
+        if err.errno not in (errno.ELOOP, errno.ENOTDIR):
+            raise
+    try:
+        is_link = stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except FileNotFoundError:  # gone meanwhile
+        raise refused(f"{shown} was replaced while it was opened") from None
+    raise refused(f"{shown} is {'a symbolic link' if is_link else 'not a directory'}")
+
+
+def open_file_at(dir_fd: int, name: str, shown) -> int:
+    """A read handle of the regular file `name` in dir_fd (no symbolic link followed, no
+    blocking on a FIFO); OSError (ELOOP for a link, EINVAL for anything not a regular file)."""
+    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file", str(shown))
+    return fd
+
+
+def read_at(dir_fd: int, name: str, limit: int, shown) -> bytes:
+    """The bytes of a regular file in dir_fd, refused (ValueError) if larger than `limit`."""
+    with os.fdopen(open_file_at(dir_fd, name, shown), "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size > limit:
+            raise ValueError(f"{shown} has {size} bytes, more than the {limit} read")
+        return f.read(limit + 1)[:limit]
+
+
+def write_new_at(dir_fd: int, name: str, data: bytes | None = None, writer=None) -> None:
+    """Create the file `name` in dir_fd, which must not exist yet (never written through a
+    link someone put there): its bytes are `data`, or what writer(binary file) writes (a
+    library that wants a path gets this file object instead)."""
+    fd = os.open(name, _NEW_FILE, 0o644, dir_fd=dir_fd)
+    with os.fdopen(fd, "wb") as f:
+        if writer is not None:
+            writer(f)
+        else:
+            f.write(data)
+
+
+def replace_at(dir_fd: int, name: str, data: bytes | None = None, writer=None) -> None:
+    """Write `name` in dir_fd atomically: a fresh temporary file renamed over it."""
+    tmp = f".{name}.{os.getpid()}.tmp"
+    remove_at(dir_fd, tmp)  # a leftover of ours, or a link someone put there (itself)
+    write_new_at(dir_fd, tmp, data, writer)
+    os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+
+
+def remove_at(dir_fd: int, name: str, depth: int = 0) -> None:
+    """Remove `name` in dir_fd: a directory tree, or a file or symbolic link (itself, never
+    what it points to); what cannot be removed (or lies deeper than 32 levels) is left."""
+    try:
+        mode = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
+        if not stat.S_ISDIR(mode):
+            os.unlink(name, dir_fd=dir_fd)
+            return
+        if depth < 32:
+            fd = os.open(name, _DIRECTORY, dir_fd=dir_fd)
+            try:
+                for entry in os.listdir(fd):
+                    remove_at(fd, entry, depth + 1)
+            finally:
+                os.close(fd)
+        os.rmdir(name, dir_fd=dir_fd)
+    except OSError:
+        pass
+
+
+def fresh_directory_at(dir_fd: int, prefix: str) -> str:
+    """The name of a new, uniquely named directory made in dir_fd, with the permissions the
+    user's umask gives (a private 0700 would hide finished runs from a group sharing them)."""
+    alphabet = "abcdefghijklmnopqrstuvwxyz0123456789_"
+    for _ in range(100):
+        name = prefix + "".join(secrets.choice(alphabet) for _ in range(8))
+        try:
+            os.mkdir(name, 0o777, dir_fd=dir_fd)
+            return name
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free temporary name", prefix)
+
+
+def open_path(path: Path) -> int:
+    """A handle of the directory `path`: the components above its last are followed (they are
+    the user's), the last one is never a symbolic link (UnsafeStore)."""
+    path = Path(path)
+    if path.name in ("", ".", ".."):
+        return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    parent = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        return open_directory(path.name, parent, path)
+    finally:
+        os.close(parent)
 
 
 def open_regular(path: Path):
     """path opened for binary reading, through no symbolic link in its last two components
     (the run or publication directory and the file), and only if it is a regular file; OSError
     (ELOOP for a link) otherwise. Opening does not block on a FIFO."""
-    directory = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    directory = os.open(path.parent, _DIRECTORY)
     try:
-        fd = os.open(path.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=directory)
+        return os.fdopen(open_file_at(directory, path.name, path), "rb")
     finally:
         os.close(directory)
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise OSError(errno.EINVAL, "not a regular file", str(path))
-    return os.fdopen(fd, "rb")
 
 
 def read_regular(path: Path) -> bytes:
@@ -133,9 +257,27 @@ def plain_name(name) -> bool:
 
 def create_new(path: Path, data: bytes) -> None:
     """Write a file that does not exist yet (never through a link someone put at its name)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    fd = os.open(path, _NEW_FILE, 0o644)
     with os.fdopen(fd, "wb") as f:
         f.write(data)
+
+
+def own_link(name: str, target: str) -> bool:
+    """Whether a link `name` → `target` in an experiment directory is one the store makes:
+    `latest` → outputs/NAME, any other name → latest/<that name>."""
+    parts = Path(target).parts
+    if name == "latest":
+        return len(parts) == 2 and parts[0] == "outputs" and plain_name(parts[1])
+    return target == f"latest/{name}"
+
+
+def own_name(name: str) -> bool:
+    """A name the store puts in an experiment directory."""
+    return (
+        name in _OWN_NAMES
+        or _FIGURE_NAME.fullmatch(name) is not None
+        or any(parent == "" and pattern.fullmatch(name) for parent, pattern, _ in TEMPORARY)
+    )
 
 
 def config_key(config: Mapping) -> str:
@@ -207,27 +349,51 @@ def file_digest(path: Path) -> dict:
         return _digest(f)
 
 
+def write_manifest_at(dir_fd: int, **fields) -> None:
+    """manifest.json of every other regular file in the directory dir_fd (size, sha256), plus
+    `fields`; written fresh and renamed in (a link put at its name is replaced, not followed)."""
+    files = {}
+    for name in sorted(os.listdir(dir_fd)):
+        if name == MANIFEST or not stat.S_ISREG(
+            os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
+        ):
+            continue
+        with os.fdopen(open_file_at(dir_fd, name, name), "rb") as f:
+            files[name] = _digest(f)
+    replace_at(dir_fd, MANIFEST, json_text({"files": files, **fields}).encode())
+
+
 def write_manifest(directory: Path, **fields) -> None:
     """manifest.json of every other file in `directory` (size, sha256), plus `fields`."""
-    files = {
-        p.name: file_digest(p)
-        for p in sorted(directory.iterdir())
-        if p.is_file() and not p.is_symlink() and p.name != MANIFEST
-    }
-    (directory / MANIFEST).write_text(json_text({"files": files, **fields}))
+    fd = open_path(directory)
+    try:
+        write_manifest_at(fd, **fields)
+    finally:
+        os.close(fd)
 
 
 def read_manifest(directory: Path) -> dict[str, dict]:
     """{file name: {"bytes", "sha256"}} of a directory's manifest (OSError if it cannot be
     opened: FileNotFoundError if there is none); see parse_manifest."""
-    return parse_manifest(read_regular(directory / MANIFEST))
+    fd = open_path(directory)
+    try:
+        return parse_manifest(read_at(fd, MANIFEST, MAX_MANIFEST_BYTES, directory / MANIFEST))
+    finally:
+        os.close(fd)
 
 
 def parse_manifest(data: bytes) -> dict[str, dict]:
     """{file name: {"bytes", "sha256"}} of a manifest's text; ValueError if it is unreadable
     or names anything but files of its own directory."""
+    return _manifest_fields(data)["files"]
+
+
+def _manifest_fields(data: bytes) -> dict:
+    """A manifest's whole table, its "files" checked (see parse_manifest) and its "runs", if
+    any, a list of names; ValueError if it has another shape."""
     try:
-        files = json.loads(data)["files"]
+        manifest = json.loads(data)
+        files = manifest["files"]
     except (ValueError, KeyError, TypeError) as err:
         raise ValueError(f"unreadable manifest ({err})") from err
     if not isinstance(files, dict):
@@ -241,14 +407,17 @@ def parse_manifest(data: bytes) -> dict[str, dict]:
             and isinstance(expected.get("sha256"), str)
         ):
             raise ValueError(f"unreadable manifest (entry of {name})")
-    return files
+    runs = manifest.get("runs")
+    if runs is not None and not (isinstance(runs, list) and all(map(plain_name, runs))):
+        raise ValueError("unreadable manifest (its runs are not a list of run keys)")
+    return manifest
 
 
-def manifest_problem(directory: Path, deep: bool = True) -> str | None:
-    """Why `directory` does not match its manifest (None if it does); without `deep`, only
-    sizes are compared. Each file must be a regular file (not a symbolic link)."""
+def manifest_problem_at(dir_fd: int, shown: Path, deep: bool = True) -> str | None:
+    """Why the directory dir_fd does not match its manifest (None if it does); without
+    `deep`, only sizes are compared. Each file must be a regular file (not a symbolic link)."""
     try:
-        files = read_manifest(directory)
+        files = parse_manifest(read_at(dir_fd, MANIFEST, MAX_MANIFEST_BYTES, shown / MANIFEST))
     except FileNotFoundError:
         return "no manifest"
     except OSError as err:
@@ -257,7 +426,7 @@ def manifest_problem(directory: Path, deep: bool = True) -> str | None:
         return str(err)
     for name, expected in files.items():
         try:
-            info = os.lstat(directory / name)
+            info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
         except FileNotFoundError:
             return f"{name} is missing"
         if stat.S_ISLNK(info.st_mode):
@@ -266,28 +435,59 @@ def manifest_problem(directory: Path, deep: bool = True) -> str | None:
             return f"{name} is not a regular file"
         if info.st_size != expected["bytes"]:
             return f"{name} has {info.st_size} bytes, {expected['bytes']} expected"
+        if not deep:
+            continue
         try:
-            if deep and file_digest(directory / name)["sha256"] != expected["sha256"]:
-                return f"{name} does not match its checksum"
+            with os.fdopen(open_file_at(dir_fd, name, shown / name), "rb") as f:
+                if _digest(f)["sha256"] != expected["sha256"]:
+                    return f"{name} does not match its checksum"
         except OSError as err:
             return f"{name} cannot be read ({err.strerror or err})"
     return None
 
 
-def copy_verified(source: Path, target: Path, expected: dict) -> None:
-    """Copy the regular file `source` (no symbolic link followed) to the new file `target`,
-    checking the bytes copied against `expected` (a manifest entry); ValueError if source
-    cannot be opened or does not match (target is then left for the caller's temporary
-    directory to remove)."""
+def manifest_problem(directory: Path, deep: bool = True) -> str | None:
+    """Why `directory` does not match its manifest (None if it does); see manifest_problem_at.
+    The directory itself must not be a symbolic link."""
     try:
-        f = open_regular(source)
+        fd = open_path(directory)
+    except FileNotFoundError:
+        return "no manifest"
+    except UnsafeStore as err:
+        return str(err)
+    try:
+        return manifest_problem_at(fd, Path(directory), deep)
+    finally:
+        os.close(fd)
+
+
+def copy_verified_at(
+    source_fd: int, target_fd: int, name: str, expected: dict, shown, target: str | None = None
+) -> None:
+    """Copy the regular file `name` of source_fd (no symbolic link followed) to a new file
+    `target` (default: the same name) in target_fd, checking the bytes copied against
+    `expected` (a manifest entry); ValueError if the source cannot be opened or does not match
+    (the target is then left for the caller's temporary directory to remove)."""
+    try:
+        f = os.fdopen(open_file_at(source_fd, name, shown), "rb")
     except OSError as err:
-        raise ValueError(f"{source} cannot be opened ({err.strerror or err})") from err
-    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-    with f, os.fdopen(fd, "wb") as out:
-        copied = _digest(f, copy_to=out)
+        raise ValueError(f"{shown} cannot be opened ({err.strerror or err})") from err
+    copied = {}
+    with f:
+        write_new_at(
+            target_fd, target or name, writer=lambda out: copied.update(_digest(f, copy_to=out))
+        )
     if copied != {"bytes": expected["bytes"], "sha256": expected["sha256"]}:
-        raise ValueError(f"{source} does not match its manifest")
+        raise ValueError(f"{shown} does not match its manifest")
+
+
+def copy_verified(source: Path, target: Path, expected: dict) -> None:
+    """Copy the regular file `source` to the new file `target`, as copy_verified_at does."""
+    with ExitStack() as stack:
+        fds = [os.open(p.parent, _DIRECTORY) for p in (source, target)]
+        for fd in fds:
+            stack.callback(os.close, fd)
+        copy_verified_at(fds[0], fds[1], source.name, expected, source, target.name)
 
 
 @dataclass
@@ -332,57 +532,133 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-# Read once, at import (os.umask can only be read by setting it).
-_DIRECTORY_MODE = 0o777 & ~_umask()
-
-
-def _new_directory(parent: Path, prefix: str) -> Path:
-    """A fresh, uniquely named directory in parent, with the permissions the user's umask gives
-    (tempfile.mkdtemp makes it 0700, which would hide finished runs from a group that shares
-    the results)."""
-    path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
-    os.chmod(path, _DIRECTORY_MODE)
-    return path
-
-
 class ResultsStore:
+    """The results of one experiment in the directory `root` (its runs, publications and
+    lock). A store made on a staging directory (what an experiment's run(config, out) gets)
+    stores its runs in the experiment directory's runs/, as the staging link leads."""
+
     def __init__(self, root: str | os.PathLike):
         self.root = Path(root)
-        self.runs = self.root / "runs"
+        # The experiment directory: root, or the one a staging directory of the store sits in.
+        self.directory = self.root.parent if STAGING.fullmatch(self.root.name) else self.root
+        self.runs = self.directory / "runs"
+        self._stages: dict[str, tuple[int, int]] = {}  # staging name → (device, inode)
+
+    # --- the directory, reached by handles --------------------------------------------------
+
+    @contextmanager
+    def _open(self, *parts: str, create: bool = False) -> Iterator[int]:
+        """A handle of the experiment directory (or of parts under it, e.g. "runs"), each
+        component opened without following a link, checked again at each use. With `create`,
+        for writing: missing directories are made, and the experiment directory must be the
+        store's (claim). FileNotFoundError if something is missing (without create)."""
+        with ExitStack() as stack:
+            if create and self.directory.name not in ("", ".", ".."):
+                self.directory.parent.mkdir(parents=True, exist_ok=True)  # the user's own
+                parent = os.open(self.directory.parent, os.O_RDONLY | os.O_DIRECTORY)
+                stack.callback(os.close, parent)
+                made = _make_directory(parent, self.directory.name)
+                fd = open_directory(self.directory.name, parent, self.directory)
+                stack.callback(os.close, fd)
+                self._claim(fd, made)
+            else:
+                fd = open_path(self.directory)
+                stack.callback(os.close, fd)
+                if create:
+                    self._claim(fd, made=False)
+            shown = self.directory
+            for part in parts:
+                shown = shown / part
+                if create:
+                    _make_directory(fd, part)
+                fd = open_directory(part, fd, shown)
+                stack.callback(os.close, fd)
+            yield fd
+
+    def _claim(self, fd: int, made: bool) -> None:
+        """The experiment directory (fd) is the store's: it bears MARKER, or it was just made,
+        or it holds only names the store makes (an empty directory, or one an earlier version
+        wrote), and is marked now; UnsafeStore otherwise (the store writes into no directory
+        of someone else's)."""
+        try:
+            mode = os.stat(MARKER, dir_fd=fd, follow_symlinks=False).st_mode
+        except FileNotFoundError:
+            mode = None
+        if mode is not None:
+            if not stat.S_ISREG(mode):
+                raise refused(f"{self.directory / MARKER} is not the store's mark (a link?)")
+            return
+        if not made:
+            foreign = sorted(name for name in os.listdir(fd) if not own_name(name))
+            if foreign:
+                raise UnsafeStore(
+                    f"{self.directory} was not made by attnbias (no {MARKER}) and holds "
+                    f"{foreign[0]!r}{f' and {len(foreign) - 1} more' if len(foreign) > 1 else ''}"
+                    "; the store writes only into a directory it made: move that away, or use "
+                    "another --out"
+                )
+        try:
+            write_new_at(fd, MARKER, b"made by attnbias: a results store (docs/SECURITY.md)\n")
+        except FileExistsError:  # another writer marked it meanwhile
+            self._claim(fd, made=True)
 
     # --- runs ----------------------------------------------------------------------------
 
+    def _run_stat(self, key) -> tuple[int, os.stat_result] | None:
+        """(handle of runs/, lstat of runs/key) if the store holds runs/ and key is a plain
+        name (the caller closes the handle); None otherwise."""
+        if not plain_name(key):
+            return None
+        try:
+            with self._open() as fd:
+                runs = open_directory("runs", fd, self.runs)
+        except FileNotFoundError:
+            return None
+        try:
+            return runs, os.stat(key, dir_fd=runs, follow_symlinks=False)
+        except FileNotFoundError:
+            os.close(runs)
+            return None
+
     def has(self, key: str) -> bool:
         """A run with this key was stored completely (its manifest is written last)."""
-        d = self.runs / key
-        return not d.is_symlink() and (d / MANIFEST).exists()
+        found = self._run_stat(key)
+        if found is None:
+            return False
+        runs, info = found
+        try:
+            return stat.S_ISDIR(info.st_mode) and _exists(runs, f"{key}/{MANIFEST}")
+        finally:
+            os.close(runs)
 
     def keys(self) -> list[str]:
-        if not self.runs.is_dir():
+        try:
+            with self._open("runs") as runs:
+                # Hidden names are writers' staging and discarded directories, never runs.
+                return sorted(
+                    name
+                    for name in os.listdir(runs)
+                    if not name.startswith(".")
+                    and _is_directory(runs, name)
+                    and _exists(runs, f"{name}/{MANIFEST}")
+                )
+        except FileNotFoundError:
             return []
-        # Hidden names are writers' staging and discarded directories, never runs.
-        return sorted(
-            p.name
-            for p in self.runs.iterdir()
-            if not p.name.startswith(".") and not p.is_symlink() and (p / MANIFEST).exists()
-        )
 
     def problem(self, key: str) -> str | None:
         """None if the run is stored intact; else "missing" or what is wrong with it."""
-        d = self.runs / key
-        if d.is_symlink():
-            return "it is a symbolic link, not a run directory"
-        if not d.exists():
+        found = self._run_stat(key)
+        if found is None:
             return "missing"
-        if not d.is_dir():
-            return "it is not a directory"
-        return manifest_problem(d)
+        runs, info = found
+        try:
+            if stat.S_ISLNK(info.st_mode):
+                return "it is a symbolic link, not a run directory"
+            if not stat.S_ISDIR(info.st_mode):
+                return "it is not a directory"
+            return _problem_in(runs, key, self.runs / key, deep=True)
+        finally:
+            os.close(runs)
 
     def save(
         self,
@@ -395,22 +671,30 @@ class ResultsStore:
         """Write one finished run atomically; returns its key. Two processes saving the same
         key (the same config, hence the same result) both succeed; one copy stays."""
         key = key or config_key(config)
-        info = dict(info or {})
-        self.runs.mkdir(parents=True, exist_ok=True)
-        # The writer's PID in the name lets a later writer tell a leftover from live work.
-        tmp = _new_directory(self.runs, f".{key}-{os.getpid()}-")
-        try:
-            if metrics is not None:
-                pq.write_table(metrics, tmp / "metrics.parquet")
-            if arrays:
-                np.savez(tmp / "arrays.npz", **arrays)
-            (tmp / "info.json").write_text(json_text(info))
-            (tmp / "config.json").write_text(json.dumps(dict(config), default=str, indent=1))
-            write_manifest(tmp, key=key, status=info.get("status", FINISHED))
-            self._install(tmp, self.runs / key)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
+        if not plain_name(key):
+            raise ValueError(f"save: key {key!r} is not a file name")
+        info = {"provenance": environment(), **(info or {})}  # where it was made
+        with self._open("runs", create=True) as runs:
+            # The writer's PID in the name lets a later writer tell a leftover from live work.
+            tmp = fresh_directory_at(runs, f".{key}-{os.getpid()}-")
+            try:
+                fd = open_directory(tmp, runs, self.runs / tmp)
+                try:
+                    if metrics is not None:
+                        write_new_at(
+                            fd, "metrics.parquet", writer=lambda f: pq.write_table(metrics, f)
+                        )
+                    if arrays:
+                        write_new_at(fd, "arrays.npz", writer=lambda f: np.savez(f, **arrays))
+                    write_new_at(fd, "info.json", json_text(info).encode())
+                    config_text = json.dumps(dict(config), default=str, indent=1)
+                    write_new_at(fd, "config.json", config_text.encode())
+                    write_manifest_at(fd, key=key, status=info.get("status", FINISHED))
+                finally:
+                    os.close(fd)
+                self._install(runs, tmp, key)
+            finally:
+                remove_at(runs, tmp)
         return key
 
     def copy_runs_from(self, other: ResultsStore) -> int:
@@ -418,86 +702,104 @@ class ResultsStore:
         lacks, each atomically, and say how many; returns how many. Only the regular files its
         manifest names are copied, each checked against the manifest's sha256 as it is copied
         (no symbolic link is followed); a run that does not match is skipped, and said."""
-        if not other.root.is_dir():
-            raise ValueError(f"{other.root}: no such results directory to reuse runs from")
-        if other.runs.is_symlink():
-            raise UnsafeStore(f"{other.runs} is a symbolic link; refusing to reuse runs through it")
+        try:
+            with other._open():
+                pass
+        except FileNotFoundError:
+            raise ValueError(
+                f"{other.directory}: no such results directory to reuse runs from"
+            ) from None
         copied = 0
-        self.runs.mkdir(parents=True, exist_ok=True)
         for key in other.keys():
             if self.has(key) or other.problem(key) is not None:
                 continue
-            tmp = _new_directory(self.runs, f".{key}-{os.getpid()}-")
-            try:
-                _copy_run(other.runs / key, tmp)
-                self._install(tmp, self.runs / key)
-                copied += 1
-            except ValueError as err:  # changed or replaced since it was checked
-                logger.warning("run %s in %s not reused: %s", key, other.runs, err)
-            finally:
-                shutil.rmtree(tmp, ignore_errors=True)
+            with other._open("runs") as source, self._open("runs", create=True) as runs:
+                tmp = fresh_directory_at(runs, f".{key}-{os.getpid()}-")
+                try:
+                    _copy_run(source, key, runs, tmp, other.runs / key)
+                    self._install(runs, tmp, key)
+                    copied += 1
+                except ValueError as err:  # changed or replaced since it was checked
+                    logger.warning("run %s in %s not reused: %s", key, other.runs, err)
+                finally:
+                    remove_at(runs, tmp)
         logger.info("reused %d runs from %s", copied, other.root)
         return copied
 
-    def _install(self, tmp: Path, final: Path) -> None:
-        """Rename tmp to final; an intact final already there (a racing writer's) is kept, a
-        damaged one (or anything else at its name) is moved aside first."""
+    def _install(self, runs: int, tmp: str, key: str) -> None:
+        """Rename runs/tmp to runs/key; an intact run already there (a racing writer's) is
+        kept, a damaged one (or anything else at its name) is moved aside first."""
         for _ in range(3):
             try:
-                os.rename(tmp, final)
+                os.rename(tmp, key, src_dir_fd=runs, dst_dir_fd=runs)
                 return
             except OSError as err:
-                if err.errno not in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR):
+                if err.errno not in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR, errno.EISDIR):
                     raise
-            if not final.is_symlink() and manifest_problem(final) is None:
+            if _problem_in(runs, key, self.runs / key, deep=True) is None:
                 return
-            self._discard(final)
-        raise OSError(f"could not store run {final.name}: another process keeps replacing it")
-
-    def _discard(self, directory: Path) -> None:
-        """Remove a run directory: renamed out of sight first, so no reader sees it half gone
-        (a symbolic link or file at its name is removed itself, never followed)."""
-        aside = directory.with_name(f".{directory.name}-{os.getpid()}-discarded")
-        try:
-            os.rename(directory, aside)
-        except FileNotFoundError:
-            return
-        _remove(aside)
+            _discard_at(runs, key)
+        raise OSError(f"could not store run {key}: another process keeps replacing it")
 
     def discard(self, key: str) -> None:
-        self._discard(self.runs / key)
+        if not plain_name(key):
+            raise ValueError(f"discard: key {key!r} is not a file name")
+        try:
+            with self._open("runs") as runs:
+                _discard_at(runs, key)
+        except FileNotFoundError:
+            pass
 
     def load(self, key: str) -> RunRecord:
         """The stored run; DamagedRun if any of its files cannot be read (or is a symbolic
         link, or its arrays are larger than MAX_RUN_ARRAYS_BYTES)."""
         d = self.runs / key
-        problem = manifest_problem(d, deep=False)  # sizes only: cheap, catches a torn copy
-        if problem is not None:
-            raise DamagedRun(f"run {key} in {self.runs} is damaged: {problem}")
-
-        def read(name, parse, default):
+        found = self._run_stat(key)
+        if found is None:
+            raise DamagedRun(f"run {key} in {self.runs} is damaged: no manifest")
+        runs, info = found
+        with ExitStack() as stack:
+            stack.callback(os.close, runs)
             try:
-                f = open_regular(d / name)
-            except FileNotFoundError:
-                return default
-            with f:
-                return parse(f)
+                fd = open_directory(key, runs, d)
+            except (UnsafeStore, OSError) as err:
+                raise DamagedRun(f"run {key} in {self.runs} is damaged: {err}") from err
+            stack.callback(os.close, fd)
+            problem = manifest_problem_at(fd, d, deep=False)  # sizes only: catches a torn copy
+            if problem is not None:
+                raise DamagedRun(f"run {key} in {self.runs} is damaged: {problem}")
 
-        try:
-            config = read("config.json", json.load, None)
-            metrics = read("metrics.parquet", pq.read_table, None)
-            arrays = read(
-                "arrays.npz",
-                lambda f: load_npz(
-                    d / "arrays.npz", MAX_RUN_ARRAYS_BYTES, "attnbias.store.MAX_RUN_ARRAYS_BYTES", f
-                ),
-                {},
-            )
-            info = read("info.json", json.load, {})
-        except (OSError, ValueError, EOFError, pa.ArrowException) as err:
-            raise DamagedRun(f"run {key} in {self.runs} cannot be read: {err}") from err
+            def read(name, parse, default):
+                try:
+                    f = os.fdopen(open_file_at(fd, name, d / name), "rb")
+                except FileNotFoundError:
+                    return default
+                with f:
+                    return parse(f)
+
+            try:
+                config = read("config.json", json.load, None)
+                metrics = read("metrics.parquet", pq.read_table, None)
+                arrays = read(
+                    "arrays.npz",
+                    lambda f: load_npz(
+                        d / "arrays.npz",
+                        MAX_RUN_ARRAYS_BYTES,
+                        "attnbias.store.MAX_RUN_ARRAYS_BYTES",
+                        f,
+                    ),
+                    {},
+                )
+                info = read("info.json", json.load, {})
+            except (OSError, ValueError, EOFError, pa.ArrowException) as err:
+                raise DamagedRun(f"run {key} in {self.runs} cannot be read: {err}") from err
         if config is None:
             raise DamagedRun(f"run {key} in {self.runs} cannot be read: config.json is missing")
+        if not isinstance(config, dict) or not isinstance(info, dict):
+            raise DamagedRun(
+                f"run {key} in {self.runs} cannot be read: config.json or info.json is not a "
+                "JSON object"
+            )
         return RunRecord(key, config, metrics, arrays, info)
 
     def heal(self, keys) -> list[str]:
@@ -520,22 +822,11 @@ class ResultsStore:
         """Remove the temporary directories and files of writers that died: only names that
         are exactly the store's own (TEMPORARY) and whose writer's PID is not alive; a symbolic
         link at such a name is removed itself, never followed. Returns the names removed."""
-        removed = []
-        for parent, pattern, kind in TEMPORARY:
-            directory = self.root / parent
-            if directory.is_symlink() or not directory.is_dir():
-                continue
-            with os.scandir(directory) as entries:
-                for entry in entries:
-                    match = pattern.fullmatch(entry.name)
-                    if match is None or pid_alive(int(match["pid"])):
-                        continue
-                    # what the store makes at such a name, or a link put there (unlinked)
-                    is_directory = entry.is_dir(follow_symlinks=False)
-                    if entry.is_symlink() or is_directory == (kind == "directory"):
-                        _remove(Path(entry.path))
-                        removed.append(entry.name)
-        return removed
+        try:
+            with self._open() as fd:
+                return _clean_leftovers(fd)
+        except FileNotFoundError:
+            return []
 
     def table(self, keys=None, records=None) -> pa.Table:
         """Every run's metrics in one tidy table, with the run key and its scalar config fields,
@@ -554,51 +845,50 @@ class ResultsStore:
         return pa.concat_tables(parts, promote_options="permissive") if parts else pa.table({})
 
     def write_json(self, name: str, obj) -> Path:
-        """Atomically write an experiment-level strict-JSON file."""
-        self.root.mkdir(parents=True, exist_ok=True)
-        path = self.root / name
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.unlink(missing_ok=True)  # a leftover of ours, or a link someone put there
-        create_new(tmp, json_text(obj).encode())
-        os.replace(tmp, path)
-        return path
+        """Atomically write an experiment-level strict-JSON file (a fresh file renamed over
+        `name`; a link put at its temporary name is replaced, never written through)."""
+        if not plain_name(name) or name in (*DIRECTORIES, "latest", ".lock", MARKER):
+            raise ValueError(f"write_json: {name!r} is not a file name of its own")
+        with self._open(create=True) as fd:
+            replace_at(fd, name, json_text(obj).encode())
+        return self.directory / name
+
+    def write_file(self, name: str, data: bytes | None = None, writer=None) -> Path:
+        """Write the file `name` of this store's root (an experiment's `out`: a staging
+        directory) atomically, reached from the experiment directory's handle, never through a
+        link: its bytes are `data`, or what writer(binary file) writes (pyarrow, numpy and
+        matplotlib take a file object where they would take a path)."""
+        if not plain_name(name):
+            raise ValueError(f"write_file: {name!r} is not a file name")
+        with self._open(create=True) as root:
+            if self.root == self.directory:
+                replace_at(root, name, data, writer)
+            else:
+                fd = open_directory(self.root.name, root, self.root)
+                try:
+                    replace_at(fd, name, data, writer)
+                finally:
+                    os.close(fd)
+        return self.root / name
 
     # --- the layout ---------------------------------------------------------------------------
 
     def layout_problem(self) -> str | None:
         """What in the directory the store did not make and will not follow: a runs/,
         outputs/ or checkpoints/ that is a symbolic link or not a directory, a `latest` that
-        is not a link to outputs/NAME; None if there is nothing."""
-        for name in DIRECTORIES:
-            try:
-                mode = os.lstat(self.root / name).st_mode
-            except FileNotFoundError:
-                continue
-            if stat.S_ISLNK(mode):
-                return f"{self.root / name} is a symbolic link"
-            if not stat.S_ISDIR(mode):
-                return f"{self.root / name} is not a directory"
+        is not a link to outputs/NAME, a summary.json, config.json, metrics.parquet or figure
+        that is not the store's link into latest/; None if there is nothing."""
         try:
-            target = os.readlink(self.latest)
+            with self._open() as fd:
+                return _layout_problem(fd, self.directory)
         except FileNotFoundError:
             return None
-        except OSError:  # EINVAL: there, but not a link
-            return f"{self.latest} is not a symbolic link"
-        parts = Path(target).parts
-        if len(parts) != 2 or parts[0] != "outputs" or not plain_name(parts[1]):
-            return f"{self.latest} points to {target}, outside {self.root / 'outputs'}"
-        if (self.root / target).is_symlink():
-            return f"{self.root / target} is a symbolic link"
-        return None
 
     def check_layout(self) -> None:
         """UnsafeStore naming what layout_problem found, if anything."""
         problem = self.layout_problem()
         if problem is not None:
-            raise UnsafeStore(
-                f"{problem}; the store never makes one and will not follow or touch it: "
-                "remove it, or use another --out"
-            )
+            raise refused(problem)
 
     # --- one writer at a time --------------------------------------------------------------
 
@@ -606,22 +896,29 @@ class ResultsStore:
     def lock(self) -> Iterator[None]:
         """Hold the directory's write lock: StoreBusy if a live process holds it (the kernel
         releases a dead holder's flock, so there are no stale locks); StoreReadOnly if the
-        directory cannot be written; UnsafeStore if .lock is not a regular file of its own
-        (a symbolic link is never opened) or the layout is not the store's (check_layout)."""
-        path = self.root / ".lock"
-        try:
-            self.root.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
-        except OSError as err:
-            if err.errno == errno.ELOOP:
-                raise UnsafeStore(
-                    f"{path} is a symbolic link; the store never makes one and will not open "
-                    "it: remove it"
-                ) from err
-            if not isinstance(err, PermissionError) and err.errno != errno.EROFS:
-                raise
-            raise StoreReadOnly(f"{self.root} cannot be written ({err.strerror})") from err
-        try:
+        directory cannot be written; UnsafeStore if the directory is not the store's (_claim),
+        .lock is not a regular file of its own (a symbolic link is never opened) or the layout
+        is not the store's (check_layout)."""
+        path = self.directory / ".lock"
+        with ExitStack() as stack:
+            try:
+                root = stack.enter_context(self._open(create=True))
+                fd = os.open(
+                    ".lock",
+                    os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                    0o644,
+                    dir_fd=root,
+                )
+            except OSError as err:
+                if err.errno == errno.ELOOP:
+                    raise UnsafeStore(
+                        f"{path} is a symbolic link; the store never makes one and will not "
+                        "open it: remove it"
+                    ) from err
+                if not isinstance(err, PermissionError) and err.errno != errno.EROFS:
+                    raise
+                raise StoreReadOnly(f"{self.directory} cannot be written ({err.strerror})") from err
+            stack.callback(os.close, fd)  # releases the flock
             info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
                 raise UnsafeStore(
@@ -633,27 +930,56 @@ class ResultsStore:
             except BlockingIOError:
                 holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
                 raise StoreBusy(
-                    f"{self.root} is being written by PID {holder}; wait or use another --out"
+                    f"{self.directory} is being written by PID {holder}; wait or use another --out"
                 ) from None
-            self.check_layout()
+            problem = _layout_problem(root, self.directory)
+            if problem is not None:
+                raise refused(problem)
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-            self.clean_leftovers()
+            _clean_leftovers(root)
             yield
-        finally:
-            os.close(fd)  # releases the flock
 
     # --- published outputs ------------------------------------------------------------------
 
     @property
     def latest(self) -> Path:
-        return self.root / "latest"
+        return self.directory / "latest"
 
     def published(self) -> Path | None:
-        """The current publication's directory, if any; UnsafeStore if the layout is not the
-        store's (`latest` pointing out of outputs/, a linked outputs/: check_layout)."""
-        self.check_layout()
-        return self.latest.resolve() if self.latest.is_dir() else None
+        """The current publication's directory (outputs/NAME), if any; None also if its
+        manifest is not one the store writes (said in one line: the outputs are made again).
+        UnsafeStore if the layout is not the store's (check_layout)."""
+        try:
+            with self._open() as fd:
+                problem = _layout_problem(fd, self.directory)
+                if problem is not None:
+                    raise refused(problem)
+                name = _latest(fd, self.directory)
+                if name is None:
+                    return None
+                with ExitStack() as stack:
+                    outputs = open_directory("outputs", fd, self.directory / "outputs")
+                    stack.callback(os.close, outputs)
+                    final = self.directory / "outputs" / name
+                    publication = open_directory(name, outputs, final)
+                    stack.callback(os.close, publication)
+                    try:
+                        manifest = read_at(publication, MANIFEST, MAX_MANIFEST_BYTES, final)
+                        _manifest_fields(manifest)
+                    except FileNotFoundError:
+                        return None
+                    except (OSError, ValueError) as err:
+                        logger.warning(
+                            "%s: the manifest of the current publication is not the store's "
+                            "(%s); the outputs are made again",
+                            final,
+                            err,
+                        )
+                        return None
+                    return final
+        except FileNotFoundError:
+            return None
 
     def published_file(self, path: str | Path) -> bytes:
         """The bytes of one file of a publication, named as a summary names it: a path
@@ -663,100 +989,315 @@ class ResultsStore:
         publication's manifest gives for it."""
         path = Path(path)
         try:
-            relative = path.relative_to(self.root)  # lexically: ".." stays ".."
+            relative = path.relative_to(self.directory)  # lexically: ".." stays ".."
         except ValueError:
             relative = path
         parts = relative.parts
+        outside = UnsafeStore(
+            f"{path} is not a file of a publication in {self.directory / 'outputs'}"
+        )
         if relative.is_absolute() or len(parts) != 3 or parts[0] != "outputs":
-            raise UnsafeStore(f"{path} is not a file of a publication in {self.root / 'outputs'}")
+            raise outside
         if not all(plain_name(part) for part in parts[1:]) or parts[2] == MANIFEST:
-            raise UnsafeStore(f"{path} is not a file of a publication in {self.root / 'outputs'}")
+            raise outside
         self.check_layout()
-        publication = self.root / "outputs" / parts[1]
         try:
-            info = os.lstat(publication / parts[2])
-            expected = read_manifest(publication).get(parts[2])
+            with self._open("outputs", parts[1]) as fd:
+                return _verified_file(fd, parts[2], path)
         except (OSError, ValueError) as err:
+            if isinstance(err, UnsafeStore):
+                raise
             raise UnsafeStore(f"{path} cannot be read from its publication ({err})") from err
-        if stat.S_ISLNK(info.st_mode) or not stat.S_ISREG(info.st_mode):
-            kind = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a regular file"
-            raise UnsafeStore(f"{path} is {kind}, not a file of its publication")
-        if expected is None:
-            raise UnsafeStore(f"{path} is not listed in its publication's manifest")
-        if not info.st_size == expected["bytes"] <= MAX_PUBLISHED_FILE_BYTES:
-            raise UnsafeStore(
-                f"{path} has {info.st_size} bytes, its manifest says {expected['bytes']} (at "
-                f"most {MAX_PUBLISHED_FILE_BYTES} are read)"
-            )
+
+    def current_file(self, name: str = "summary.json") -> bytes | None:
+        """The bytes of file `name` of the current publication (reached through `latest`,
+        verified as published_file does); None if there is no publication."""
         try:
-            data = read_regular(publication / parts[2])
-        except OSError as err:
-            raise UnsafeStore(f"{path} cannot be read from its publication ({err})") from err
-        if hashlib.sha256(data).hexdigest() != expected["sha256"]:
-            raise UnsafeStore(f"{path} does not match the sha256 in its publication's manifest")
-        return data
+            with self._open() as fd:
+                publication = _latest(fd, self.directory)
+        except FileNotFoundError:
+            return None
+        if publication is None:
+            return None
+        return self.published_file(Path("outputs", publication, name))
 
     def staging(self) -> Path:
         """A fresh hidden directory to write a publication in; `runs` and `checkpoints` in it
         link to the experiment's own, so whatever writes there resumes and shares them."""
-        self.runs.mkdir(parents=True, exist_ok=True)
-        (self.root / "checkpoints").mkdir(exist_ok=True)
-        stage = _new_directory(self.root, f".staging-{os.getpid()}-")
-        for shared in ("runs", "checkpoints"):
-            os.symlink(Path("..") / shared, stage / shared)
-        return stage
+        with self._open(create=True) as fd:
+            for shared in ("runs", "checkpoints"):
+                _make_directory(fd, shared)
+                os.close(open_directory(shared, fd, self.directory / shared))
+            name = fresh_directory_at(fd, f".staging-{os.getpid()}-")
+            stage = open_directory(name, fd, self.directory / name)
+            try:
+                info = os.fstat(stage)
+                self._stages[name] = (info.st_dev, info.st_ino)
+                for shared in ("runs", "checkpoints"):
+                    os.symlink(Path("..") / shared, shared, dir_fd=stage)
+            finally:
+                os.close(stage)
+        return self.directory / name
 
     def publish(self, stage: Path, name: str, **manifest_fields) -> Path:
         """Make `stage` the current publication outputs/<name>: manifest written, renamed into
         place, `latest` swapped to it in one rename, and the experiment directory's links
-        (summary.json, config.json, metrics.parquet, figures) pointed through `latest`."""
-        for shared in ("runs", "checkpoints"):
-            (stage / shared).unlink()
-        write_manifest(stage, **manifest_fields)
-        outputs = self.root / "outputs"
-        outputs.mkdir(exist_ok=True)
-        final = outputs / name
-        if final.exists() or final.is_symlink():  # an earlier publication of this config
-            self._discard(final)
-        os.rename(stage, final)
-        self._link(self.latest, Path("outputs") / name)
-        for p in final.iterdir():
-            if p.name in LINKED or p.suffix in FIGURE_SUFFIXES:
-                self._link(self.root / p.name, Path("latest") / p.name)
-        checkpoints = self.root / "checkpoints"
-        if not checkpoints.is_symlink() and checkpoints.is_dir() and not any(checkpoints.iterdir()):
-            checkpoints.rmdir()
+        (summary.json, config.json, metrics.parquet, figures) pointed through `latest`.
+        UnsafeStore if the staging directory is not the one this store made, or a name it
+        links is taken by something that is not its link."""
+        stage_name = Path(stage).name
+        final = self.directory / "outputs" / name
+        if not (STAGING.fullmatch(stage_name) and plain_name(name)):
+            raise ValueError(f"publish: {stage} is not a staging directory, or {name!r} no name")
+        with ExitStack() as stack:
+            root = stack.enter_context(self._open(create=True))
+            fd = open_directory(stage_name, root, self.directory / stage_name)
+            stack.callback(os.close, fd)
+            made = self._stages.get(stage_name)
+            if made is not None and made != _identity(fd):
+                raise refused(f"{stage} was replaced while the experiment ran")
+            for shared in ("runs", "checkpoints"):
+                if _is_link(fd, shared):
+                    os.unlink(shared, dir_fd=fd)
+            write_manifest_at(fd, provenance=environment(), **manifest_fields)
+            _make_directory(root, "outputs")
+            outputs = open_directory("outputs", root, self.directory / "outputs")
+            stack.callback(os.close, outputs)
+            if _exists(outputs, name):  # an earlier publication of this config
+                _discard_at(outputs, name)
+            os.rename(stage_name, name, src_dir_fd=root, dst_dir_fd=outputs)
+            if _identity_at(outputs, name) != _identity(fd):
+                raise refused(f"{final} was replaced while it was published")
+            _link_at(root, "latest", f"outputs/{name}", self.directory)
+            for entry in sorted(os.listdir(fd)):
+                if entry in LINKED or Path(entry).suffix in FIGURE_SUFFIXES:
+                    _link_at(root, entry, f"latest/{entry}", self.directory)
+            try:
+                os.rmdir("checkpoints", dir_fd=root)  # only when empty
+            except OSError:
+                pass
+        self._stages.pop(stage_name, None)
         return final
 
-    def _link(self, path: Path, target: Path) -> None:
-        """path → target as a symlink, replacing whatever was there in one rename."""
-        if path.is_symlink() and Path(os.readlink(path)) == target:
-            return
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.link")
-        tmp.unlink(missing_ok=True)
-        os.symlink(target, tmp)
-        os.replace(tmp, path)
 
-
-def _copy_run(source: Path, target: Path) -> None:
-    """Copy the run directory `source` into the new directory `target`: the files its manifest
-    names, each checked against it as it is copied, then the manifest; ValueError if source
-    does not match it (or cannot be opened)."""
+def _make_directory(dir_fd: int, name: str) -> bool:
+    """Make directory `name` in dir_fd if nothing is there; whether it was made."""
     try:
-        manifest = read_regular(source / MANIFEST)
-    except OSError as err:
-        raise ValueError(f"its manifest cannot be opened ({err.strerror or err})") from err
-    for name, expected in parse_manifest(manifest).items():
-        copy_verified(source / name, target / name, expected)
-    create_new(target / MANIFEST, manifest)  # last: the run is complete
+        os.mkdir(name, 0o777, dir_fd=dir_fd)
+        return True
+    except FileExistsError:
+        return False
 
 
-def _remove(path: Path) -> None:
-    """Remove a directory tree, or a file or symbolic link (itself, never what it points to)."""
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)  # fd-based: links inside are not followed
-    else:
-        path.unlink(missing_ok=True)
+def _exists(dir_fd: int, name: str) -> bool:
+    try:
+        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        return True
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+
+
+def _is_directory(dir_fd: int, name: str) -> bool:
+    try:
+        return stat.S_ISDIR(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except FileNotFoundError:
+        return False
+
+
+def _is_link(dir_fd: int, name: str) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except FileNotFoundError:
+        return False
+
+
+def _identity(fd: int) -> tuple[int, int]:
+    info = os.fstat(fd)
+    return info.st_dev, info.st_ino
+
+
+def _identity_at(dir_fd: int, name: str) -> tuple[int, int] | None:
+    try:
+        info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    return info.st_dev, info.st_ino
+
+
+def _problem_in(runs: int, key: str, shown: Path, deep: bool) -> str | None:
+    """manifest_problem of the run directory runs/key (not followed if it is a link)."""
+    try:
+        fd = open_directory(key, runs, shown)
+    except FileNotFoundError:
+        return "missing"
+    except UnsafeStore:
+        return "it is a symbolic link or not a directory"
+    try:
+        return manifest_problem_at(fd, shown, deep)
+    finally:
+        os.close(fd)
+
+
+def _discard_at(dir_fd: int, name: str) -> None:
+    """Remove a run or publication directory: renamed out of sight first, so no reader sees it
+    half gone (a symbolic link or file at its name is removed itself, never followed)."""
+    aside = f".{name}-{os.getpid()}-discarded"
+    try:
+        os.rename(name, aside, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except FileNotFoundError:
+        return
+    remove_at(dir_fd, aside)
+
+
+def _copy_run(source: int, key: str, runs: int, tmp: str, shown: Path) -> None:
+    """Copy the run directory source/key into the new directory runs/tmp: the files its
+    manifest names, each checked against it as it is copied, then the manifest; ValueError if
+    the source does not match it (or cannot be opened)."""
+    with ExitStack() as stack:
+        try:
+            run = open_directory(key, source, shown)
+            stack.callback(os.close, run)
+            manifest = read_at(run, MANIFEST, MAX_MANIFEST_BYTES, shown / MANIFEST)
+        except OSError as err:
+            raise ValueError(f"its manifest cannot be opened ({err.strerror or err})") from err
+        target = open_directory(tmp, runs, shown)
+        stack.callback(os.close, target)
+        for name, expected in parse_manifest(manifest).items():
+            copy_verified_at(run, target, name, expected, shown / name)
+        write_new_at(target, MANIFEST, manifest)  # last: the run is complete
+
+
+def _clean_leftovers(root: int) -> list[str]:
+    """ResultsStore.clean_leftovers in the experiment directory `root` (a handle)."""
+    removed = []
+    for parent, pattern, kind in TEMPORARY:
+        try:
+            fd = os.open(parent or ".", _DIRECTORY, dir_fd=root)
+        except OSError:  # missing, or a link (the layout check refuses it)
+            continue
+        try:
+            for name in os.listdir(fd):
+                match = pattern.fullmatch(name)
+                if match is None or pid_alive(int(match["pid"])):
+                    continue
+                try:
+                    mode = os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode
+                except FileNotFoundError:
+                    continue
+                # what the store makes at such a name, or a link put there (unlinked)
+                if stat.S_ISLNK(mode) or stat.S_ISDIR(mode) == (kind == "directory"):
+                    remove_at(fd, name)
+                    removed.append(name)
+        finally:
+            os.close(fd)
+    return removed
+
+
+def _read_latest(root: int, directory: Path) -> tuple[str | None, str | None]:
+    """(the publication `latest` names in the experiment directory `root`, a handle; what is
+    wrong with `latest`): (None, None) if there is none."""
+    try:
+        target = os.readlink("latest", dir_fd=root)
+    except FileNotFoundError:
+        return None, None
+    except OSError:  # EINVAL: there, but not a link
+        return None, f"{directory / 'latest'} is not a symbolic link"
+    if not own_link("latest", target):
+        return None, f"{directory / 'latest'} points to {target}, outside {directory / 'outputs'}"
+    return Path(target).parts[1], None
+
+
+def _latest(root: int, directory: Path) -> str | None:
+    """The publication `latest` names (None: no `latest`); UnsafeStore if it is not the
+    store's link."""
+    name, problem = _read_latest(root, directory)
+    if problem is not None:
+        raise refused(problem)
+    return name
+
+
+def _layout_problem(root: int, directory: Path) -> str | None:
+    """ResultsStore.layout_problem of the experiment directory `root` (a handle)."""
+    for name in DIRECTORIES:
+        try:
+            mode = os.stat(name, dir_fd=root, follow_symlinks=False).st_mode
+        except FileNotFoundError:
+            continue
+        if stat.S_ISLNK(mode):
+            return f"{directory / name} is a symbolic link"
+        if not stat.S_ISDIR(mode):
+            return f"{directory / name} is not a directory"
+    for name in sorted(os.listdir(root)):
+        if name in LINKED or Path(name).suffix in FIGURE_SUFFIXES:
+            try:
+                target = os.readlink(name, dir_fd=root)
+            except FileNotFoundError:
+                continue
+            except OSError:  # EINVAL: there, but not a link
+                return f"{directory / name} is not the store's link (a file or directory)"
+            if not own_link(name, target):
+                return f"{directory / name} points to {target}, not latest/{name}"
+    name, problem = _read_latest(root, directory)
+    if problem is not None:
+        return problem
+    if name is not None:
+        try:
+            outputs = os.open("outputs", _DIRECTORY, dir_fd=root)
+        except OSError:
+            return None  # dangling: no publication
+        try:
+            if _is_link(outputs, name):
+                return f"{directory / 'outputs' / name} is a symbolic link"
+        finally:
+            os.close(outputs)
+    return None
+
+
+def _link_at(root: int, name: str, target: str, directory: Path) -> None:
+    """name → target as a symlink in the experiment directory `root`, replacing in one rename
+    only what the store made there (its own link); UnsafeStore for anything else."""
+    try:
+        current = os.readlink(name, dir_fd=root)
+    except FileNotFoundError:
+        current = None
+    except OSError as err:  # EINVAL: a file or directory, not a link
+        raise refused(f"{directory / name} is not the store's link (a file or directory)") from err
+    if current == target:
+        return
+    if current is not None and not own_link(name, current):
+        raise refused(f"{directory / name} points to {current}, not a link the store made")
+    tmp = f".{name}.{os.getpid()}.link"
+    remove_at(root, tmp)
+    os.symlink(target, tmp, dir_fd=root)
+    os.rename(tmp, name, src_dir_fd=root, dst_dir_fd=root)
+
+
+def _verified_file(publication: int, name: str, shown: Path) -> bytes:
+    """The bytes of file `name` of a publication (a handle), if it is a regular file listed in
+    the publication's manifest with these bytes' size and sha256; UnsafeStore otherwise."""
+    try:
+        info = os.stat(name, dir_fd=publication, follow_symlinks=False)
+        manifest = read_at(publication, MANIFEST, MAX_MANIFEST_BYTES, shown.parent / MANIFEST)
+        expected = parse_manifest(manifest).get(name)
+    except (OSError, ValueError) as err:
+        raise UnsafeStore(f"{shown} cannot be read from its publication ({err})") from err
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISREG(info.st_mode):
+        kind = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a regular file"
+        raise UnsafeStore(f"{shown} is {kind}, not a file of its publication")
+    if expected is None:
+        raise UnsafeStore(f"{shown} is not listed in its publication's manifest")
+    if not info.st_size == expected["bytes"] <= MAX_PUBLISHED_FILE_BYTES:
+        raise UnsafeStore(
+            f"{shown} has {info.st_size} bytes, its manifest says {expected['bytes']} (at "
+            f"most {MAX_PUBLISHED_FILE_BYTES} are read)"
+        )
+    try:
+        data = read_at(publication, name, MAX_PUBLISHED_FILE_BYTES, shown)
+    except (OSError, ValueError) as err:
+        raise UnsafeStore(f"{shown} cannot be read from its publication ({err})") from err
+    if hashlib.sha256(data).hexdigest() != expected["sha256"]:
+        raise UnsafeStore(f"{shown} does not match the sha256 in its publication's manifest")
+    return data
 
 
 def _scalars(config: Mapping, prefix: str = ""):

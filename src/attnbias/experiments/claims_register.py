@@ -19,10 +19,11 @@ from ..claims import (
     status_of,
     verdict_columns,
 )
+from ..store import ResultsStore, UnsafeStore
 from . import papers
 from .base import experiment_names
-
 from .report import verdict_mark
+
 PAPERS = {
     "MD": "Julistiono, Tarzanagh, Azizan (2024), *Optimizing Attention with Mirror Descent: "
     "Generalized Max-Margin Token Selection*, arXiv:2410.14581",
@@ -442,12 +443,32 @@ UNTESTED = [
 
 
 def summaries(root: Path) -> dict[str, dict]:
-    """The published summary.json of every experiment under root that has one."""
+    """The published summary.json of every experiment under root that has one: read from its
+    current publication (through no link the store did not make) and only if its bytes match
+    the publication's manifest and it has a summary's shape; ValueError naming the file and
+    what to do otherwise (an edited verdict is never printed as computed)."""
     found = {}
     for name in experiment_names():
-        path = Path(root) / name / "summary.json"
-        if path.is_file():
-            found[name] = json.loads(path.read_text())
+        store = ResultsStore(Path(root) / name)
+        path = store.directory / "summary.json"
+        again = f"`attnbias reproduce {name} --out {root}` makes it again from the stored runs"
+        try:
+            data = store.current_file("summary.json")
+            if data is None:
+                continue
+            summary = json.loads(data)
+            if not isinstance(summary, dict) or not isinstance(summary.get("claims"), list):
+                raise ValueError("not a JSON object with a list of claims")
+            # what the register reads of it, read once here: a wrong shape is this file's fault
+            register_rows({name: summary})
+            unregistered({name: summary})
+        except UnsafeStore as err:
+            raise ValueError(f"{path} is not the published summary ({err}); {again}") from err
+        except (ValueError, TypeError, KeyError, AttributeError, IndexError) as err:
+            raise ValueError(
+                f"{path} is not a summary attnbias writes ({type(err).__name__}: {err}); {again}"
+            ) from err
+        found[name] = summary
     return found
 
 

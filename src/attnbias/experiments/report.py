@@ -146,23 +146,37 @@ def copy_figure(data: bytes, target: Path) -> None:
             os.unlink(tmp)
 
 
+def differs(path: Path, data: bytes) -> bool:
+    """Whether a file at path holds other bytes than `data` (False if there is none);
+    ValueError if path is a directory."""
+    if path.is_dir():
+        raise ValueError(f"{path}: a directory; give the path of a file")
+    if not path.exists():
+        return False
+    with open(path, "rb") as f:  # enough to tell whether it differs
+        return f.read(len(data) + 1) != data
+
+
 def write_report(
     summaries: dict[str, dict],
     configs: dict[str, dict],
     path: Path,
     command: str,
     roots: Mapping[str, Path] | None = None,
+    force: bool = False,
 ) -> Path:
     """Write the report to `path`, copying each experiment's PNG figure into path's
     figures/ directory; `command` is the command line that regenerates it, `configs` the
     resolved config of each experiment (its constants), `roots` each experiment's results
     directory (its --out). A figure is copied only if it is a regular file of a publication in
     its experiment's directory and matches that publication's manifest (sha256): a summary
-    naming anything else (a symbolic link, a path outside) is refused (store.UnsafeStore)."""
+    naming anything else (a symbolic link, a path outside) is refused (store.UnsafeStore).
+    A report or figure file already there that differs is replaced only with `force`
+    (ValueError before anything is written otherwise), as `claims --write` does."""
     path = Path(path)
     roots = roots or {}
     figures = path.parent / "figures"
-    figures.mkdir(parents=True, exist_ok=True)
+    copies = {}  # figure file → its verified bytes, written once everything is known
     lines = [
         "# Results",
         "",
@@ -192,7 +206,7 @@ def write_report(
                 if len(pngs) == 1 or figure.stem == name
                 else f"{name}-{figure.stem}.png"
             )
-            copy_figure(ResultsStore(roots[name]).published_file(figure), figures / target)
+            copies[figures / target] = ResultsStore(roots[name]).published_file(figure)
             lines += [f"![{name}](figures/{target})", ""]
             if text := caption(name, figure.stem):
                 lines += [f"*{text}*", ""]
@@ -222,5 +236,15 @@ def write_report(
             ensure_ascii=False,
         )
         lines += ["", f"<details><summary>config</summary>\n\n`{config}`\n</details>", ""]
-    path.write_text("\n".join(lines))
+    text = "\n".join(lines).encode()
+    changed = [p for p, data in [(path, text), *copies.items()] if differs(p, data)]
+    if changed and not force:
+        raise ValueError(
+            f"--report {path}: {changed[0]} exists and differs from this report"
+            f"{f' (and {len(changed) - 1} more)' if len(changed) > 1 else ''}; --force replaces it"
+        )
+    figures.mkdir(parents=True, exist_ok=True)
+    for target, data in copies.items():
+        copy_figure(data, target)
+    path.write_bytes(text)
     return path

@@ -5,7 +5,6 @@ as curves, and leaving diverged runs out."""
 from __future__ import annotations
 
 import logging
-import os
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -131,9 +130,7 @@ def sweep(config: SweepConfig, out: Path, specs: list[RunSpec]) -> SweepReport:
         cluster=active_cluster(),
     )
     table = store.table(records=report.records)
-    tmp = Path(out) / ".metrics.parquet.tmp"
-    pq.write_table(table, tmp)
-    os.replace(tmp, Path(out) / "metrics.parquet")
+    store.write_file("metrics.parquet", writer=lambda f: pq.write_table(table, f))
     logger.info("%s: computing curves and claims", config.experiment)
     return report
 
