@@ -60,6 +60,8 @@ class Unavailable(RuntimeError):
 
 
 def main(argv: list[str] | None = None) -> int:
+    if set(sys.argv[1:] if argv is None else argv) in VERBOSE_VERSION:
+        return show_version()
     args = parser().parse_args(argv)
     if args.quiet and args.verbose:
         return fail("--quiet and --verbose exclude each other; give one")
@@ -77,6 +79,18 @@ def main(argv: list[str] | None = None) -> int:
         return fail(str(err))  # bad input or missing data: say what, not where in the code
     except OSError as err:
         return fail(f"{err.filename or ''}: {err.strerror or err}")
+
+
+VERBOSE_VERSION = ({"--version", "-v"}, {"--version", "--verbose"})  # either order
+
+
+def show_version() -> int:
+    """`attnbias --version --verbose`: the code version and where it runs (provenance.py)."""
+    from .experiments.base import code_version
+    from .provenance import describe
+
+    print(describe(code_version()))
+    return 0
 
 
 def fail(message: str, code: int = 2) -> int:
@@ -126,7 +140,13 @@ def parser() -> argparse.ArgumentParser:
         epilog=LOGGING,
         parents=[verbosity_flags(defaults=True)],
     )
-    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    p.add_argument(
+        "--version",
+        action="version",
+        version=f"%(prog)s {__version__}",
+        help="show the version and exit; with --verbose also Python's, torch's, numpy's, "
+        "scipy's and cvxpy's, the platform, the thread counts and the devices",
+    )
     sub = p.add_subparsers(required=True, metavar="COMMAND")
     flags = verbosity_flags(defaults=False)
 
