@@ -31,12 +31,12 @@ def test_a_rule_is_a_paper_rule_unless_flagged():
         Rule("x", ">", 1.0, "s", consistency="yes")
 
 
-@pytest.mark.parametrize("low, high", [(0.1, 0.5), (2.0, 3.0)])
+@pytest.mark.parametrize("low, high", [(0.1, 0.15), (2.0, 2.05)])
 def test_a_consistency_check_never_gives_a_paper_verdict(low, high):
     """Whatever its interval, a check's status is about the code: it has no paper verdict,
     alone, as parts, or stored as a dict."""
-    alone = Claim("steps have length η", rule=CHECK, effect=effect(low, high))
-    other = Claim("b", rule=CHECK, effect=effect(low, high))
+    alone = Claim("steps have length η", rule=CHECK, effect=mean([low, (low + high) / 2, high]))
+    other = Claim("b", rule=CHECK, effect=mean([low, high]))
     parts = Claim("steps have length η", parts=[alone, other])
     for claim in (alone, parts):
         assert claim.status in (SUPPORTED, NOT_SUPPORTED)
@@ -208,3 +208,111 @@ def test_cases_that_share_a_seed_are_one_unit():
         clustered_mean_effect([1.0, 2.0], [0])
     # a non-finite case is dropped, a seed with none left too
     assert clustered_mean_effect([1.0, float("nan"), 2.0], ["a", "b", "c"]).n == 2
+
+
+# --- multiplicity: Holm's correction on the parts of a claim ---------------------------------
+
+
+def at_distance(distance: float, threshold: float = 1.0, n: int = 10):
+    """Ten values whose mean lies `distance` standard errors from `threshold` (below it when
+    negative), with a fixed spread."""
+    import numpy as np
+
+    z = np.linspace(-1.0, 1.0, n)
+    se = z.std(ddof=1) / np.sqrt(n)
+    return z + threshold + distance * se
+
+
+def part(distance: float) -> Claim:
+    return Claim("", rule=PAPER, effect=mean(at_distance(distance)))
+
+
+def test_holm_reaches_each_verdict_of_a_claim_with_k_parts():
+    from scipy import stats
+
+    from attnbias.claims import INCONCLUSIVE
+
+    # the t quantiles the distances are chosen between (9 degrees of freedom)
+    t95, t975, t983 = (stats.t.ppf(1 - a / 2, 9) for a in (0.05, 0.05 / 2, 0.05 / 3))
+    assert t95 < 2.5 < t975 < 2.8 < t983 < 6
+    assert Claim("c", parts=[part(6), part(6), part(6)]).status == SUPPORTED
+    assert Claim("c", parts=[part(6), part(-6), part(6)]).status == NOT_SUPPORTED
+    assert Claim("c", parts=[part(6), part(0.5), part(6)]).status == INCONCLUSIVE
+    # refuted at 95 % alone (2.5 standard errors below), not at Holm's 1 − 0.05/3
+    alone = part(-2.5)
+    assert alone.status == NOT_SUPPORTED
+    claim = Claim("c", parts=[part(6), part(-2.5), part(6)])
+    assert claim.status == INCONCLUSIVE and claim.parts[1].status == INCONCLUSIVE
+    assert claim.parts[1].correction == {"support": 0.95, "refute": 1 - 0.05 / 3, "parts": 3}
+    from attnbias.claims import reasons
+
+    assert reasons(asdict(claim)) == [
+        "not supported at 95 % alone, not at 98.33 %: Holm's correction for 3 parts (1 of 3 parts)"
+    ]
+    # step-down: once the clearest refutation is taken at 1 − 0.05/3, the next is judged at
+    # 1 − 0.05/2 (Bonferroni would keep 1 − 0.05/3 and leave it undecided)
+    claim = Claim("c", parts=[part(-6), part(-2.8), part(6)])
+    assert [p.status for p in claim.parts] == [NOT_SUPPORTED, NOT_SUPPORTED, SUPPORTED]
+    assert claim.parts[1].correction["refute"] == 1 - 0.05 / 2
+    assert Claim("c", parts=[part(6), part(-2.8), part(6)]).parts[1].status == INCONCLUSIVE
+
+
+@pytest.mark.slow
+def test_holm_keeps_the_false_refutations_of_a_true_claim_near_the_nominal_rate():
+    """Ten parts, each true (its mean exactly at the threshold's side boundary): judged
+    alone at 95 % a claim needing all ten is refuted about 1 − 0.975¹⁰ = 22 % of the time;
+    with Holm's correction at most 2.5 %."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    refuted = 0
+    for _ in range(100):
+        parts = [Claim("", rule=PAPER, effect=mean(1.0 + rng.normal(0, 1, 8))) for _ in range(10)]
+        refuted += Claim("c", parts=parts).status == NOT_SUPPORTED
+    assert refuted <= 6  # 2.5 expected; about 22 uncorrected
+
+
+def test_a_claim_at_some_setting_corrects_its_supports():
+    from attnbias.claims import INCONCLUSIVE
+
+    some = Claim("faster at some setting", parts=[part(-6), part(2.5), part(-6)], any_part=True)
+    assert part(2.5).status == SUPPORTED and some.status == INCONCLUSIVE
+    assert some.parts[1].correction["support"] == pytest.approx(1 - 0.05 / 3)
+    assert Claim("s", parts=[part(-6), part(6), part(-6)], any_part=True).status == SUPPORTED
+    assert Claim("s", parts=[part(-6), part(-6)], any_part=True).status == NOT_SUPPORTED
+    with pytest.raises(ValueError, match="any_part needs parts"):
+        Claim("s", rule=PAPER, effect=mean([1, 2, 3]), any_part=True)
+
+
+def test_every_effect_constructor_recomputes_its_interval_at_another_confidence():
+    """What Holm's correction rests on: each constructor's interval at level L is the one
+    scipy.stats gives at L, and intervals nest (a wider level, a wider interval)."""
+    import numpy as np
+    from scipy import stats
+
+    from attnbias import claims
+
+    rng = np.random.default_rng(3)
+    a, b = rng.normal(2, 1, 12), rng.normal(1, 1, 12)
+    made = {
+        "t": claims.mean_effect(a),
+        "median": claims.median_effect(a),
+        "paired": claims.paired_difference(a, b),
+        "welch": claims.difference_of_means(a, b),
+        "ratio": claims.ratio_effect(np.exp(a), np.exp(b)),
+        "proportion": claims.proportion_effect(7, 12),
+        "slope": claims.slope_effect(np.arange(12.0), a),
+        "clustered": claims.clustered_mean_effect(a, np.arange(12) // 3),
+    }
+    for name, effect in made.items():
+        wider = effect.at_confidence(0.99)
+        assert wider.confidence == 0.99 and wider.estimate == effect.estimate, name
+        assert wider.low < effect.low < effect.high < wider.high, name
+    t = stats.t.interval(0.99, 11, loc=a.mean(), scale=stats.sem(a))
+    assert (made["t"].at_confidence(0.99).low, made["t"].at_confidence(0.99).high) == \
+        pytest.approx(t)  # fmt: skip
+    cp = stats.binomtest(7, 12).proportion_ci(0.99, "exact")
+    assert made["proportion"].at_confidence(0.99).low == pytest.approx(cp.low)
+    # a point is the same at every level; numbers alone cannot be recomputed
+    assert claims.exact_effect(3.0).at_confidence(0.99).low == 3.0
+    assert Effect(1.0, 0.5, 1.5, 4, "by hand").at_confidence(0.99) is None

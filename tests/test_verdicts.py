@@ -90,7 +90,7 @@ def test_claims_carry_status_and_sensitivity():
     assert Claim("c", parts=[robust], unmet=["cap"]).status == INCONCLUSIVE
     # a failed precondition of the whole claim outranks a failing part (a stalled run
     # says nothing either way); a part's own failure still makes the claim not supported
-    failing = Claim("c", rule=ABOVE_ONE, effect=effect(0.2, 0.5))
+    failing = Claim("c", rule=ABOVE_ONE, effect=mean_effect([0.2, 0.3, 0.4, 0.5]))
     assert Claim("c", parts=[robust, failing]).status == NOT_SUPPORTED
     assert Claim("c", parts=[robust, failing], unmet=["stalled"]).status == INCONCLUSIVE
     # serialises with its rule, effect and parts (summary.json)

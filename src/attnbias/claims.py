@@ -26,6 +26,7 @@ import operator
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 import numpy as np
 from scipy import stats
@@ -96,8 +97,10 @@ class Rule:
 
 @dataclass(frozen=True)
 class Effect:
-    """An estimate with its 95 % confidence interval [low, high] over n units (`unit`: "seeds",
-    "runs", "paired seeds", …) and how the interval was computed (`method`)."""
+    """An estimate with its confidence interval [low, high] (95 % unless `confidence` says
+    otherwise) over n units (`unit`: "seeds", "runs", "paired seeds", …) and how the interval
+    was computed (`method`). The constructors below also know how to recompute the interval at
+    another confidence (`at_confidence`), which Holm's correction needs."""
 
     estimate: float
     low: float
@@ -105,10 +108,46 @@ class Effect:
     n: int
     method: str
     unit: str = "seeds"
+    confidence: float = CONFIDENCE
+
+    def __post_init__(self):
+        if not 0.0 < self.confidence < 1.0:
+            raise ValueError(f"Effect.confidence must be in (0, 1), got {self.confidence!r}")
 
     @property
     def text(self) -> str:
         return f"{self.estimate:.4g} [{self.low:.4g}, {self.high:.4g}] (n = {self.n} {self.unit})"
+
+    def at_confidence(self, level: float) -> Effect | None:
+        """The same estimate with its interval at confidence `level`, recomputed from the
+        units by the constructor that made it (scipy.stats again); None for an Effect built by
+        hand from numbers alone, which cannot be. A point, an unbounded or a missing interval
+        is the same at every level."""
+        if not 0.0 < level < 1.0:
+            raise ValueError(f"at_confidence: level must be in (0, 1), got {level!r}")
+        if level == self.confidence:
+            return self
+        if self.low == self.high or not (math.isfinite(self.low) and math.isfinite(self.high)):
+            return replace(self, confidence=level)
+        remake = self.__dict__.get("remake")  # set by the constructors (`remade_by`)
+        if remake is None:
+            return None
+        levels = self.__dict__.setdefault("levels", {})  # a bootstrap is worth keeping
+        if level not in levels:
+            levels[level] = remake(level)
+        return levels[level]
+
+
+def _at_level(make: Callable[..., Effect], args: tuple, kwargs: dict, level: float) -> Effect:
+    return make(*args, **kwargs, confidence=level)
+
+
+def remade_by(effect: Effect, make: Callable[..., Effect], *args, **kwargs) -> Effect:
+    """`effect`, told that `make(*args, **kwargs, confidence=level)` recomputes it at another
+    confidence (`Effect.at_confidence`); for constructors of effects outside this module."""
+    # outside the fields: a summary stores the numbers, not how to remake them
+    effect.__dict__["remake"] = partial(_at_level, make, args, kwargs)
+    return effect
 
 
 def decide(rule: Rule, effect: Effect | None, unmet: Sequence[str] = ()) -> str:
@@ -136,14 +175,121 @@ def combine(statuses: Sequence[str]) -> str:
     return SUPPORTED if all(s == SUPPORTED for s in statuses) else INCONCLUSIVE
 
 
+def combine_some(statuses: Sequence[str]) -> str:
+    """The verdict of a claim that needs one of its parts ("at some setting"): supported if
+    any part is, not supported if all are not, not applicable if there are none, else
+    inconclusive."""
+    statuses = [s for s in statuses if s != NOT_APPLICABLE]
+    if not statuses:
+        return NOT_APPLICABLE
+    if SUPPORTED in statuses:
+        return SUPPORTED
+    return NOT_SUPPORTED if all(s == NOT_SUPPORTED for s in statuses) else INCONCLUSIVE
+
+
+def decide_between(rule: Rule, effect: Effect | None, support: float, refute: float) -> str:
+    """`decide` with the interval at confidence `support` for "supported" and at `refute` for
+    "not supported" (Holm's levels for a part of a claim; both 95 % alone). An interval that
+    cannot be recomputed at a level decides nothing there."""
+    if effect is None or effect.n == 0 or math.isnan(effect.estimate):
+        return INCONCLUSIVE
+    at = effect.at_confidence(support)
+    if at is not None and decide(rule, at) == SUPPORTED:
+        return SUPPORTED
+    at = effect.at_confidence(refute)
+    if at is not None and decide(rule, at) == NOT_SUPPORTED:
+        return NOT_SUPPORTED
+    return INCONCLUSIVE
+
+
+@dataclass
+class Judgement:
+    """A claim's verdict with the confidence levels its support and refutation were judged at,
+    the size of the Holm family that set them (1: none) and its parts' judgements."""
+
+    status: str
+    support: float = CONFIDENCE
+    refute: float = CONFIDENCE
+    family: int = 1
+    parts: list[Judgement] = field(default_factory=list)
+
+
+def holm_step_down(candidates: Sequence[int], k: int, alpha: float, reaches) -> dict:
+    """Holm's step-down on a family of k hypotheses at level alpha, by intervals: the
+    candidates (indices) `reaches(i, confidence)` decides at confidence 1 − alpha/(k − j),
+    j being how many were decided before, repeated until a round decides none. Returns the
+    decided indices with what `reaches` returned for each (a Judgement, None if not reached)."""
+    decided: dict = {}
+    while len(decided) < len(candidates):
+        level = 1.0 - alpha / (k - len(decided))
+        hits = {i: j for i in candidates if i not in decided and (j := reaches(i, level))}
+        if not hits:
+            break
+        decided.update(hits)
+    return decided
+
+
+def judge(claim: Claim, factor: float, support=CONFIDENCE, refute=CONFIDENCE) -> Judgement:
+    """The claim's verdict with every threshold scaled by `factor`, "supported" judged at
+    confidence `support` and "not supported" at `refute`. The parts of a claim are a family:
+    a claim needing every part is refuted when one part is, so the refutations are corrected
+    by Holm (the part most clearly refuted at 1 − α/k, the next at 1 − α/(k − 1), …), while
+    "supported" needs every part and takes no correction (an intersection–union test); a claim
+    needing some part (`any_part`) the other way round."""
+    if claim.parts:
+        parts = [judge(p, factor, support, refute) for p in claim.parts]
+        family = [i for i, j in enumerate(parts) if j.status != NOT_APPLICABLE]
+        if len(family) > 1:
+            corrected = _holm_parts(claim, factor, parts, family, support, refute)
+            parts = [corrected.get(i, j) for i, j in enumerate(parts)]
+        statuses = [j.status for j in parts]
+        status = (combine_some if claim.any_part else combine)(statuses)
+        if claim.unmet:  # a failed precondition of the whole claim outranks any part
+            status = INCONCLUSIVE
+        return Judgement(status, support, refute, 1, parts)
+    if claim.rule is not None:
+        status = (
+            INCONCLUSIVE
+            if claim.unmet
+            else decide_between(claim.rule.at(factor), claim.effect, support, refute)
+        )
+        return Judgement(status, support, refute)
+    return Judgement({True: SUPPORTED, False: NOT_SUPPORTED, None: NOT_APPLICABLE}[claim.supported])
+
+
+def _holm_parts(claim, factor, parts, family, support, refute) -> dict[int, Judgement]:
+    """The parts' judgements that Holm's correction changes (by index): for a claim needing
+    every part, the parts refuted alone are re-judged at Holm's refutation levels; needing
+    some part, those supported alone at Holm's support levels."""
+    k, some = len(family), claim.any_part
+    target = SUPPORTED if some else NOT_SUPPORTED
+    candidates = [i for i in family if parts[i].status == target]  # intervals nest: no other
+
+    def at(i: int, level: float) -> Judgement:
+        levels = (level, refute) if some else (support, level)
+        judged = judge(claim.parts[i], factor, *levels)
+        judged.family = k
+        return judged
+
+    def reaches(i: int, level: float) -> Judgement | None:
+        return judged if (judged := at(i, level)).status == target else None
+
+    decided = holm_step_down(candidates, k, 1.0 - (support if some else refute), reaches)
+    last = 1.0 - (1.0 - (support if some else refute)) / (k - len(decided) or 1)
+    return {i: decided[i] if i in decided else at(i, last) for i in candidates}
+
+
 @dataclass
 class Claim:
     """One claim and the verdict the runs give it.
 
     Measured claims give `rule` and `effect` (and `unmet`: the preconditions of the rule that
     failed, each a short reason); compound claims give `parts`, each a measured Claim, and
-    hold when all parts do. `supported` (True/False/None) is only for claims without a rule —
-    None: nothing to compare, "not applicable". `evidence` holds the raw numbers."""
+    hold when all parts do (`any_part`: when some part does, "at some setting"), the parts
+    judged as one family with Holm's correction (`judge`). `supported` (True/False/None) is
+    only for claims without a rule — None: nothing to compare, "not applicable". `evidence`
+    holds the raw numbers. `correction`: the confidence levels Holm's correction judged this
+    part at, where they are not 95 %."""
 
     claim: str
     supported: bool | None = None
@@ -153,8 +299,10 @@ class Claim:
     effect: Effect | None = None
     unmet: list[str] = field(default_factory=list)
     parts: list[Claim] = field(default_factory=list)
+    any_part: bool = False
     status: str = field(init=False)
     sensitivity: dict = field(init=False)
+    correction: dict = field(init=False, default_factory=dict)
 
     def __post_init__(self):
         self.unmet = list(self.unmet)
@@ -164,12 +312,28 @@ class Claim:
                 f"Claim {self.claim!r} mixes consistency-check rules with rules for a paper's "
                 "claim: list the checks as a claim of their own"
             )
+        if not isinstance(self.any_part, bool):
+            raise TypeError(f"Claim.any_part must be a bool, got {self.any_part!r}")
+        if self.any_part and not self.parts:
+            raise ValueError(f"Claim {self.claim!r}: any_part needs parts")
         if self.supported is not None:
             self.supported = bool(self.supported)
-        self.status = self.status_at(1.0)
+        # this claim's judgement settles its parts' too (their family is this claim's parts)
+        judged = judge(self, 1.0)
+        self._record(judged, {f"{f:g}x": judge(self, f) for f in SENSITIVITY_FACTORS})
+
+    def _record(self, judged: Judgement, at: dict[str, Judgement]) -> None:
+        self.status = judged.status
         if self.measured:  # readers of `supported` see inconclusive as None, like n/a
             self.supported = {SUPPORTED: True, NOT_SUPPORTED: False}.get(self.status)
-        self.sensitivity = self._sensitivity()
+        self.correction = (
+            {"support": judged.support, "refute": judged.refute, "parts": judged.family}
+            if (judged.support, judged.refute) != (CONFIDENCE, CONFIDENCE)
+            else {}
+        )
+        self.sensitivity = self._sensitivity({k: j.status for k, j in at.items()})
+        for i, part in enumerate(self.parts):
+            part._record(judged.parts[i], {k: j.parts[i] for k, j in at.items()})
 
     @property
     def measured(self) -> bool:
@@ -183,25 +347,18 @@ class Claim:
 
     def status_at(self, factor: float) -> str:
         """The verdict with every threshold scaled by `factor`."""
-        if self.parts:  # a failed precondition of the whole claim outranks any part
-            return (
-                INCONCLUSIVE if self.unmet else combine([p.status_at(factor) for p in self.parts])
-            )
-        if self.rule is not None:
-            return decide(self.rule.at(factor), self.effect, self.unmet)
-        return {True: SUPPORTED, False: NOT_SUPPORTED, None: NOT_APPLICABLE}[self.supported]
+        return judge(self, factor).status
 
     def rules(self) -> list[Rule]:
         """Every rule this verdict rests on (its own, or its parts')."""
         own = [self.rule] if self.rule is not None else []
         return own + [r for p in self.parts for r in p.rules()]
 
-    def _sensitivity(self) -> dict:
+    def _sensitivity(self, at: dict[str, str]) -> dict:
         if not self.measured:
             return {}
         if all(r.threshold == r.centre for r in self.rules()):
             return {"fragile": None, "note": "threshold at its centre: no scale to vary"}
-        at = {f"{f:g}x": self.status_at(f) for f in SENSITIVITY_FACTORS}
         return {**at, "fragile": any(s != self.status for s in at.values())}
 
 
@@ -289,14 +446,19 @@ def exact_effect(value: float, *, unit: str = "deterministic run") -> Effect:
 
 
 def bootstrap_effect(
-    samples: Sequence, statistic: Callable, *, paired: bool = False, unit: str = "seeds"
+    samples: Sequence,
+    statistic: Callable,
+    *,
+    paired: bool = False,
+    unit: str = "seeds",
+    confidence: float = CONFIDENCE,
 ) -> Effect:
     """`statistic(*samples, axis=-1)` (vectorised, like np.mean) of the samples (arrays over
     the same units when paired) with a 95 % bootstrap interval over the units
     (scipy.stats.bootstrap, BCa; the percentile interval where BCa is undefined). One unit: the
     interval is unbounded (no spread to measure); no spread at all (every unit equal): the
     interval is the point."""
-    samples = tuple(np.asarray(s, dtype=np.float64) for s in samples)
+    samples = tuple(np.array(s, dtype=np.float64) for s in samples)  # copies: kept to remake
     n = min(len(s) for s in samples)
     method = "paired bootstrap (BCa)" if paired else "bootstrap (BCa)"
     estimate = float(statistic(*samples, axis=-1)) if n else math.nan
@@ -315,23 +477,28 @@ def bootstrap_effect(
                 n_resamples=BOOTSTRAP_RESAMPLES,
                 paired=paired,
                 vectorized=True,
-                confidence_level=CONFIDENCE,
+                confidence_level=confidence,
                 method=kind,
                 rng=np.random.default_rng(BOOTSTRAP_SEED),
             ).confidence_interval
         if math.isfinite(interval.low) and math.isfinite(interval.high):
             name = method if kind == "BCa" else method.replace("BCa", "percentile")
-            return Effect(estimate, float(interval.low), float(interval.high), n, name, unit)
+            effect = Effect(estimate, float(interval.low), float(interval.high), n, name, unit,
+                            confidence)  # fmt: skip
+            return remade_by(effect, bootstrap_effect, samples, statistic, paired=paired,
+                             unit=unit)  # fmt: skip
     return Effect(estimate, math.nan, math.nan, n, method, unit)
 
 
-def t_effect(values, *, unit: str = "seeds", method: str = "t interval") -> Effect:
-    """The mean of per-unit values with its 95 % Student t interval (scipy.stats.ttest_1samp).
+def t_effect(
+    values, *, unit: str = "seeds", method: str = "t interval", confidence: float = CONFIDENCE
+) -> Effect:
+    """The mean of per-unit values with its 95 % Student t interval (scipy.stats.t).
     Means use t, not the bootstrap: with few units a bootstrap interval shrinks to the range of
     the values (three seeds give [min, max], which all three agreeing by chance reaches one
     time in eight), where t widens it by the small-sample quantile. One unit: the interval is
     unbounded; every unit equal: the point."""
-    values = np.asarray(values, dtype=np.float64).ravel()
+    values = np.array(values, dtype=np.float64).ravel()  # a copy: kept to remake the interval
     n = values.size
     estimate = float(np.mean(values)) if n else math.nan
     if n == 0 or not math.isfinite(estimate):
@@ -340,10 +507,12 @@ def t_effect(values, *, unit: str = "seeds", method: str = "t interval") -> Effe
         return Effect(estimate, -math.inf, math.inf, n, "one unit: no interval", unit)
     if np.ptp(values) == 0:
         return Effect(estimate, estimate, estimate, n, "no spread: every unit equal", unit)
-    # centred first: scipy's moments lose precision on values that agree to many digits
-    interval = stats.ttest_1samp(values - estimate, 0.0).confidence_interval(CONFIDENCE)
-    low, high = estimate + float(interval.low), estimate + float(interval.high)
-    return Effect(estimate, low, high, n, method, unit)
+    # centred first: moments lose precision on values that agree to many digits
+    sem = np.std(values - estimate, ddof=1) / math.sqrt(n)
+    half = stats.t.ppf(0.5 + confidence / 2, n - 1) * sem
+    low, high = estimate - float(half), estimate + float(half)
+    effect = Effect(estimate, low, high, n, method, unit, confidence)
+    return remade_by(effect, t_effect, values, unit=unit, method=method)
 
 
 def mean_effect(values, *, unit: str = "seeds") -> Effect:
@@ -393,7 +562,7 @@ def paired_difference(a, b, *, unit: str = "paired seeds") -> Effect:
     return t_effect(a - b, unit=unit, method="paired t interval")
 
 
-def difference_of_means(a, b, *, unit: str = "seeds") -> Effect:
+def difference_of_means(a, b, *, unit: str = "seeds", confidence: float = CONFIDENCE) -> Effect:
     """mean(a) − mean(b) of independent samples, 95 % Welch t interval (scipy.stats.ttest_ind,
     unequal variances); n is the smaller sample."""
     a, b = _finite(a), _finite(b)
@@ -406,38 +575,45 @@ def difference_of_means(a, b, *, unit: str = "seeds") -> Effect:
         return Effect(estimate, -math.inf, math.inf, n, "one unit: no interval", unit)
     if np.ptp(a) == 0 and np.ptp(b) == 0:
         return Effect(estimate, estimate, estimate, n, "no spread: every unit equal", unit)
-    interval = stats.ttest_ind(a, b, equal_var=False).confidence_interval(CONFIDENCE)
-    return Effect(estimate, float(interval.low), float(interval.high), n, method, unit)
+    interval = stats.ttest_ind(a, b, equal_var=False).confidence_interval(confidence)
+    effect = Effect(estimate, float(interval.low), float(interval.high), n, method, unit,
+                    confidence)  # fmt: skip
+    return remade_by(effect, difference_of_means, a, b, unit=unit)
 
 
-def ratio_effect(a, b, *, unit: str = "paired seeds") -> Effect:
+def ratio_effect(a, b, *, unit: str = "paired seeds", confidence: float = CONFIDENCE) -> Effect:
     """How many times a is b: the geometric mean of the per-unit ratios a/b (values > 0), with
     a 95 % paired t interval of the mean log ratio, mapped back. Orders of magnitude are
     compared on a log scale, so one extreme seed does not decide."""
     a, b = _paired(a, b)
     keep = (a > 0) & (b > 0)
     logs = np.log(a[keep]) - np.log(b[keep])
-    effect = t_effect(logs, unit=unit, method="paired t interval")
-    return Effect(
+    effect = t_effect(logs, unit=unit, method="paired t interval", confidence=confidence)
+    ratio = Effect(
         math.exp(effect.estimate) if effect.n else math.nan,
         math.exp(effect.low) if not math.isnan(effect.low) else math.nan,
         math.exp(effect.high) if not math.isnan(effect.high) else math.nan,
         effect.n,
         f"geometric mean ratio, {effect.method} of log ratios",
         unit,
+        confidence,
     )
+    return remade_by(ratio, ratio_effect, a, b, unit=unit)
 
 
-def proportion_effect(successes: int, n: int, *, unit: str = "runs") -> Effect:
+def proportion_effect(
+    successes: int, n: int, *, unit: str = "runs", confidence: float = CONFIDENCE
+) -> Effect:
     """A fraction k/n with its exact (Clopper–Pearson) 95 % interval (scipy.stats.binomtest)."""
     if n == 0:
         return Effect(math.nan, math.nan, math.nan, 0, "Clopper–Pearson", unit)
-    interval = stats.binomtest(int(successes), int(n)).proportion_ci(CONFIDENCE, "exact")
+    interval = stats.binomtest(int(successes), int(n)).proportion_ci(confidence, "exact")
     low, high = float(interval.low), float(interval.high)
-    return Effect(successes / n, low, high, n, "Clopper–Pearson", unit)
+    effect = Effect(successes / n, low, high, n, "Clopper–Pearson", unit, confidence)
+    return remade_by(effect, proportion_effect, successes, n, unit=unit)
 
 
-def slope_effect(x, y, *, unit: str = "points") -> Effect:
+def slope_effect(x, y, *, unit: str = "points", confidence: float = CONFIDENCE) -> Effect:
     """The least-squares slope of y on x with its 95 % t interval (scipy.stats.linregress);
     for one fitted line (a per-seed slope's spread is `mean_effect` of the slopes)."""
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
@@ -446,11 +622,12 @@ def slope_effect(x, y, *, unit: str = "points") -> Effect:
     if x.size < 3 or np.ptp(x) == 0:
         return Effect(math.nan, math.nan, math.nan, int(x.size), "least squares", unit)
     fit = stats.linregress(x, y)
-    half = stats.t.ppf(0.5 + CONFIDENCE / 2, x.size - 2) * fit.stderr
-    return Effect(
+    half = stats.t.ppf(0.5 + confidence / 2, x.size - 2) * fit.stderr
+    effect = Effect(
         float(fit.slope), float(fit.slope - half), float(fit.slope + half), int(x.size),
-        "least squares, t interval", unit,
+        "least squares, t interval", unit, confidence,
     )  # fmt: skip
+    return remade_by(effect, slope_effect, x, y, unit=unit)
 
 
 # --- reading a stored verdict (summary.json holds claims as dicts) ------------------------------
@@ -484,6 +661,13 @@ def leaf_reason(leaf: dict) -> str:
         return "no interval could be computed"
     if math.isinf(low) and math.isinf(high):
         return "one unit: no interval"
+    alone = decide(Rule(**leaf["rule"]), Effect(**effect))  # at 95 %, the part by itself
+    if alone != INCONCLUSIVE and (correction := leaf.get("correction")):
+        level = correction["refute" if alone == NOT_SUPPORTED else "support"]
+        return (
+            f"{alone} at 95 % alone, not at {100 * level:.4g} %: Holm's correction for "
+            f"{correction['parts']} parts"
+        )
     return f"the 95 % CI straddles {leaf['rule']['threshold']:g}"
 
 
