@@ -196,7 +196,7 @@ def test_claims_reads_no_summary_json_that_links_out_of_the_root(tmp_path, capsy
 )
 def test_claims_of_a_summary_of_the_wrong_shape_is_one_line(tmp_path, capsys, summary):
     root = tmp_path / "res"
-    final = published(root, "md-joint", summary)  # forged with its manifest: it matches
+    published(root, "md-joint", summary)  # forged with its manifest: it matches
     assert (root / "md-joint" / "summary.json").read_text() == json.dumps(summary)
     assert main(["claims", "--out", str(root)]) == 2
     assert "is not a summary attnbias writes" in one_error_line(capsys)
