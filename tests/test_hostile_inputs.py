@@ -4,6 +4,8 @@ of it is applied; a peer that is not a Dask scheduler refused within a bounded t
 one line on the command line (exit code 2, no traceback), a named error in the library."""
 
 import copy
+import http.server
+import threading
 import tracemalloc
 import zipfile
 from pathlib import Path
@@ -232,3 +234,44 @@ def test_a_dual_that_overflowed_beside_its_finite_weight_still_loads():
     saved["state"][0]["dual"][1] = float("inf")  # where w = 0.5 it cannot have overflowed
     with pytest.raises(ValueError, match="holds NaN or inf"):
         twin.load_state_dict(saved)
+
+
+# --- a peer that is not a Dask scheduler -------------------------------------------------------
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # its log goes to stderr, which the test reads
+        pass
+
+
+@pytest.fixture
+def http_server():
+    """An ordinary HTTP server on 127.0.0.1: it accepts a connection and waits for a request
+    line that Dask's handshake never sends."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), QuietHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"tcp://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_scheduler_address_that_is_an_http_server_is_refused_within_the_timeout(
+    tmp_path, http_server, capsys
+):
+    pytest.importorskip("distributed")
+    argv = ["run", "ngd-fixed", "--quick", "--out", str(tmp_path), "--scheduler", http_server]
+    codes = []
+    # without the bound, Dask's connect waits on it for ever: the command is run on a thread
+    command = threading.Thread(
+        target=lambda: codes.append(main([*argv, "--connect-timeout", "1"])), daemon=True
+    )
+    command.start()
+    command.join(120)  # importing distributed can take 20 s on a busy machine
+    assert codes == [2], "the command hung on a peer that never answers"
+    line = one_error_line(capsys)
+    assert f"could not reach a Dask scheduler at {http_server} within 1 s: " in line
+    assert not (tmp_path / "ngd-fixed").exists()  # refused before anything ran
+    for bad in ("0", "nan", "-1"):
+        assert main([*argv, "--connect-timeout", bad]) == 2
+        assert "--connect-timeout must be a positive number" in one_error_line(capsys)

@@ -18,6 +18,7 @@ from pathlib import Path
 from . import __version__, log, metrics
 from .claims import NOT_SUPPORTED, SUPPORTED, reasons, status_of, verdict_word
 from .data.fetch import DataMissingError
+from .engine.cluster import CONNECT_TIMEOUT
 from .experiments.base import (
     SYNTHETIC,
     experiment_names,
@@ -683,6 +684,14 @@ def add_cluster_flags(c) -> None:
         help="runs per cluster task of a synthetic sweep (default: runs / (4 × workers), "
         "at least 256)",
     )
+    c.add_argument(
+        "--connect-timeout",
+        type=float,
+        default=CONNECT_TIMEOUT,
+        metavar="S",
+        help="seconds the --scheduler has to answer as a Dask scheduler (default "
+        f"{CONNECT_TIMEOUT:g})",
+    )
 
 
 @contextlib.contextmanager
@@ -697,10 +706,14 @@ def cluster_from_flags(args):
         raise ValueError(f"--workers must be at least 1, got {args.workers}")
     if args.chunk_size is not None and args.chunk_size < 1:
         raise ValueError(f"--chunk-size must be at least 1, got {args.chunk_size}")
+    if not 0 < args.connect_timeout < float("inf"):
+        raise ValueError(f"--connect-timeout must be a positive number, got {args.connect_timeout}")
     from .engine.cluster import Cluster, ClusterFailed
 
     try:
-        with Cluster.start(args.workers, args.scheduler, args.chunk_size) as cluster:
+        with Cluster.start(
+            args.workers, args.scheduler, args.chunk_size, args.connect_timeout
+        ) as cluster:
             yield cluster
     except ClusterFailed as err:
         raise Unavailable(str(err)) from err

@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
 
+from .._validate import check_scalar
 from ..store import config_key
 
 logger = logging.getLogger(__name__)
@@ -36,6 +37,9 @@ INSTALL_DASK = "pip install 'attnbias[dask]' (in a clone: pip install -e '.[dask
 MIN_CHUNK = 256
 CHUNKS_PER_WORKER = 4  # a few chunks each, so a slow or lost worker delays the sweep little
 RETRIES = 2  # re-runs of a task that raised (a dead worker's tasks are re-run by the scheduler)
+# Seconds a scheduler has to answer `--scheduler`'s handshake: Dask's own connect waits
+# without bound on a peer that accepts the connection and never answers (an HTTP server).
+CONNECT_TIMEOUT = 10.0
 
 
 class WorkerCannotWrite(ValueError):
@@ -92,23 +96,26 @@ class Cluster:
         workers: int | None = None,
         scheduler: str | None = None,
         chunk_size: int | None = None,
+        connect_timeout: float = CONNECT_TIMEOUT,
     ) -> Iterator[Cluster]:
         """A local cluster of `workers` processes (one thread each, on 127.0.0.1), or a client
-        of the scheduler at `scheduler`; closed (the local cluster stopped) on exit."""
+        of the scheduler at `scheduler`, which must answer as a Dask scheduler within
+        `connect_timeout` seconds (ValueError saying so otherwise); closed (the local cluster
+        stopped) on exit."""
         if (workers is None) == (scheduler is None):
             raise ValueError("give exactly one of workers (a local cluster) or scheduler")
         if workers is not None:
             positive_int(workers, "workers")
+        check_scalar(connect_timeout, "connect_timeout", low=0.0, include_low=False)
         distributed = import_distributed()
         import dask
 
         if scheduler is not None:
+            check_scheduler(scheduler, connect_timeout)
             try:
-                client = distributed.Client(scheduler, timeout=30)
+                client = distributed.Client(scheduler, timeout=connect_timeout)
             except OSError as err:
-                raise ValueError(
-                    f"--scheduler {scheduler}: no Dask scheduler answers there ({err})"
-                ) from err
+                raise ValueError(unreachable(scheduler, connect_timeout, err)) from err
             with client:
                 yield cls(client, chunk_size)
             return
@@ -172,6 +179,42 @@ class Cluster:
 
 
 @contextmanager
+def check_scheduler(address: str, timeout: float) -> None:
+    """ValueError unless a Dask scheduler at `address` answers the identity handshake within
+    `timeout` seconds (on a thread of its own: the caller may be in an event loop)."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from distributed.comm import connect
+
+    async def identity():
+        comm = await connect(address, timeout=timeout)
+        try:
+            await comm.write({"op": "identity", "reply": True})
+            return await comm.read()
+        finally:
+            comm.abort()
+
+    def ask():
+        return asyncio.run(asyncio.wait_for(identity(), timeout))
+
+    with ThreadPoolExecutor(1) as pool:
+        try:
+            reply = pool.submit(ask).result()
+        except asyncio.TimeoutError as err:
+            raise ValueError(unreachable(address, timeout, "no answer")) from err
+        except Exception as err:  # any failure of the peer's: refused, closed, garbled, bad address
+            raise ValueError(unreachable(address, timeout, err)) from err
+    if not isinstance(reply, dict) or reply.get("type") != "Scheduler":
+        what = reply.get("type") if isinstance(reply, dict) else type(reply).__name__
+        raise ValueError(unreachable(address, timeout, f"the peer answered as {what!r}"))
+
+
+def unreachable(address: str, timeout: float, why) -> str:
+    reason = " ".join(str(why).split()) or type(why).__name__
+    return f"could not reach a Dask scheduler at {address} within {timeout:g} s: {reason[:200]}"
+
+
 def environ_without(name: str) -> Iterator[None]:
     """os.environ without `name` inside the block (what child processes inherit)."""
     saved = os.environ.pop(name, None)
