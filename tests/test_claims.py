@@ -121,6 +121,50 @@ def test_synthetic_claims_are_measured_and_identified():
             assert c.status == NOT_APPLICABLE or "fragile" in c.sensitivity, c.id
 
 
+# The verdict (and its parts', in order) each experiment's claims() gives the constructed
+# inputs above: S supported, N not supported, I inconclusive, A not applicable. Pinned, so that
+# flipping any comparison in an experiment's claims() fails the fast suite
+# (tests/test_claim_mutations.py checks that every flip changes one of these).
+SYNTHETIC_VERDICTS = {
+    "md-local/own-p-diagonal": "S/SS",
+    "md-local/own-p-nearest": "S/SS",
+    "md-local/zero-init": "S/SS",
+    "md-joint/W-own-p-svm": "S/SSS",
+    "md-joint/v-own-p-svm": "S/SSS",
+    "md-joint/selects-and-classifies": "S/SSSSSS",
+    "ngd-fixed/global-convergence": "S",
+    "ngd-fixed/ngd-beats-gd": "S",
+    "ngd-fixed/polyak-faster": "S/SSS",
+    "ngd-fixed/norm-growth": "S/SSS",
+    "ngd-fixed/momentum-improves": "S/SS",
+    "ngd-fixed/score-saturation": "N/NS",
+    "ngd-joint/loss-to-zero": "I/ISSS",
+    "ngd-joint/v-aligns": "I/IISSSSSS",
+    "ngd-joint/W-aligns": "I/IISSSSSS",
+    "ngd-joint/all-beat-gd": "S/SSSSSSSSS",
+    "ngd-joint/polyak-fastest": "N/SSSSSSSNN",
+    "kq-nuclear/kq-nuclear-svm": "S",
+    "kq-nuclear/kq-converges-nuclear": "S",
+    "kq-nuclear/direct-frobenius-svm": "S",
+    "atlas/own-norm-gap": "S/SSS",
+    "atlas/owner-smallest": "S/SSSSSS",
+    "atlas/adam-like-signgd": "S/SSS",
+    "atlas/muon-like-spectraldescent": "S/SSS",
+    "atlas/own-norm-rate": "S/SSS",
+}
+LETTER = {"supported": "S", "not supported": "N", "inconclusive": "I", "not applicable": "A"}
+
+
+def test_synthetic_claims_reach_their_constructed_verdicts():
+    found = {
+        c.id: LETTER[c.status] + ("/" + "".join(LETTER[p.status] for p in c.parts) if c.parts
+                                  else "")
+        for listed in synthetic_claims().values()
+        for c in listed
+    }  # fmt: skip
+    assert found == SYNTHETIC_VERDICTS
+
+
 def test_nothing_to_compare_is_not_applicable():
     md = claim_cases.md_groups(ps=("2",))
     (_, off, _) = md_local.claims(md, md, [2.0], list(md), 0.05)

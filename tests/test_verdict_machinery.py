@@ -15,6 +15,7 @@ from attnbias.claims import (
     is_consistency_check,
     paper_verdict,
 )
+from test_experiments import TINY
 
 
 def effect(low, high):
@@ -316,3 +317,74 @@ def test_every_effect_constructor_recomputes_its_interval_at_another_confidence(
     # a point is the same at every level; numbers alone cannot be recomputed
     assert claims.exact_effect(3.0).at_confidence(0.99).low == 3.0
     assert Effect(1.0, 0.5, 1.5, 4, "by hand").at_confidence(0.99) is None
+
+
+def test_a_property_of_every_step_is_reported_as_its_violations():
+    from attnbias.claims import verdict_columns, violations_effect, violations_rule
+
+    rule = violations_rule("the optimal-token score does not decrease", "Lemma 5")
+    holds = violations_effect([0.1, 0.0, 2.0, float("nan"), 0.3])
+    assert (holds.estimate, holds.n) == (0, 4) and holds.low == holds.high == 0
+    assert holds.method == "0 of 4 steps violate it, none"
+    broken = violations_effect([0.1, -1e-3, 2.0, -0.25])
+    assert broken.method == "2 of 4 steps violate it, largest violation 0.25"
+    assert Claim("l5", rule=rule, effect=holds).status == SUPPORTED
+    claim = Claim("l5", rule=rule, effect=broken)
+    assert claim.status == NOT_SUPPORTED  # one violation refutes a lemma: no share hides it
+    assert "2 of 4 steps violate it, largest violation 0.25" in verdict_columns(
+        asdict(claim))["effect"]  # fmt: skip
+
+
+# --- n counts independent replications: distinct seeds ------------------------------------
+
+REPLICATION_UNITS = ("seeds", "paired seeds", "runs")
+
+
+def leaves_of(claim: dict) -> list[dict]:
+    if claim.get("rule"):
+        return [claim]
+    return [leaf for part in claim.get("parts") or [] for leaf in leaves_of(part)]
+
+
+def replication_errors(summary: dict, seeds: int) -> list[str]:
+    """The measured parts of a summary's claims whose n counts more replications (seeds,
+    paired seeds, runs of one method) than the experiment has distinct seeds — seeds ×
+    settings or steps × samples counted as independent — or, where their evidence names its
+    seeds, whose n is not the number of distinct seeds named."""
+    errors = []
+    for claim in summary["claims"]:
+        for leaf in leaves_of(claim):
+            effect, named = leaf.get("effect") or {}, (leaf.get("evidence") or {}).get("seeds")
+            if named is not None and effect.get("n") != len(set(named)):
+                errors.append(f"{claim['id']}: n = {effect.get('n')}, {len(set(named))} seeds")
+            elif effect.get("unit") in REPLICATION_UNITS and effect["n"] > seeds:
+                errors.append(f"{claim['id']}: n = {effect['n']} {effect['unit']} of {seeds}")
+    return errors
+
+
+def test_n_counting_seeds_times_settings_is_caught():
+    """Issue 29 class 7: "n = 12 seeds" for 3 seeds × 4 step sizes."""
+    import numpy as np
+
+    from attnbias.claims import clustered_mean_effect, mean_effect
+
+    values, seeds = np.linspace(1.0, 2.0, 12), np.repeat([0, 1, 2], 4)
+    pooled = Claim("c", id="x/pooled", rule=PAPER, effect=mean_effect(values))
+    clustered = Claim("c", id="x/clustered", rule=PAPER,
+                      effect=clustered_mean_effect(values, seeds))  # fmt: skip
+    named = Claim("c", id="x/named", rule=PAPER, effect=mean_effect(values[:4]),
+                  evidence={"seeds": [0, 1, 2, 2]})  # fmt: skip
+    errors = replication_errors(stored([pooled, clustered, named]), seeds=3)
+    assert errors == ["x/pooled: n = 12 seeds of 3", "x/named: n = 4, 3 seeds"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(TINY))
+def test_every_reported_n_counts_distinct_seeds(name, tmp_path):
+    """Every claim of every synthetic experiment (at tiny scale): its n counts independent
+    replications, never more than the experiment's distinct seeds."""
+    from attnbias.experiments.base import load_config, run_experiment
+
+    config = load_config(name, quick=True, overrides=TINY[name])
+    summary = run_experiment(config, tmp_path)
+    assert replication_errors(summary, config["seeds"]) == []

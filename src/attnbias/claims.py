@@ -542,6 +542,26 @@ def clustered_mean_effect(values, clusters, *, unit: str = "seeds") -> Effect:
     return t_effect(means, unit=unit, method="t interval over per-cluster means")
 
 
+def violations_effect(margins, *, unit: str = "steps") -> Effect:
+    """A property that must hold at every step (a lemma's inequality), checked at each of N
+    steps (or cases): `margins` says by how much it holds there (≥ 0: holds; < 0: violated
+    by −margin; NaN: not checked, left out). The estimate is the number of violations; every
+    step was checked, so there is no sampling and the interval is the count itself (a share
+    above 0.95 would hide a violation that a lemma forbids). The method says "k of N steps
+    violate it, largest violation x". Judge it with `violations_rule`."""
+    margins = _finite(margins)
+    violated = margins[margins < 0]
+    largest = f"largest violation {-float(violated.min()):.3g}" if violated.size else "none"
+    count = float(violated.size)
+    method = f"{violated.size} of {margins.size} {unit} violate it, {largest}"
+    return Effect(count, count, count, int(margins.size), method, unit)
+
+
+def violations_rule(quantity: str, source: str, *, consistency: bool = False) -> Rule:
+    """The rule for `violations_effect`: no step violates `quantity` (the property)."""
+    return Rule(f"{quantity}: violations", "<=", 0.0, source, consistency=consistency)
+
+
 def median_effect(values, *, unit: str = "seeds") -> Effect:
     """The median of per-unit values with its 95 % bootstrap CI."""
     return bootstrap_effect((_finite(values),), np.median, unit=unit)
@@ -643,6 +663,8 @@ def _leaves(claim: dict) -> list[dict]:
 def _effect_text(effect: dict | None) -> str:
     if not effect:
         return "—"
+    if effect["low"] == effect["high"] == effect["estimate"]:  # no interval: say why
+        return f"{effect['estimate']:.3g} ({effect['method']}), n = {effect['n']} {effect['unit']}"
     return (
         f"{effect['estimate']:.3g} [{effect['low']:.3g}, {effect['high']:.3g}], "
         f"n = {effect['n']} {effect['unit']}"
