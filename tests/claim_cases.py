@@ -88,6 +88,21 @@ def ngd_groups(ngd=1e-4, gd=0.14, polyak=1e-5, mom=1e-6, gd_norm_rate=0.1, polya
     }
 
 
+def falling(final: float, start: float) -> dict[str, Curves]:
+    """Two groups whose misalignment falls from `start` (step 0) to about `final`."""
+    return {k: group(alignment__2=1.0 - anchored(final, start, seed=i)) for i, k in
+            enumerate(("GD", "NGD"))}  # fmt: skip
+
+
+def frozen(final: float) -> dict[str, Curves]:
+    """`falling` groups whose misalignment stops at about `final` from halfway on."""
+    out = falling(final / 10, 1.0)
+    for c in out.values():
+        half = int(np.argmin(np.abs(c.steps - c.steps[-1] / 2)))
+        c.values["alignment/2"][:, half:] = 1.0 - final
+    return out
+
+
 def straddling(level: float, seeds: int = SEEDS) -> np.ndarray:
     """Per-seed values whose mean sits on `level`, spread both ways."""
     return level * np.linspace(0.4, 1.6, seeds)
@@ -261,6 +276,25 @@ def cases() -> dict[str, list]:
             (INCONCLUSIVE, (g, "1-alignment/2", 0.2, "W aligns"), {}),
             (NOT_SUPPORTED, (ngd_groups(gd=0.5), "1-alignment/2", 0.2, "W aligns"), {}),
             (INCONCLUSIVE, (ngd_groups(gd=straddling(0.2)), "1-alignment/2", 0.2, "W"), {}),
+            # with `fall`: near the level and still falling by 10× after the second step
+            (SUPPORTED, (falling(1e-4, 0.5), "1-alignment/2", 0.05, "W"), {"fall": 10.0}),
+            # below the level at step 2 (n/a), the fall decides
+            (SUPPORTED, (falling(1e-5, 0.04), "1-alignment/2", 0.05, "W"), {"fall": 10.0}),
+            (NOT_SUPPORTED, (falling(0.01, 0.03), "1-alignment/2", 0.05, "W"), {"fall": 10.0}),
+            # above the level, every run still falling: the runs ended first
+            (INCONCLUSIVE, (falling(0.3, 1.0), "1-alignment/2", 0.05, "W"), {"fall": 10.0}),
+            (INCONCLUSIVE, (falling(0.3, 1.0), "1-alignment/2", 0.05, "W"), {}),
+            # above the level, frozen over the second half (the float floor stopped the runs)
+            (INCONCLUSIVE, (frozen(0.3), "1-alignment/2", 0.05, "W"), {"fall": 10.0}),
+        ],
+        "ngd.falls": [
+            (SUPPORTED, (falling(1e-4, 0.5)["GD"], "GD", "1-alignment/2", 10.0), {}),
+            (NOT_SUPPORTED, (falling(0.01, 0.03)["GD"], "GD", "1-alignment/2", 10.0), {}),
+            (
+                INCONCLUSIVE,
+                (falling(1e-4, 0.5)["GD"], "GD", "1-alignment/2", 10.0),
+                {"unmet": ["still falling"]},
+            ),
         ],
         "ngd.all_beat": [
             (SUPPORTED, (joint(g), "GD"), {}),

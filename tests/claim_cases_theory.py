@@ -36,8 +36,10 @@ def proportional_data(power: float, runs: int = RUNS, noise: float = 0.01):
 def theory_cases() -> dict[str, list]:
     fast, slow = around(-2.0), around(-0.5)
     lrs = np.repeat([0.03, 0.1, 0.3, 1.0], 2)
+    lr_seeds = np.tile([1, 2], 4)  # two seeds, each run at every η
     x1, y1 = proportional_data(1.0)
     x2, y2 = proportional_data(2.0)
+    halves = np.repeat([1, 2], RUNS // 2)  # two seeds, half the problems each
     windows = ([1000, 10000], [10000, 100000])
     holds = np.ones(400, dtype=bool)
     half = np.tile([True, False], 200)
@@ -64,22 +66,41 @@ def theory_cases() -> dict[str, list]:
             (INCONCLUSIVE, (with_nan(around(-2.0)), around(-2.0, seed=1), 0.1, windows), {}),
         ],
         "theory.growth_per_lr": [
-            (SUPPORTED, (lrs, 0.99 * lrs, 0.1), {}),
-            (NOT_SUPPORTED, (lrs, 1.2 * lrs, 0.1), {}),
-            (NOT_SUPPORTED, (lrs, 0.5 * lrs, 0.1), {}),
-            (INCONCLUSIVE, (lrs, with_nan(0.99 * lrs), 0.1), {}),
+            (SUPPORTED, (lrs, lrs * around(0.99, 0.005), 0.1, lr_seeds), {}),
+            (NOT_SUPPORTED, (lrs, lrs * around(0.5, 0.005), 0.1, lr_seeds), {}),
+            # two seeds far apart: over seeds (n = 2), not runs (n = 8), it cannot decide
+            (INCONCLUSIVE, (lrs, lrs * np.tile([0.8, 1.0], 4), 0.1, lr_seeds), {}),
+            (INCONCLUSIVE, (lrs, with_nan(0.99 * lrs), 0.1, lr_seeds), {}),
+        ],
+        "theory.growth_bound": [
+            (SUPPORTED, (lrs, lrs * around(0.99, 0.005), lr_seeds), {}),
+            (NOT_SUPPORTED, (lrs, lrs * around(1.2, 0.005), lr_seeds), {}),
+            (INCONCLUSIVE, (lrs, lrs * np.tile([0.9, 1.1], 4), lr_seeds), {}),
         ],
         "theory.proportional": [
-            (SUPPORTED, (x1, y1, 0.1, text, quantity, source), {}),
-            (NOT_SUPPORTED, (x2, y2, 0.1, text, quantity, source), {}),
-            (NOT_SUPPORTED, (x1, np.sqrt(y1), 0.1, text, quantity, source), {}),
-            (INCONCLUSIVE, (x1, with_nan(y1), 0.1, text, quantity, source), {}),
+            (SUPPORTED, (x1, y1, 0.1, text, quantity, source, halves), {}),
+            (NOT_SUPPORTED, (x2, y2, 0.1, text, quantity, source, halves), {}),
+            (NOT_SUPPORTED, (x1, np.sqrt(y1), 0.1, text, quantity, source, halves), {}),
+            (INCONCLUSIVE, (x1, with_nan(y1), 0.1, text, quantity, source, halves), {}),
+            # one slope per seed, far apart: two seeds cannot decide
+            (
+                INCONCLUSIVE,
+                (x1, x1 ** np.where(halves == 1, 0.7, 1.3), 0.1, text, quantity, source, halves),
+                {},
+            ),
+            (SUPPORTED, (x1, y1, 0.1, text, quantity, source, halves), {"consistency": True}),
         ],
         "theory.ratio_near_one": [
-            (SUPPORTED, (around(1.0), 0.2, text, quantity, source), {}),
-            (NOT_SUPPORTED, (around(1.5), 0.2, text, quantity, source), {}),
-            (NOT_SUPPORTED, (around(0.5), 0.2, text, quantity, source), {}),
-            (INCONCLUSIVE, (across(1.2), 0.2, text, quantity, source), {}),
+            (SUPPORTED, (around(1.0), 0.2, text, quantity, source, halves), {}),
+            (NOT_SUPPORTED, (around(1.5), 0.2, text, quantity, source, halves), {}),
+            (NOT_SUPPORTED, (around(0.5), 0.2, text, quantity, source, halves), {}),
+            (INCONCLUSIVE, (across(1.2), 0.2, text, quantity, source, np.arange(RUNS)), {}),
+            # eight tight cases but two seeds far apart: n = 2 seeds, not 8 cases
+            (
+                INCONCLUSIVE,
+                (np.where(halves == 1, 0.85, 1.15), 0.2, text, quantity, source, halves),
+                {},
+            ),
         ],
         "theory.slower": [
             (SUPPORTED, (around(-0.2), around(-2.0, seed=1), text, source), {}),

@@ -4,6 +4,7 @@ wrong value there makes one of these tests fail."""
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import numpy as np
@@ -239,3 +240,41 @@ def test_windows_are_checked(window, message):
         with pytest.raises(ValueError, match="<= 50"):
             tm.check_window(window, 50, "w")
     assert tm.span((1000, 100000)) == "1,000–100,000"
+
+
+@pytest.mark.parametrize(
+    ("power", "status"), [(-2.0, SUPPORTED), (-1.5, SUPPORTED), (-0.8, NOT_SUPPORTED)]
+)
+def test_a_squared_quantity_is_held_to_the_squared_distance_rate(power, status):
+    """1 − cos θ and D_ψ are half a squared distance, so a distance rate O(log log t / log t)
+    (Soudry et al.) is their rate squared (docs/theory.md: a distance rate t^(−a) is a
+    misalignment exponent −2a). A misalignment falling like (log t)^-0.8 is a distance
+    falling like (log t)^-0.4, slower than the theorem's: held to the unsquared order (−0.54)
+    it passed."""
+    from attnbias.experiments import joint_rates, md_plain
+
+    t = np.array([20.0, 1e3, 1e5])
+    assert np.allclose(rules.polylog_misalignment_order(t), rules.polylog_order(t) ** 2)
+    bound = md_plain.polylog_bound(WINDOW)
+    assert bound == pytest.approx(-1.09, abs=0.01)
+    assert "polylog_misalignment_order" in inspect.getsource(joint_rates.claims)
+    rows = noisy(np.log(STEPS.clip(2)) ** power, noise=0.01)
+    claim = rules.exponent_below(tm.polylog_exponents(STEPS, rows, WINDOW), bound, "", "q", "s")
+    assert claim.status == status
+
+
+def test_checks_that_hold_on_any_data_are_consistency_checks_and_the_paper_parts_are_not():
+    """Eq. 12's upper bound (steps of length η), the slope 1 of κ against η that follows from
+    κ ≈ η, and the rate ∝ margin across token scales (a symmetry) cannot fail on any data:
+    they are checks of the code, never evidence for the paper; the lower limit of Eq. 12 and
+    the margin varied by the geometry can fail and are the paper's."""
+    lrs, seeds = np.repeat([0.1, 1.0], 3), np.tile([1, 2, 3], 2)
+    kappas = 0.99 * lrs
+    assert rules.growth_bound(lrs, kappas, seeds).consistency
+    assert not rules.growth_per_lr(lrs, kappas, 0.1, seeds).consistency
+    x, problems = np.array([0.5, 1.0, 2.0] * 2), np.repeat([1, 2], 3)
+    assert rules.proportional(x, x, 0.1, "", "q", "s", problems, consistency=True).consistency
+    assert not rules.proportional(x, x, 0.1, "", "q", "s", problems).consistency
+    # n counts seeds, not the six (η, seed) or (problem, seed) cases
+    assert rules.growth_per_lr(lrs, kappas, 0.1, seeds).effect.n == 3
+    assert rules.proportional(x, x, 0.1, "", "q", "s", problems).parts[0].effect.n == 2

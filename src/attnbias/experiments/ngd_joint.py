@@ -1,9 +1,13 @@
-"""ngd-joint: joint training of attention W and head v from zero (NGD paper §4, Fig. 3).
+"""ngd-joint: joint training of attention W and head v from a small random start (NGD paper §4,
+Fig. 3; the paper: its results extend to small random initialisation).
 
 dm data (T = 2: a larger optimal token carrying the label, a noise token), self-attention,
-W₀ = 0 and v₀ = 0. GD, NGD (the paper's eq. 13: loss-normalised steps η/L), Polyak (L* = 0)
-and joint-NGD (each tensor's gradient normalised by its own norm) are compared: the loss → 0,
-v aligns with the head SVM of the optimal tokens and W with their Att-SVM.
+W₀ and v₀ small and random. From zero, W's first step is already W_mm's direction (with T = 2
+both are combinations of the same constraint vectors) and v's is the head SVM's, so "converges
+in direction" was never exercised; from a random start it is. GD, NGD (the paper's eq. 13:
+loss-normalised steps η/L), Polyak (L* = 0) and joint-NGD (each tensor's gradient normalised by
+its own norm) are compared: the loss → 0, v aligns with the head SVM of the optimal tokens and
+W with their Att-SVM.
 """
 
 from __future__ import annotations
@@ -78,6 +82,8 @@ def run(config: Config, out: Path) -> dict:
 
 
 SLUGS = ("loss-to-zero", "v-aligns", "W-aligns", "all-beat-gd", "polyak-fastest")
+# ours: converging, not only near: a misalignment falls by 10× after the first steps
+FALL = 10.0
 
 
 def claims(groups, config) -> list[Claim]:
@@ -99,11 +105,14 @@ def claims(groups, config) -> list[Claim]:
         rules.joint_convergence(groups, "loss", target_loss,
                                 f"The loss goes to 0: every algorithm ends below {target_loss:g}"),
         rules.joint_convergence(groups, "1-alignment_v/2", 1.0 - target,
-                                "The head v aligns with the head SVM of the optimal tokens: "
-                                f"alignment ≥ {target:g} for every algorithm"),
+                                "The head v converges in direction to the head SVM of the "
+                                f"optimal tokens: alignment ≥ {target:g} and a misalignment "
+                                f"{FALL:g}× smaller than at the second step, for every "
+                                "algorithm", fall=FALL),
         rules.joint_convergence(groups, "1-alignment/2", 1.0 - target,
-                                "W aligns with the Att-SVM of the optimal tokens: alignment ≥ "
-                                f"{target:g} for every algorithm"),
+                                "W converges in direction to the Att-SVM of the optimal tokens: "
+                                f"alignment ≥ {target:g} and a misalignment {FALL:g}× smaller "
+                                "than at the second step, for every algorithm", fall=FALL),
         *speed,
     ]  # fmt: skip
     return identified("ngd-joint", out, SLUGS)

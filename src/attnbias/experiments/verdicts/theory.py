@@ -15,10 +15,10 @@ import numpy as np
 from ...claims import (
     Claim,
     Rule,
+    clustered_mean_effect,
     mean_effect,
     proportion_effect,
     ratio_effect,
-    slope_effect,
 )
 
 # --- the theory's values (each derived where the formula was lost; see the module docstring)
@@ -41,15 +41,17 @@ EQ12_SLOPE_OVER_LR = 1.0
 LEMMA1_RATE_OVER_MARGIN = 1.0
 # NGD paper Thm 3 (joint training with the loss-normalised steps of Eq. 13): ‖W_t‖ grows only
 # logarithmically, and the rate is "comparable to linear models trained with standard GD"
-# (Soudry et al.), so 1 − cos θ falls at least like (log t)^-1.
+# (Soudry et al.: the *distance* ‖Ŵ_t − Ŵ_mm‖ within O(log log t / log t)); 1 − cos θ is half
+# the squared distance, so it falls at least like the square (polylog_misalignment_order).
 THM3_POLYLOG_EXPONENT = -1.0
 # NGD paper Thm 4: v's margin on the optimal tokens is asymptotically "a constant factor" of
 # the max margin 1/‖v_mm‖; the factor was lost: 1/2 is our reading of a constant far from 0.
 THM4_MARGIN_FRACTION = 0.5
 # MD paper, plain ℓp-AttGD: a rate "comparable to GD in simpler models" (Soudry et al.: the
-# direction within O(log log t / log t)), so D_ψ(Ŵ_mm, Ŵ_t) falls at least like (log t)^-1.
+# direction within O(log log t / log t)); D_ψ(Ŵ_mm, Ŵ_t) is locally half a squared distance
+# (exactly so for p = 2), so it too falls at least like the square of that order.
 MD_POLYLOG_EXPONENT = -1.0
-# Thm 3 and the MD rate carry Soudry et al.'s log log t factor (polylog_order).
+# Thm 3 and the MD rate carry Soudry et al.'s log log t factor (polylog_order, a distance).
 
 
 def thm1_order(t):
@@ -59,10 +61,17 @@ def thm1_order(t):
 
 
 def polylog_order(t):
-    """Thm 3's and the MD paper's order: log log t · (log t)^MD_POLYLOG_EXPONENT (decreasing
-    only beyond t = e^e)."""
+    """Thm 3's and the MD paper's order of a distance ‖Ŵ_t − Ŵ_mm‖:
+    log log t · (log t)^MD_POLYLOG_EXPONENT (decreasing only beyond t = e^e)."""
     t = np.asarray(t, dtype=np.float64)
     return np.log(np.log(t)) * np.log(t) ** MD_POLYLOG_EXPONENT
+
+
+def polylog_misalignment_order(t):
+    """The same order for a squared quantity, 1 − cos θ = ‖Ŵ_t − Ŵ_mm‖²/2 or a Bregman
+    divergence (docs/theory.md: a distance rate t^(−a) is a misalignment exponent −2a): the
+    square of polylog_order."""
+    return polylog_order(t) ** 2
 
 
 def _mean_part(values, quantity, comparison, threshold, source, centre=0.0) -> Claim:
@@ -143,66 +152,110 @@ def window_stable(early: np.ndarray, late: np.ndarray, tolerance: float, windows
     )
 
 
-def growth_per_lr(lrs: np.ndarray, slopes: np.ndarray, tolerance: float) -> Claim:
-    """Eq. 12: the late slope κ of ‖W_t‖ in t over the step size η, mean over runs, is at most
-    1 (each normalized step has length η) and above 1 − tolerance (the limit is 1)."""
+def growth_per_lr(lrs: np.ndarray, slopes: np.ndarray, tolerance: float, clusters) -> Claim:
+    """Eq. 12's linear growth: the late slope κ of ‖W_t‖ in t over the step size η is above
+    1 − tolerance (the limit is 1: the step turns parallel to W_t). A run whose direction
+    kept turning would grow more slowly, so this can fail. Runs of one seed (one problem, one
+    W₀, several η) are one cluster: the interval is over seeds, not runs."""
     ratio = np.asarray(slopes, dtype=np.float64) / np.asarray(lrs, dtype=np.float64)
-    quantity = "late slope of ‖W_t‖ in t over η"
     return Claim(
-        f"Eq. 12: ‖W_t‖ grows like ηt: its late slope in t over η is at most "
-        f"{EQ12_SLOPE_OVER_LR:g} and above {EQ12_SLOPE_OVER_LR - tolerance:g}",
-        parts=[
-            _mean_part(
-                ratio,
-                quantity,
-                "<=",
-                EQ12_SLOPE_OVER_LR,
-                "the paper: Eq. 12's upper bound ‖W_t‖ ≤ ‖W₀‖ + ηt",
-                centre=EQ12_SLOPE_OVER_LR,
-            ),
-            _mean_part(
-                ratio,
-                quantity,
-                ">",
-                EQ12_SLOPE_OVER_LR - tolerance,
-                f"derived: the limit is {EQ12_SLOPE_OVER_LR:g}; {tolerance:g} below it ours",
-                centre=EQ12_SLOPE_OVER_LR,
-            ),
-        ],
+        f"Eq. 12: ‖W_t‖ grows like ηt: its late slope in t over η is above "
+        f"{EQ12_SLOPE_OVER_LR - tolerance:g} at every η",
+        rule=Rule(
+            "late slope of ‖W_t‖ in t over η, mean over seeds (clustered)",
+            ">",
+            EQ12_SLOPE_OVER_LR - tolerance,
+            f"derived: the limit is {EQ12_SLOPE_OVER_LR:g}; {tolerance:g} below it ours",
+            centre=EQ12_SLOPE_OVER_LR,
+        ),
+        effect=clustered_mean_effect(ratio, clusters),
         unmet=unresolved(ratio, "late slope"),
         evidence={"lr": [float(x) for x in lrs], "slope_over_lr": [float(r) for r in ratio]},
     )
 
 
-def proportional(
-    x: np.ndarray, y: np.ndarray, tolerance: float, text: str, quantity: str, source: str
-) -> Claim:
-    """y ∝ x across runs: the least-squares slope of log y on log x is within
-    (1 − tolerance, 1 + tolerance) of 1."""
-    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        effect = slope_effect(np.log(x), np.log(y), unit="runs")
+def growth_bound(lrs: np.ndarray, slopes: np.ndarray, clusters) -> Claim:
+    """A consistency check of the code, not evidence for the paper: every normalised step has
+    length η, so by the triangle inequality ‖W_t‖ ≤ ‖W₀‖ + ηt on any data and the late slope
+    over η cannot exceed 1 (Eq. 12's upper bound)."""
+    ratio = np.asarray(slopes, dtype=np.float64) / np.asarray(lrs, dtype=np.float64)
     return Claim(
-        text,
-        parts=[
-            Claim("", rule=Rule(quantity, ">", 1.0 - tolerance, source, centre=1.0), effect=effect),
-            Claim("", rule=Rule(quantity, "<", 1.0 + tolerance, source, centre=1.0), effect=effect),
-        ],
-        unmet=unresolved(y, "value"),
-        evidence={"x": [float(v) for v in x], "y": [float(v) for v in y]},
+        f"Consistency check (the triangle inequality for steps of length η): the late slope of "
+        f"‖W_t‖ in t over η is at most {EQ12_SLOPE_OVER_LR:g}",
+        rule=Rule(
+            "late slope of ‖W_t‖ in t over η, mean over seeds (clustered)",
+            "<=",
+            EQ12_SLOPE_OVER_LR,
+            "identity: steps of length η give ‖W_t‖ ≤ ‖W₀‖ + ηt (Eq. 12's upper bound)",
+            centre=EQ12_SLOPE_OVER_LR,
+            consistency=True,
+        ),
+        effect=clustered_mean_effect(ratio, clusters),
+        unmet=unresolved(ratio, "late slope"),
+        evidence={"lr": [float(x) for x in lrs], "slope_over_lr": [float(r) for r in ratio]},
     )
 
 
-def ratio_near_one(
-    ratios: np.ndarray, tolerance: float, text: str, quantity: str, source: str
+def per_cluster_slopes(x: np.ndarray, y: np.ndarray, clusters) -> np.ndarray:
+    """Per cluster (seed), the least-squares slope of log y on log x over its cases (NaN for a
+    cluster with fewer than 2 distinct finite points)."""
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    members: dict = {}
+    for k, key in enumerate(np.asarray(clusters).tolist()):
+        members.setdefault(key, []).append(k)
+    out = []
+    for cases in members.values():
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lx, ly = np.log(x[cases]), np.log(y[cases])
+        keep = np.isfinite(lx) & np.isfinite(ly)
+        ok = keep.sum() >= 2 and np.ptp(lx[keep]) > 0
+        out.append(np.polyfit(lx[keep], ly[keep], 1)[0] if ok else np.nan)
+    return np.array(out)
+
+
+def proportional(
+    x: np.ndarray,
+    y: np.ndarray,
+    tolerance: float,
+    text: str,
+    quantity: str,
+    source: str,
+    clusters,
+    consistency: bool = False,
 ) -> Claim:
-    """Measured over predicted, mean over runs, lies within (1 − tolerance, 1 + tolerance)."""
-    ratios = np.asarray(ratios, dtype=np.float64)
+    """y ∝ x: per cluster (a seed, whose cases share data or W₀), the slope of log y on log x;
+    their mean over clusters is within (1 − tolerance, 1 + tolerance) of 1, so n counts seeds.
+    `consistency`: the proportionality holds by construction (a symmetry of the problem), a
+    check of the code listed apart from the paper's claims."""
+    slopes = per_cluster_slopes(x, y, clusters)
+    effect = mean_effect(slopes)
     return Claim(
         text,
         parts=[
-            _mean_part(ratios, quantity, ">", 1.0 - tolerance, source, centre=1.0),
-            _mean_part(ratios, quantity, "<", 1.0 + tolerance, source, centre=1.0),
+            Claim("", rule=Rule(quantity, ">", 1.0 - tolerance, source, 1.0, consistency),
+                  effect=effect),
+            Claim("", rule=Rule(quantity, "<", 1.0 + tolerance, source, 1.0, consistency),
+                  effect=effect),
+        ],
+        unmet=[*unresolved(y, "value"), *unresolved(slopes, "slope")],
+        evidence={"x": [float(v) for v in x], "y": [float(v) for v in y],
+                  "slope_per_cluster": [float(v) for v in slopes]},
+    )  # fmt: skip
+
+
+def ratio_near_one(
+    ratios: np.ndarray, tolerance: float, text: str, quantity: str, source: str, clusters
+) -> Claim:
+    """Measured over predicted, mean over seeds, lies within (1 − tolerance, 1 + tolerance);
+    the cases of one seed (several problems or step sizes from one draw) are one cluster, so
+    n counts seeds."""
+    ratios = np.asarray(ratios, dtype=np.float64)
+    effect = clustered_mean_effect(ratios, clusters)
+    return Claim(
+        text,
+        parts=[
+            Claim("", rule=Rule(quantity, ">", 1.0 - tolerance, source, 1.0), effect=effect),
+            Claim("", rule=Rule(quantity, "<", 1.0 + tolerance, source, 1.0), effect=effect),
         ],
         unmet=unresolved(ratios, "ratio"),
         evidence={"ratios": [float(r) for r in ratios]},
