@@ -39,13 +39,24 @@ class SteepestRuns:
         self.kind = kinds[0] if len(set(kinds)) == 1 else col([KINDS.index(k) for k in kinds])
         self.p = norms[0] if len(set(norms)) == 1 else col(norms)
         self.uses_momentum = any(a.momentum > 0 for a in algorithms)
+        # the SVD refuses a batch in which any run's matrix is not finite
+        self.svd = self.method == "svd" and "spectral" in kinds
 
     def step(self, params, grads, log_scales, buffers) -> None:
         """Steepest directions do not depend on the gradient's scale: without momentum they
         take the log-scaled gradients as they are (exact where the true ones underflow);
-        momentum adds gradients of different steps, so it needs their true scale."""
+        momentum adds gradients of different steps, so it needs their true scale.
+
+        Where an SVD is taken, a run whose gradient or momentum is not finite (it diverged)
+        is stepped on a matrix of ones instead and its weights are then set to NaN: it stays
+        diverged (`engine.measure.run_status`) and the other runs step as they would alone."""
         if self.uses_momentum:
             grads = true_scale(grads, log_scales)
+        diverged = self.diverged(grads, buffers) if self.svd else None
+        if diverged is not None:
+            grads = [torch.where(run_mask(diverged, g), 1.0, g) for g in grads]
+            for m in buffers if self.uses_momentum else ():
+                m.masked_fill_(run_mask(diverged, m), 0.0)
         steepest_step_(
             params,
             grads,
@@ -56,9 +67,23 @@ class SteepestRuns:
             momentum=self.momentum if self.uses_momentum else 0.0,
             buffers=buffers,
         )
+        if diverged is not None:
+            for w in params:
+                w.masked_fill_(run_mask(diverged, w), float("nan"))
+
+    def diverged(self, grads, buffers) -> torch.Tensor:
+        """(R,) True for the runs whose gradients (or momentum) hold a non-finite entry."""
+        tensors = [*grads, *(buffers if self.uses_momentum else ())]
+        finite = [torch.isfinite(t).flatten(1).all(1) for t in tensors]
+        return ~torch.stack(finite).all(0)
 
     def take(self, rows: np.ndarray, params) -> SteepestRuns:
         return SteepestRuns([self.algorithms[r] for r in rows], self.lr.dtype, self.lr.device)
+
+
+def run_mask(mask: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """An (R,) run mask shaped to broadcast over `like` (R, ...)."""
+    return mask.reshape(-1, *[1] * (like.dim() - 1))
 
 
 # torch optimisers whose step acts on each entry alone: the runs of one configuration can share

@@ -40,6 +40,7 @@ from .runs import (
     sweep_summary,
 )
 from .verdicts import atlas as rules
+from .verdicts.common import over_runs
 
 logger = logging.getLogger(__name__)
 
@@ -148,7 +149,7 @@ def run(config: Config, out: Path) -> dict:
     groups = curves(report.records)
     labels = config.labels
     own = dict(config.own_norm)
-    return {
+    summary = {
         "claims": claims(
             groups,
             labels,
@@ -160,15 +161,17 @@ def run(config: Config, out: Path) -> dict:
         ),
         "final_gaps": final_gaps(groups, labels),
         "tokens": tokens(report.records),
-        "figures": figure(groups, labels, own, out),
         **sweep_summary(report),
     }
+    return plotting.with_figures(summary, lambda: figure(groups, labels, own, out))
 
 
 def final_gaps(groups, labels) -> dict:
     """The table: norm → algorithm → median final margin gap over seeds."""
     return {
-        label: {name: float(np.median(c.final(f"gap/{label}"))) for name, c in groups.items()}
+        label: {
+            name: float(over_runs(np.median, c.final(f"gap/{label}"))) for name, c in groups.items()
+        }
         for label in labels
     }
 

@@ -78,11 +78,11 @@ def run(config: Config, out: Path) -> dict:
     final = {
         name: {m: c.final(f"alignment/{m}") for m in ("2", "nuc")} for name, c in groups.items()
     }
-    return {
+    summary = {
         "claims": claims(final),
-        "figures": figure(groups, out),
         **sweep_summary(report),
     }
+    return plotting.with_figures(summary, lambda: figure(groups, out))
 
 
 def claims(final) -> list[Claim]:

@@ -179,15 +179,15 @@ def run(config: Config, out: Path) -> dict:
         name: {s: gram_dominance(p.X) for s, p in by_seed.items()}
         for name, by_seed in problems(config, checked).items()
     }
-    return {
+    summary = {
         "claims": claims(rows, dominance, config),
         "table": tally(rows),
         "assumption1_dominance": {
             k: {str(s): v for s, v in d.items()} for k, d in dominance.items()
         },
-        "figures": figure(rows, config, out),
         **sweep_summary(report),
     }
+    return plotting.with_figures(summary, lambda: figure(rows, config, out))
 
 
 def tally(rows: list[dict]) -> list[dict]:

@@ -65,11 +65,11 @@ def run(config: Config, out: Path) -> dict:
     report = sweep(config, out, specs(config))
     groups = curves(report.records)
     names = {algorithm(p, config.lr).name: Norm.parse(p).label for p in config.ps}
-    return {
+    summary = {
         "claims": claims(groups, names, config.threshold),
-        "figures": figure(groups, names, out),
         **sweep_summary(report),
     }
+    return plotting.with_figures(summary, lambda: figure(groups, names, out))
 
 
 def claims(groups, names, threshold) -> list[Claim]:

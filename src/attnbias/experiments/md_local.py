@@ -22,6 +22,7 @@ from ..engine import Algorithm, RunSpec
 from ..figures import save_figure
 from ..metrics import Norm
 from ..norms import lp_norm
+from ..store import DIVERGED
 from . import plotting
 from .runs import GaussianUnitConfig, curves, random_init, seeds, sweep, sweep_summary
 from .verdicts import md as rules
@@ -80,11 +81,11 @@ def run(config: Config, out: Path) -> dict:
     random = curves([r for r in report.records if r.config["init"]["scale"] > 0])
     zero = [r for r in report.records if r.config["init"]["scale"] == 0]
     ps, names = list(config.ps), [algorithm(p, config.lr).name for p in config.ps]
-    return {
+    summary = {
         "claims": claims(random, curves(zero), ps, names, config.threshold),
-        "figures": figure(random, zero, ps, names, out),
         **sweep_summary(report),
     }
+    return plotting.with_figures(summary, lambda: figure(random, zero, ps, names, out))
 
 
 def claims(random, zero, ps, names, threshold) -> list[Claim]:
@@ -128,13 +129,18 @@ def figure(grid, zero, ps, names, out) -> list[str]:
         sorted(zero, key=lambda r: names.index(r.config["algorithm"]["name"]))
     ):
         p = record.config["algorithm"]["p"]
+        ax = axes[k, j]
+        if record.status == DIVERGED:  # its iterates are not finite: nothing to normalise
+            at = record.info.get("diverged_at")
+            plotting.panel(ax, f"zero init, {record.config['algorithm']['name']}")
+            ax.text(0.5, 0.5, f"diverged (step {at})", ha="center", transform=ax.transAxes)
+            continue
         a = record.arrays
         W_mm = a[f"W_mm_{Norm.parse(p).label}"]
         W_mm = W_mm / float(lp_norm(torch.from_numpy(W_mm), p))
         W_t = a["trajectory_W"]
         norms = lp_norm(torch.from_numpy(W_t), p, dim=(1, 2)).numpy()
         W_t = W_t / np.maximum(norms, 1e-300)[:, None, None]
-        ax = axes[k, j]
         steps = a["trajectory_steps"]
         for entry in np.argsort(-np.abs(W_mm).ravel())[:2]:
             jk = tuple(int(i) for i in np.unravel_index(entry, W_mm.shape))

@@ -34,7 +34,7 @@ from .runs import (
     sweep_summary,
 )
 from .verdicts import ngd as rules
-from .verdicts.common import seeds_of
+from .verdicts.common import over_runs, seeds_of
 
 DESCRIPTION = (
     "GD vs NGD vs NGD-momentum vs Polyak on example1: global convergence, fast (NGD paper Fig. 2)"
@@ -77,12 +77,12 @@ def specs(config: Config) -> list[RunSpec]:
 def run(config: Config, out: Path) -> dict:
     report = sweep(config, out, specs(config))
     groups = curves(report.records)
-    return {
+    summary = {
         "claims": claims(groups, config, report.records),
         "slopes": slopes(groups),
-        "figures": figure(groups, config, out),
         **sweep_summary(report),
     }
+    return plotting.with_figures(summary, lambda: figure(groups, config, out))
 
 
 def misalignment(c: Curves) -> np.ndarray:
@@ -95,7 +95,7 @@ def slopes(groups: dict[str, Curves]) -> dict:
     return {
         name: {
             "norm_vs_t": loglog_slope(c.steps, c.mean("norm/2")),
-            "misalignment_vs_t": loglog_slope(c.steps, misalignment(c).mean(0)),
+            "misalignment_vs_t": loglog_slope(c.steps, over_runs(np.mean, misalignment(c), 0)),
         }
         for name, c in groups.items()
     }

@@ -12,8 +12,10 @@ summary written) even when every run diverged.
 
 from __future__ import annotations
 
+import logging
 import re
 import weakref
+from collections.abc import Callable
 
 import matplotlib
 
@@ -24,9 +26,14 @@ from cycler import cycler
 
 from .runs import Curves
 
+logger = logging.getLogger(__name__)
+
 # Decades a log-scale loss axis spans below its largest value: further down, the curves of the
 # fast methods would squash the slow ones into flat lines (the fast ones leave the panel).
 LOSS_DECADES = 12
+
+# What drawing raises on data it cannot show (matplotlib's "Data cannot be log-scaled", ...).
+UNDRAWABLE = (ValueError, OverflowError, FloatingPointError, np.linalg.LinAlgError)
 
 # Okabe & Ito (2008), "Color Universal Design": eight colours told apart with any common
 # colour-vision deficiency. Yellow comes last: it is faint on white.
@@ -287,3 +294,22 @@ def heatmap(
     bar.set_label(f"$\\log_{{10}}$ {colorbar_label}" if log else colorbar_label, fontsize=8)
     bar.ax.tick_params(labelsize=TICK_LABEL_SIZE)
     return image
+
+
+def with_figures(summary: dict, draw: Callable[[], list[str]]) -> dict:
+    """The summary, made before any figure (its claims and counts need none), with the files
+    `draw()` writes as "figures". Figures that cannot be drawn from these runs (all diverged,
+    nothing finite on a log axis) are left out, said in one line of "figure_notices" (and
+    logged as a warning), and the summary is returned all the same."""
+    before = set(plt.get_fignums())
+    try:
+        return {**summary, "figures": draw()}
+    except UNDRAWABLE as err:
+        for number in set(plt.get_fignums()) - before:
+            plt.close(number)
+        diverged, runs = len(summary.get("diverged", [])), summary.get("runs")
+        counted = f" ({diverged} of {runs} runs diverged)" if diverged else ""
+        notice = f"figures not drawn{counted}: {' '.join(str(err).split())}"
+        logger.warning("%s", notice)
+        notices = [*summary.get("figure_notices", []), notice]
+        return {**summary, "figures": [], "figure_notices": notices}

@@ -30,6 +30,7 @@ from . import atlas, plotting
 from .runs import curves, sweep, sweep_summary
 from .verdicts import atlas as atlas_rules
 from .verdicts import reexamine as rules
+from .verdicts.common import over_runs
 
 
 class Config(atlas.GapConfig):
@@ -100,15 +101,15 @@ def run(config: Config, out: Path) -> dict:
     report = sweep(config, out, atlas.specs(config))
     groups = curves(report.records)
     labels = [n.label for n in config.norms]
-    return {
+    summary = {
         "claims": claims(groups, config),
         "tables": {
             "median final margin gap by norm, and the log–log slope of ‖W_t‖_F (stalled: "
             "≈ 0)": table(groups, labels, config.rate_start)
         },
-        "figures": figure(groups, labels, config, out),
         **sweep_summary(report),
     }
+    return plotting.with_figures(summary, lambda: figure(groups, labels, config, out))
 
 
 def planned(config: Config) -> list[tuple]:
@@ -150,8 +151,11 @@ def table(groups, labels: list[str], start: float) -> list[dict]:
     return [
         {
             "algorithm": name,
-            **{f"gap in {lab}": float(np.median(c.final(f"gap/{lab}"))) for lab in labels},
-            "‖W_t‖ slope": float(np.median(rules.norm_slopes(c, start))),
+            **{
+                f"gap in {lab}": float(over_runs(np.median, c.final(f"gap/{lab}")))
+                for lab in labels
+            },
+            "‖W_t‖ slope": float(over_runs(np.median, rules.norm_slopes(c, start))),
         }
         for name, c in groups.items()
     ]

@@ -31,7 +31,7 @@ from . import ngd_fixed, plotting
 from .runs import Curves, OptimalTokenConfig, curves, sweep, sweep_summary
 from .verdicts import ngd as ngd_rules
 from .verdicts import reexamine as rules
-from .verdicts.common import final
+from .verdicts.common import final, over_runs
 
 DESCRIPTION = "Re-examines ngd-fixed's Polyak verdict: a sweep of the cap γ_b and of c"
 
@@ -90,12 +90,12 @@ def polyak_name(cap: float, c: float) -> str:
 def run(config: Config, out: Path) -> dict:
     report = sweep(config, out, ngd_fixed.specs(config))
     groups = curves(report.records)
-    return {
+    summary = {
         "claims": claims(groups, config),
         "tables": {"final values, median over seeds": table(groups, config.rate_start)},
-        "figures": figure(groups, config, out),
         **sweep_summary(report),
     }
+    return plotting.with_figures(summary, lambda: figure(groups, config, out))
 
 
 def claims(groups: dict[str, Curves], config: Config) -> list[Claim]:
@@ -146,10 +146,10 @@ def table(groups: dict[str, Curves], start: float) -> list[dict]:
     return [
         {
             "algorithm": name,
-            "misalignment": float(np.median(final(c, ngd_rules.MISALIGNMENT))),
-            "1 − score": float(np.median(final(c, "1-score/opt"))),
-            "‖W_t‖": float(np.median(final(c, "norm/2"))),
-            "‖W_t‖ slope": float(np.median(rules.norm_slopes(c, start))),
+            "misalignment": float(over_runs(np.median, final(c, ngd_rules.MISALIGNMENT))),
+            "1 − score": float(over_runs(np.median, final(c, "1-score/opt"))),
+            "‖W_t‖": float(over_runs(np.median, final(c, "norm/2"))),
+            "‖W_t‖ slope": float(over_runs(np.median, rules.norm_slopes(c, start))),
             "runs stopped": int(np.sum(rules.stopped(c, start))),
         }
         for name, c in groups.items()

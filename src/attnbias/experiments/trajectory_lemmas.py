@@ -246,12 +246,12 @@ def run(config: Config, out: Path) -> dict:
         target = fixed if dominance[seed] < 1.0 else fixed_off
         for key in ("lemma5", "lemma6"):
             target[key] += [(h, (algorithm.name, seed, w)) for h, w in found[key]]
-    return {
+    summary = {
         "claims": claims(fixed, fixed_off, joint, config),
         "assumption1_dominance": {str(s): v for s, v in dominance.items()},
-        "figures": figure(joint, config, out),
         **sweep_summary(report),
     }
+    return plotting.with_figures(summary, lambda: figure(joint, config, out))
 
 
 def failures(cases: list) -> list:

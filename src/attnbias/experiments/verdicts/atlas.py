@@ -65,7 +65,9 @@ def owner_smallest(groups: dict[str, Curves], own: dict[str, str]) -> Claim:
 def stalled(c: Curves, start: float) -> float:
     """Mean log–log slope of ‖W_t‖_F in t over the steps from `start` × the last: about 1 for
     a normalised method that still moves, near 0 for one that stopped."""
-    return float(np.nanmean([loglog_slope(c.steps, row, start) for row in values(c, "norm/2")]))
+    slopes = np.array([loglog_slope(c.steps, row, start) for row in values(c, "norm/2")])
+    # NaN when no run has a slope (all diverged), without nanmean's empty-slice warning
+    return float(np.nanmean(slopes)) if (~np.isnan(slopes)).any() else float("nan")
 
 
 def behaves_like(

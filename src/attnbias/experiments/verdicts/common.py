@@ -8,6 +8,15 @@ import numpy as np
 from ..runs import Curves
 
 
+def over_runs(reduce, values, axis=None):
+    """reduce (np.mean, np.median, ...) of per-run values; NaN where there are none (every run
+    of the group diverged), without numpy's empty-slice warning. NaN fails every comparison."""
+    values = np.asarray(values, dtype=float)
+    if values.size:
+        return reduce(values, axis=axis)
+    return float("nan") if axis is None else np.full(np.delete(values.shape, axis), np.nan)
+
+
 def seeds_of(c: Curves) -> np.ndarray:
     """The seed of each run of a group (its position when the curves do not say)."""
     seeds = getattr(c, "seeds", None)

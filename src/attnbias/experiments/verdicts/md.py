@@ -7,7 +7,7 @@ import numpy as np
 
 from ...claims import Claim, Rule, exact_effect, mean_effect, ratio_effect
 from ..runs import Curves
-from .common import described, final, paired
+from .common import described, final, over_runs, paired
 
 SOURCE_OWN = "ours: divergence {threshold:g} (config threshold); the theorem's limit is 0"
 
@@ -40,7 +40,7 @@ def own_p_nearest(
     parts, rows = [], {}
     for name, metric in own.items():
         rows[metric] = described({a: final(groups[a], metric) for a in groups})
-        own_final = float(np.mean(final(groups[name], metric)))
+        own_final = float(over_runs(np.mean, final(groups[name], metric)))
         unmet = (
             [f"{name} has not converged: its own {metric} ends at {own_final:.3g} "
              f"(≥ {converged_below:g})"]
@@ -84,4 +84,4 @@ def selects_and_classifies(groups: dict[str, Curves], level: float = 0.99) -> Cl
 
 def first_values(groups: dict[str, Curves], own: dict[str, str]) -> dict:
     """Each algorithm's mean divergence at the first recorded step (where the runs start)."""
-    return {n: float(np.mean(groups[n].values[m][:, 0])) for n, m in own.items()}
+    return {n: float(over_runs(np.mean, groups[n].values[m][:, 0])) for n, m in own.items()}
