@@ -102,12 +102,12 @@ def run(config: Config, out: Path) -> dict:
         c.values[MISALIGNMENT] = 1.0 - c.values["alignment/2"]
     fractions = margin_fractions(report.records, config)
     found = claims(groups, fractions, config)
-    return {
+    summary = {
         "claims": found,
         "v_margin_fraction": {k: [float(x) for x in v] for k, v in fractions.items()},
-        "figures": figure(groups, fractions, config, out),
         **sweep_summary(report),
     }
+    return plotting.with_figures(summary, lambda: figure(groups, fractions, config, out))
 
 
 def margin_fractions(records, config: Config) -> dict[str, np.ndarray]:

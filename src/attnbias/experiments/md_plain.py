@@ -88,11 +88,11 @@ def run(config: Config, out: Path) -> dict:
     groups = curves(report.records)
     own = {algorithm(p, config.lr).name: own_metric(p) for p in config.ps}
     found = claims(groups, own, config)
-    return {
+    summary = {
         "claims": found,
-        "figures": figure(groups, own, config, out),
         **sweep_summary(report),
     }
+    return plotting.with_figures(summary, lambda: figure(groups, own, config, out))
 
 
 def own_metric(p: float) -> str:

@@ -20,6 +20,7 @@ from ..claims import Claim, identified, not_applicable
 from ..config import Algorithms, NonNegative, Positive, PositiveInt, Text, check_named
 from ..data import dm
 from ..engine import RunSpec
+from . import plotting
 from .ngd_fixed import figure
 from .runs import (
     ZERO_OR_RANDOM_INIT,
@@ -74,11 +75,11 @@ def run(config: Config, out: Path) -> dict:
     report = sweep(config, out, specs(config))
     groups = curves(report.records)
     config = {**config, "data": "dm"}
-    return {
+    summary = {
         "claims": claims(groups, config),
-        "figures": figure(groups, config, out, PANELS),
         **sweep_summary(report),
     }
+    return plotting.with_figures(summary, lambda: figure(groups, config, out, PANELS))
 
 
 SLUGS = ("loss-to-zero", "v-aligns", "W-aligns", "all-beat-gd", "polyak-fastest")

@@ -179,11 +179,11 @@ def run(config: Config, out: Path) -> dict:
         c.values[MISALIGNMENT] = 1.0 - c.values["alignment/2"]
     saturation = saturation_rates(report.records, config)
     found = claims(groups, saturation, config)
-    return {
+    summary = {
         "claims": found,
-        "figures": figure(groups, saturation, config, found, out),
         **sweep_summary(report),
     }
+    return plotting.with_figures(summary, lambda: figure(groups, saturation, config, found, out))
 
 
 def saturation_rates(records, config: Config) -> dict:
