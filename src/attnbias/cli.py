@@ -9,6 +9,7 @@ import importlib.util
 import logging
 import math
 import os
+import re
 import shlex
 import sys
 import tempfile
@@ -31,6 +32,11 @@ from .experiments.base import (
 from .npz import load_npz
 from .store import plain_name
 from .svm import DEFAULT_MAX_MEMORY_GB
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
 
 logger = logging.getLogger(__name__)
 
@@ -63,7 +69,7 @@ class Unavailable(RuntimeError):
 def main(argv: list[str] | None = None) -> int:
     if set(sys.argv[1:] if argv is None else argv) in VERBOSE_VERSION:
         return show_version()
-    args = parser().parse_args(argv)
+    args = parse(argv)
     if args.quiet and args.verbose:
         return fail("--quiet and --verbose exclude each other; give one")
     try:
@@ -183,6 +189,13 @@ def parser() -> argparse.ArgumentParser:
         "text-md); meant for a GPU",
     )
     c.add_argument("--seeds", type=int, help="override the number of seeds")
+    c.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help=f"change a config field of the named experiments (repeatable); {OVERRIDES_HELP}",
+    )
     add_device(c)
     c.add_argument("--out", default="results", metavar="ROOT", help=OUT_HELP)
     c.add_argument("--report", help="also write a Markdown report (figures + claim tables) here")
@@ -209,6 +222,7 @@ def parser() -> argparse.ArgumentParser:
         "fields to change; or an experiment's NAME or module:attribute, to run it with its "
         "defaults",
     )
+    add_overrides(c)
     c.add_argument("--quick", action="store_true", help="start from the quick-scale defaults")
     c.add_argument("--out", default="results", metavar="ROOT", help=OUT_HELP)
     add_allow_import(c)
@@ -228,6 +242,7 @@ def parser() -> argparse.ArgumentParser:
         "config", metavar="NAME", help="an experiment (see `list`), module:attribute, or a TOML "
         "file as `run` takes"
     )  # fmt: skip
+    add_overrides(c)
     scale = c.add_mutually_exclusive_group()
     scale.add_argument("--quick", action="store_true", help="with the [quick] table applied")
     scale.add_argument("--paper", action="store_true", help="with the [paper] table applied")
@@ -354,7 +369,10 @@ def reproduce(args) -> int:
         raise ValueError("--force: only with --report FILE (nothing is replaced otherwise)")
     names = []
     known = experiment_names()
+    overrides = override_layers(args.set)
     for name in args.names:
+        if OVERRIDE.fullmatch(name):
+            raise ValueError(f"{name}: reproduce changes a config field with --set {name}")
         if name != "all" and name not in known:
             raise ValueError(f"unknown experiment {name!r}; choose from all, {', '.join(known)}")
         names += [n for n in (SYNTHETIC if name == "all" else [name]) if n not in names]
@@ -366,6 +384,7 @@ def reproduce(args) -> int:
         options = [
             ("--seeds", {"seeds": args.seeds}),
             ("--device", device_override(name, args.device)),
+            *overrides,
         ]
         configs[name] = load_config(name, quick=quick, paper=args.paper, layers=options)
         check_ready(name, configs[name])
@@ -483,7 +502,8 @@ def reuse_sources(reuse_from: str | None, names: list[str]) -> dict[str, Path | 
 
 
 def run_config(args) -> int:
-    config = config_of(args.config, args.quick, False, args.device, args.allow_import)
+    overrides = override_layers(args.overrides)
+    config = config_of(args.config, args.quick, False, args.device, args.allow_import, overrides)
     name = find_experiment(config.experiment).name
     if not plain_name(name):
         raise ValueError(f"experiment {config.experiment!r} is named {name!r}, not a file name")
@@ -496,17 +516,22 @@ def run_config(args) -> int:
 
 
 def config_of(
-    source: str, quick: bool, paper: bool, device: str | None = None, allow_import: bool = False
+    source: str,
+    quick: bool,
+    paper: bool,
+    device: str | None = None,
+    allow_import: bool = False,
+    overrides: list = (),
 ):
     """The resolved config `run` and `config` take: from a TOML file naming its experiment
     (its fields over the experiment's defaults), or an experiment's name or module:attribute
-    (its defaults). A file may name a module:attribute only with allow_import: importing it
-    runs that module's code, and the file may not be the user's own."""
+    (its defaults); then the command line's KEY=VALUE overrides (see override_layers). A file
+    may name a module:attribute only with allow_import: importing it runs that module's code,
+    and the file may not be the user's own."""
     path = Path(source)
     if path.suffix != ".toml" and not path.is_file():
-        return load_config(
-            source, quick=quick, paper=paper, layers=[("--device", device_override(source, device))]
-        )
+        layers = [*overrides, ("--device", device_override(source, device))]
+        return load_config(source, quick=quick, paper=paper, layers=layers)
     fields = read_toml(path)
     name = fields.pop("experiment", None)
     if name is None:
@@ -524,7 +549,7 @@ def config_of(
         find_experiment(name)
     except ValueError as err:
         raise ValueError(f"{source}: {err}") from None
-    layers = [(str(path), fields), ("--device", device_override(name, device))]
+    layers = [(str(path), fields), *overrides, ("--device", device_override(name, device))]
     return load_config(name, quick=quick, paper=paper, layers=layers)
 
 
@@ -535,7 +560,10 @@ def show_config(args) -> int:
     from .config import to_toml
     from .store import json_text
 
-    config = config_of(args.config, args.quick, args.paper, allow_import=args.allow_import)
+    overrides = override_layers(args.overrides)
+    config = config_of(
+        args.config, args.quick, args.paper, allow_import=args.allow_import, overrides=overrides
+    )
     if args.schema:
         schema = find_experiment(config.experiment).Config.model_json_schema()
         print(json.dumps(schema, indent=1, ensure_ascii=False))
@@ -544,6 +572,70 @@ def show_config(args) -> int:
     else:
         print(to_toml(config.to_dict()), end="")
     return 0
+
+
+OVERRIDES_HELP = (
+    "VALUE is read as in a TOML file: lr=0.05, seeds=3, ps=[1.5,2.0], normalize='\"global\"' "
+    "(a bare word, normalize=global, is a string too); checked as a config file's fields are"
+)
+OVERRIDE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+OVERRIDE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*=.*", re.S)
+BARE_WORD = re.compile(r"[A-Za-z_./~][A-Za-z0-9_.:/~+-]*")  # taken as a string if not TOML
+
+
+def add_overrides(c) -> None:
+    c.add_argument(
+        "overrides",
+        nargs="*",
+        metavar="KEY=VALUE",
+        help=f"change a config field (after the config, before the options); {OVERRIDES_HELP}",
+    )
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    """The command line's arguments; the KEY=VALUE overrides of `run` and `config` may also
+    come after their options (argparse takes a positional list in one piece only)."""
+    p = parser()
+    args, extra = p.parse_known_args(argv)
+    if extra and hasattr(args, "overrides") and all(OVERRIDE.fullmatch(a) for a in extra):
+        args.overrides += extra
+    elif extra:
+        p.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
+def override_layers(items: list[str]) -> list[tuple[str, dict]]:
+    """The KEY=VALUE items typed on the command line as one config layer (none without items),
+    named by what was typed: "lr=-1: md-local: lr must be > 0, got -1" (one name for all, so
+    that a rule across fields is not blamed on one of them). VALUE is a TOML value (a bare
+    word is a string); the typed config checks the rest."""
+    fields = {}
+    for item in items:
+        key, equals, text = item.partition("=")
+        if not equals or not OVERRIDE_KEY.fullmatch(key):
+            raise ValueError(
+                f"{item!r}: an override is KEY=VALUE, KEY a config field (`attnbias config NAME` "
+                "lists them), e.g. lr=0.05"
+            )
+        if key == "experiment":
+            raise ValueError(f"{item}: the experiment is chosen by its NAME, not overridden")
+        fields[key] = override_value(item, text)
+    return [(" ".join(items), fields)] if items else []
+
+
+def override_value(item: str, text: str):
+    """VALUE of KEY=VALUE as TOML reads it; a bare word (global, cuda) as a string."""
+    if "\n" not in text and "\r" not in text:
+        try:
+            return tomllib.loads(f"value = {text}")["value"]
+        except tomllib.TOMLDecodeError:
+            pass
+        if BARE_WORD.fullmatch(text):
+            return text
+    raise ValueError(
+        f"{item}: {text!r} is not a TOML value (a number, true or false, a quoted string, "
+        '[a, list] or {an = "inline table"})'
+    )
 
 
 def add_device(c) -> None:
