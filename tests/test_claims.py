@@ -14,12 +14,14 @@ from attnbias.experiments import (
     kq_nuclear,
     md_joint,
     md_local,
+    md_plain,
     ngd_fixed,
     ngd_joint,
     text_finetune,
     text_md,
     vision,
 )
+from attnbias.experiments.base import load_config
 from attnbias.experiments.runs import Curves, curves
 from attnbias.store import RunRecord, tidy
 
@@ -109,6 +111,8 @@ def synthetic_claims():
                                          kq_nuclear.DIRECT: claim_cases.kq_alignment(0.9, 0.99)}),
         "atlas": atlas.claims(atlas_groups, claim_cases.LABELS, claim_cases.OWN,
                               {"Adam": "SignGD", "Muon": "SpectralDescent"}, 0.05, 0.1, -0.25),
+        "md-plain": md_plain.claims(claim_cases.md_groups(), claim_cases.md_own(),
+                                    load_config("md-plain", quick=True)),
     }  # fmt: skip
 
 
@@ -151,6 +155,9 @@ SYNTHETIC_VERDICTS = {
     "atlas/adam-like-signgd": "S/SSS",
     "atlas/muon-like-spectraldescent": "S/SSS",
     "atlas/own-norm-rate": "S/SSS",
+    "md-plain/own-p-nearest": "S/SSSSSS",
+    "md-plain/polylog-rate": "S/SSS",
+    "md-plain/polylog-window-stable": "N/NNN",
 }
 LETTER = {"supported": "S", "not supported": "N", "inconclusive": "I", "not applicable": "A"}
 
@@ -166,6 +173,9 @@ def test_synthetic_claims_reach_their_constructed_verdicts():
 
 
 def test_nothing_to_compare_is_not_applicable():
+    one_p = {"ℓ2-MD": "divergence/2"}
+    nearest = md_plain.claims(claim_cases.md_groups(), one_p, load_config("md-plain", quick=True))
+    assert nearest[0].status == NOT_APPLICABLE
     md = claim_cases.md_groups(ps=("2",))
     (_, off, _) = md_local.claims(md, md, [2.0], list(md), 0.05)
     assert off.supported is None and off.status == NOT_APPLICABLE
