@@ -178,7 +178,6 @@ class Cluster:
         logger.info("%s on %d Dask worker(s) at %s%s", what, self.workers(), where, suffix)
 
 
-@contextmanager
 def check_scheduler(address: str, timeout: float) -> None:
     """ValueError unless a Dask scheduler at `address` answers the identity handshake within
     `timeout` seconds (on a thread of its own: the caller may be in an event loop)."""
@@ -215,6 +214,7 @@ def unreachable(address: str, timeout: float, why) -> str:
     return f"could not reach a Dask scheduler at {address} within {timeout:g} s: {reason[:200]}"
 
 
+@contextmanager
 def environ_without(name: str) -> Iterator[None]:
     """os.environ without `name` inside the block (what child processes inherit)."""
     saved = os.environ.pop(name, None)
