@@ -55,7 +55,8 @@ CAPTIONS = {
     "and compare the Adam row with SignGD's and the Muon row with SpectralDescent's. Curves: "
     f"the gap against steps, one panel per norm ({BAND}; thick: the owner of that norm).",
     "_accuracy": "Validation (left) and test (right) accuracy of every text-md run with its "
-    "own initial weights, against steps (runs stop at 99.5 % train accuracy); dots: the "
+    "own initial weights, against steps (every run trains the same 30 epochs; under --paper "
+    "runs stop at 99.5 % train accuracy); dots: the "
     "checkpoint each run reports, chosen on validation alone. Horizontal lines: the reference "
     "models on the same split (majority class, bag-of-words logistic regression, fine-tuned "
     "MiniLM). Look at where the dots sit between the lines.",
