@@ -5,6 +5,7 @@ publishes (`store.FIGURE_SUFFIXES`)."""
 from __future__ import annotations
 
 import logging
+from functools import partial
 from pathlib import Path
 
 import matplotlib
@@ -14,7 +15,7 @@ matplotlib.use("Agg")  # files only: no display is needed, or assumed
 import matplotlib.pyplot as plt
 from matplotlib.ticker import LogLocator
 
-from .store import FIGURE_SUFFIXES
+from .store import FIGURE_SUFFIXES, write_into
 
 logger = logging.getLogger(__name__)
 
@@ -28,13 +29,14 @@ _METADATA = {"png": {}, "pdf": {"CreationDate": None, "ModDate": None}, "svg": {
 
 def save_figure(fig, out: str | Path, name: str, dpi: int = 130, formats=FORMATS) -> list[str]:
     """Write out/name.<format> for each of `formats` (default: png, pdf, svg), close the
-    figure; returns their paths. The layout is computed once and then frozen, so each further
-    format costs one rendering, not another layout pass."""
+    figure; returns their paths. Each file is written fresh and renamed in through a handle of
+    `out` (store.write_into: never through a link; a staging directory through its store's
+    handles). The layout is computed once and then frozen, so each further format costs one
+    rendering, not another layout pass."""
     unknown = [f for f in formats if f not in FORMATS]
     if unknown or not formats:
         raise ValueError(f"save_figure: formats must be some of {FORMATS}, got {formats!r}")
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     paths = [out / f"{name}.{ext}" for ext in formats]
     logger.info("drawing figure %s (%s)", name, ", ".join(formats))
     try:
@@ -45,10 +47,14 @@ def save_figure(fig, out: str | Path, name: str, dpi: int = 130, formats=FORMATS
             fig.set_layout_engine("none")
         with plt.rc_context({"svg.hashsalt": name}):
             for path, ext in zip(paths, formats):
-                fig.savefig(path, dpi=dpi, metadata=_METADATA[ext])
+                write_into(out, path.name, writer=partial(_savefig, fig, ext, dpi))
     finally:
         plt.close(fig)
     return [str(p) for p in paths]
+
+
+def _savefig(fig, ext: str, dpi: int, f) -> None:
+    fig.savefig(f, format=ext, dpi=dpi, metadata=_METADATA[ext])
 
 
 def thin_log_minor_ticks(fig) -> None:

@@ -229,6 +229,25 @@ def open_path(path: Path) -> int:
         os.close(parent)
 
 
+def write_into(directory: Path, name: str, data: bytes | None = None, writer=None) -> Path:
+    """Write the file `name` of `directory` atomically (replace_at: bytes `data`, or what
+    writer(binary file) writes), never through a link: a store's staging directory is reached
+    from its store's handles (ResultsStore.write_file), any other directory is made if missing
+    and opened by open_path (the components above its last are the user's)."""
+    directory = Path(directory)
+    if STAGING.fullmatch(directory.name):
+        return ResultsStore(directory).write_file(name, data, writer)
+    if not plain_name(name):
+        raise ValueError(f"write_into: {name!r} is not a file name")
+    directory.mkdir(parents=True, exist_ok=True)
+    fd = open_path(directory)
+    try:
+        replace_at(fd, name, data, writer)
+    finally:
+        os.close(fd)
+    return directory / name
+
+
 def open_regular(path: Path):
     """path opened for binary reading, through no symbolic link in its last two components
     (the run or publication directory and the file), and only if it is a regular file; OSError
@@ -871,6 +890,20 @@ class ResultsStore:
                     os.close(fd)
         return self.root / name
 
+    def discard_stage(self, stage: Path) -> None:
+        """Remove the staging directory `stage` of this store (what is left of it after a
+        failure), reached from the experiment directory's handle: a link at its name (or at
+        the experiment directory's) is removed itself or refused, never followed."""
+        name = Path(stage).name
+        if not STAGING.fullmatch(name):
+            raise ValueError(f"discard_stage: {stage} is not a staging directory")
+        self._stages.pop(name, None)
+        try:
+            with self._open() as root:
+                remove_at(root, name)
+        except (FileNotFoundError, UnsafeStore):  # gone, or the directory is not ours to touch
+            pass
+
     # --- the layout ---------------------------------------------------------------------------
 
     def layout_problem(self) -> str | None:
@@ -979,6 +1012,25 @@ class ResultsStore:
                         return None
                     return final
         except FileNotFoundError:
+            return None
+
+    def current_manifest(self) -> tuple[str, dict] | None:
+        """(name, manifest) of the current publication, both read from handles (no link but
+        `latest` followed), if its files match the manifest by size; None if there is none,
+        its manifest is not the store's (said, as published does) or its files do not match.
+        UnsafeStore if the layout is not the store's."""
+        published = self.published()
+        if published is None:
+            return None
+        try:
+            with self._open("outputs", published.name) as fd:
+                if manifest_problem_at(fd, published, deep=False) is not None:
+                    return None
+                data = read_at(fd, MANIFEST, MAX_MANIFEST_BYTES, published / MANIFEST)
+                return published.name, _manifest_fields(data)
+        except UnsafeStore:
+            raise
+        except (OSError, ValueError):  # changed since published() read it
             return None
 
     def published_file(self, path: str | Path) -> bytes:

@@ -379,8 +379,9 @@ def train_on(cluster: Cluster, chunks: list[Chunk], store, device, progress: boo
     solved. Progress counts runs done on the client."""
     if not chunks:
         return 0
-    # Workers may run elsewhere: the store by its absolute path, through any staging link.
-    root = store.runs.resolve().parent
+    # Workers may run elsewhere: the experiment directory by its absolute path, no link
+    # resolved (each worker's store opens it without following one).
+    root = store.directory.absolute()
     cluster.check_writable(root)
     runs = sum(len(c.stored) for c in chunks)
     cluster.announce(f"{desc}: {runs} runs in {len(chunks)} chunk(s)")

@@ -20,7 +20,6 @@ import importlib.metadata
 import json
 import logging
 import math
-import shutil
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -33,18 +32,10 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
 from .. import __version__
-from ..claims import Claim
+from ..claims import STATUSES, Claim, reasons, status_of, verdict_columns, verdict_word
 from ..config import ExperimentConfig, LooseConfig, resolve
 from ..engine.cluster import using
-from ..store import (
-    MANIFEST,
-    ResultsStore,
-    StoreReadOnly,
-    UnsafeStore,
-    config_key,
-    json_text,
-    manifest_problem,
-)
+from ..store import ResultsStore, StoreReadOnly, UnsafeStore, config_key, json_text
 
 logger = logging.getLogger(__name__)
 
@@ -335,15 +326,16 @@ def publish_run(store: ResultsStore, config: ExperimentConfig, identity: dict) -
     """Run the experiment into a staging directory and publish it as outputs/<config hash>."""
     experiment = find_experiment(config.experiment)
     stage = store.staging()
+    staged = ResultsStore(stage)  # its files are written through the store's handles
     try:
-        (stage / "config.json").write_text(json_text(config.to_dict()))
+        staged.write_file("config.json", json_text(config.to_dict()).encode())
         summary = experiment.run(config, stage)
         final = store.root / "outputs" / identity["config_hash"]
         summary, run_keys = complete_summary(config, summary, identity, stage, final)
-        (stage / "summary.json").write_text(json_text(summary))
+        staged.write_file("summary.json", json_text(summary).encode())
         store.publish(stage, identity["config_hash"], runs=run_keys, **identity)
     finally:
-        shutil.rmtree(stage, ignore_errors=True)
+        store.discard_stage(stage)
     return with_paths(summary, store.root)
 
 
@@ -373,25 +365,73 @@ def published_summary(store: ResultsStore, identity: dict) -> dict | None:
     """The published summary if it is of this config and code version and every run it was
     made from is still stored (manifests only: no run is loaded, nothing is drawn); else None.
     The summary's bytes must match the sha256 in the publication's manifest (an edited summary
-    is never served as current); the other files are checked by size."""
-    published = store.published()
-    if published is None:
+    is never served as current) and it must have the shape attnbias writes (read_summary: a
+    forged summary and manifest of another shape are said in one line and made again); the
+    other files are checked by size."""
+    current = store.current_manifest()
+    if current is None:
+        return None
+    name, manifest = current
+    if any(manifest.get(k) != v for k, v in identity.items()) or manifest.get("runs") is None:
         return None
     try:
-        manifest = json.loads((published / MANIFEST).read_text())
-        if any(manifest.get(k) != v for k, v in identity.items()) or manifest.get("runs") is None:
-            return None
-        if manifest_problem(published, deep=False) is not None:
-            return None
         if not all(store.has(key) for key in manifest["runs"]):
             return None
-        summary = json.loads(store.published_file(Path("outputs", published.name, "summary.json")))
-    except UnsafeStore as err:  # edited or replaced: never served, made again from the runs
+        path = Path("outputs", name, "summary.json")
+        summary = read_summary(store.published_file(path), store.directory / path)
+    except (UnsafeStore, ValueError) as err:  # edited, replaced or forged: made again
         logger.warning("%s; the outputs are made again", err)
         return None
-    except (OSError, ValueError):
+    except OSError:
         return None
     return {**with_paths(summary, store.root), "reused_outputs": True}
+
+
+def read_summary(data: bytes, shown: Path) -> dict:
+    """A published summary.json's content; ValueError naming `shown` if it is not a summary
+    attnbias writes: a JSON object whose claims, figures, diverged runs and tables have the
+    shape that the commands reading it (verdicts, --strict, --report) rely on."""
+    try:
+        summary = json.loads(data)
+        problem = _summary_problem(summary)
+    except (ValueError, TypeError, KeyError, AttributeError, IndexError, RecursionError) as err:
+        problem = f"{type(err).__name__}: {err}"
+    if problem is not None:
+        raise ValueError(f"{shown} is not a summary attnbias writes ({problem})")
+    return summary
+
+
+def _summary_problem(summary) -> str | None:
+    """What in a summary's shape its readers cannot use (None: nothing); their own errors
+    (KeyError, ...) propagate, the claims being read as the commands read them."""
+    if not isinstance(summary, dict):
+        return "not a JSON object"
+    if "claims" not in summary:
+        return "no claims"
+    shapes = {"claims": (list, dict), "figures": (list, str), "diverged": (list, dict)}
+    for key, (outer, inner) in shapes.items():
+        value = summary.get(key, [])
+        if not isinstance(value, outer) or not all(isinstance(v, inner) for v in value):
+            return f"its {key} are not a list of {inner.__name__}"
+    tables = summary.get("tables", {})
+    if not isinstance(tables, dict) or not all(
+        isinstance(rows, list) and all(isinstance(row, dict) for row in rows)
+        for rows in tables.values()
+    ):
+        return "its tables are not lists of rows"
+    if not isinstance(summary.get("scale", ""), str):
+        return "its scale is not text"
+    printed = {"algorithm", "seed", "diverged_at"}  # what the verdicts print of a diverged run
+    if not all(printed <= run.keys() for run in summary.get("diverged", [])):
+        return "a diverged run without its algorithm, seed and step"
+    for claim in summary["claims"]:
+        if not isinstance(claim.get("claim"), str) or not isinstance(claim.get("evidence"), dict):
+            return "a claim without its text and evidence"
+        if status_of(claim) not in STATUSES:
+            return f"a claim's status is {status_of(claim)!r}"
+        for read in (verdict_word, reasons, verdict_columns):
+            read(claim)
+    return None
 
 
 def with_paths(summary: dict, root: Path) -> dict:

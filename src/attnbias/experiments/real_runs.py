@@ -108,10 +108,11 @@ def run_once(
     cluster = active_cluster()
     if cluster is None:
         return train_and_store(store.root, run_config, key, checkpoints, train_fn)
-    # Workers may run elsewhere: absolute paths, through the staging directory's links.
-    root = store.runs.resolve().parent
+    # Workers may run elsewhere: absolute paths, no link resolved (the worker's store opens
+    # the experiment directory without following one).
+    root = store.directory.absolute()
     (Path(out) / "checkpoints").mkdir(parents=True, exist_ok=True)
-    checkpoints = (Path(out) / "checkpoints").resolve() / key
+    checkpoints = root / "checkpoints" / key
     cluster.check_writable(root)
     future = cluster.submit(
         train_and_store, root, run_config, key, checkpoints, train_fn, name=task_name("run", [key])
