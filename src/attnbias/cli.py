@@ -30,7 +30,7 @@ from .experiments.base import (
     run_experiment,
 )
 from .npz import load_npz
-from .store import plain_name
+from .store import json_text, plain_name
 from .svm import DEFAULT_MAX_MEMORY_GB
 
 try:
@@ -267,6 +267,21 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--force", action="store_true", help="with --write: replace a file that differs")
     c.set_defaults(command=write_claims_register)
 
+    c = command(
+        "export",
+        help="write an experiment's published metrics table as CSV",
+        description="The metrics table (metrics.parquet) of the current publication of "
+        "ROOT/NAME, one row per run and recorded step, as CSV (the format spreadsheets, R and "
+        "pandas read): to stdout, or to --write PATH. It is read as `claims` reads a summary: "
+        "only if it matches its publication's manifest.",
+    )
+    c.add_argument("name", metavar="NAME", help="an experiment (see `list`) with results in ROOT")
+    c.add_argument("--out", default="results", metavar="ROOT", help=OUT_HELP)
+    c.add_argument("--format", choices=("csv",), default="csv", help="csv (the default)")
+    c.add_argument("--write", metavar="PATH", help="write to this file (default: stdout)")
+    c.add_argument("--force", action="store_true", help="with --write: replace a file")
+    c.set_defaults(command=export_table)
+
     c = command("svm", help="solve the Att-SVM for arrays in a .npz file")
     c.add_argument("file", help=".npz with X (n,T,d), z (n,d) and alpha (n,), or W, or y and v")
     c.add_argument("--norm", default="2", help=f"{NORMS} (default 2)")
@@ -278,6 +293,12 @@ def parser() -> argparse.ArgumentParser:
         "(optimal); auto takes the first the file allows",
     )
     c.add_argument("--write", metavar="PATH", help="save W, alpha and the multipliers to this .npz")
+    c.add_argument(
+        "--json",
+        action="store_true",
+        help="print the result as one JSON object (with W; non-finite numbers as null) and the "
+        "memory estimate on stderr",
+    )
     c.add_argument("--out", dest="svm_out", help=argparse.SUPPRESS)  # renamed: see solve_svm
     c.add_argument(
         "--max-array-mb",
@@ -558,7 +579,6 @@ def show_config(args) -> int:
     import json
 
     from .config import to_toml
-    from .store import json_text
 
     overrides = override_layers(args.overrides)
     config = config_of(
@@ -865,8 +885,15 @@ def solve_svm(args) -> int:
     if X.ndim == 3:  # the size the solve needs, said before it starts (wrong shapes: att_svm says)
         n, T, d = X.shape
         needs = solver_memory(n * max(T - 1, 0), d * d, norm, queries=n) / 10**9
-        print(f"memory     about {needs:.3g} GB (estimate; --max-memory-gb {args.max_memory_gb:g})")
+        notes = sys.stderr if args.json else sys.stdout  # stdout holds only the JSON
+        estimate = f"about {needs:.3g} GB (estimate; --max-memory-gb {args.max_memory_gb:g})"
+        print(f"memory     {estimate}", file=notes)
     result = att_svm(X, z, alpha, norm, max_memory_gb=args.max_memory_gb)
+    if args.json:
+        if out is not None:
+            write_svm(out, result, alpha)
+        print(json_text(svm_fields(args.norm, norm, result, alpha, out)))
+        return 0
     print(f"norm       {args.norm} ({norm_meaning(norm)})")
     print(f"‖W_mm‖     {result.norm:.10g}")
     print(f"margin     {result.margin:.10g}")
@@ -874,12 +901,108 @@ def solve_svm(args) -> int:
     print(f"KKT resid. {result.kkt_residual:.3g}")
     print(f"alpha      {np.asarray(alpha).tolist()}")
     if out is not None:
-        try:
-            with open(out, "wb") as f:  # a file object: numpy would append .npz to a name
-                np.savez(f, W=result.W, alpha=alpha, dual=result.dual)
-        except OSError as err:
-            raise ValueError(f"--write {out}: cannot write ({err.strerror or err})") from err
+        write_svm(out, result, alpha)
         print(f"saved      {out}")
+    return 0
+
+
+def write_svm(out: Path, result, alpha) -> None:
+    """`svm --write`: W, alpha and the multipliers as an .npz; ValueError if it cannot."""
+    import numpy as np
+
+    try:
+        with open(out, "wb") as f:  # a file object: numpy would append .npz to a name
+            np.savez(f, W=result.W, alpha=alpha, dual=result.dual)
+    except OSError as err:
+        raise ValueError(f"--write {out}: cannot write ({err.strerror or err})") from err
+
+
+def svm_fields(typed: str, norm, result, alpha, out: Path | None) -> dict:
+    """`svm --json`: what the text output says, as fields, and W (None if there is none)."""
+    return {
+        "norm": typed,
+        "norm_meaning": norm_meaning(norm),
+        "W_norm": result.norm,
+        "margin": result.margin,
+        "status": result.status,
+        "kkt_residual": result.kkt_residual,
+        "alpha": alpha,
+        "W": result.W,
+        "written": None if out is None else str(out),
+    }
+
+
+MAX_TABLE_BYTES = 2 * 10**9  # `export`: a metrics table decoded, from its file's metadata
+EXPORT_ROWS = 4096  # rows decoded and written at a time
+
+
+def export_table(args) -> int:
+    """`attnbias export`: the current publication's metrics table as CSV, verified against its
+    manifest, its decoded size bounded from the file's metadata before anything is decoded."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+    import pyarrow.parquet as pq
+
+    from .store import ResultsStore
+
+    if args.name not in experiment_names():
+        known = ", ".join(experiment_names())
+        raise ValueError(f"unknown experiment {args.name!r}; choose from {known}")
+    if args.force and args.write is None:
+        raise ValueError("--force: only with --write PATH (nothing is replaced otherwise)")
+    path = Path(args.write) if args.write is not None else None
+    if path is not None and (path.exists() or path.is_symlink()) and not args.force:
+        raise ValueError(f"--write {path}: the file exists; --force replaces it")
+    where = Path(args.out) / args.name
+    data = ResultsStore(where).current_file("metrics.parquet") if where.is_dir() else None
+    if data is None:
+        raise ValueError(
+            f"{where} holds no published results of {args.name}; `attnbias reproduce "
+            f"{args.name}{'' if args.out == 'results' else ' --out ' + shlex.quote(args.out)}` "
+            "makes them"
+        )
+    try:
+        table = pq.ParquetFile(io.BytesIO(data))
+        meta = table.metadata
+        decoded = sum(
+            meta.row_group(g).column(c).total_uncompressed_size
+            for g in range(meta.num_row_groups)
+            for c in range(meta.num_columns)
+        )
+    except pa.ArrowException as err:
+        raise ValueError(f"{where}/metrics.parquet is not a Parquet table ({err})") from err
+    if decoded > MAX_TABLE_BYTES or meta.num_rows * meta.num_columns > MAX_TABLE_BYTES // 8:
+        raise ValueError(
+            f"{where}/metrics.parquet: its metadata gives {decoded:,} bytes in {meta.num_rows:,} "
+            f"rows, more than a metrics table holds (at most {MAX_TABLE_BYTES:,} bytes)"
+        )
+
+    def write(sink) -> None:
+        with pcsv.CSVWriter(sink, table.schema_arrow) as writer:
+            for batch in table.iter_batches(batch_size=EXPORT_ROWS):
+                writer.write_batch(batch)
+
+    try:
+        if path is None:
+            sys.stdout.flush()
+            write(sys.stdout.buffer)
+        else:
+            writable_dir(path.parent, "--write")
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    write(f)
+                os.replace(tmp, path)  # whole or not at all
+            finally:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+            print(f"{args.name}: {meta.num_rows} rows → {path}", file=sys.stderr)
+    except BrokenPipeError:  # the reader stopped (| head): not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (pa.ArrowException, OSError) as err:
+        raise ValueError(f"{where}/metrics.parquet cannot be exported ({err})") from err
     return 0
 
 
