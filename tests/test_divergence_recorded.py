@@ -107,6 +107,18 @@ def test_a_figure_that_cannot_be_drawn_becomes_a_notice_and_the_summary_stays():
     assert plotting.plt.get_fignums() == []
 
 
+def test_a_store_refusal_while_drawing_is_no_notice():
+    from attnbias.store import UnsafeStore
+
+    def draw():
+        plotting.subplots(1, 1)
+        raise UnsafeStore("ROOT/md-local/figure.png is not the store's (a link?)")
+
+    with pytest.raises(UnsafeStore):  # the store's refusal stops the command, as elsewhere
+        plotting.with_figures({"claims": [], "runs": 1}, draw)
+    assert plotting.plt.get_fignums() == []
+
+
 def poison(monkeypatch) -> None:
     """Every run's state becomes NaN after its first stretch of steps: all runs diverge, by the
     engine's own detection, whatever the optimiser."""

@@ -24,6 +24,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from cycler import cycler
 
+from ..store import StoreBusy, StoreReadOnly, UnsafeStore
 from .runs import Curves
 
 logger = logging.getLogger(__name__)
@@ -34,6 +35,8 @@ LOSS_DECADES = 12
 
 # What drawing raises on data it cannot show (matplotlib's "Data cannot be log-scaled", ...).
 UNDRAWABLE = (ValueError, OverflowError, FloatingPointError, np.linalg.LinAlgError)
+# ValueErrors that are not about the data: the store refusing to write is never a notice.
+STORE_REFUSALS = (UnsafeStore, StoreBusy, StoreReadOnly)
 
 # Okabe & Ito (2008), "Color Universal Design": eight colours told apart with any common
 # colour-vision deficiency. Yellow comes last: it is faint on white.
@@ -307,6 +310,8 @@ def with_figures(summary: dict, draw: Callable[[], list[str]]) -> dict:
     except UNDRAWABLE as err:
         for number in set(plt.get_fignums()) - before:
             plt.close(number)
+        if isinstance(err, STORE_REFUSALS):
+            raise
         diverged, runs = len(summary.get("diverged", [])), summary.get("runs")
         counted = f" ({diverged} of {runs} runs diverged)" if diverged else ""
         notice = f"figures not drawn{counted}: {' '.join(str(err).split())}"

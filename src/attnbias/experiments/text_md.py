@@ -449,9 +449,14 @@ def half_budget(record) -> dict[str, float]:
     early = steps <= half
     if not early.any():
         return nan
-    k = chosen_evaluation(val[early], series(record, "val_loss")[1][early])
+    loss_steps, loss = series(record, "val_loss")
+    test_steps, test = series(record, "test_accuracy")
+    if not (np.array_equal(loss_steps, steps) and np.array_equal(test_steps, steps)):
+        raise ValueError(f"run {record.key}: its validation and test curves are not evaluated "
+                         "at the same steps")  # fmt: skip
+    k = chosen_evaluation(val[early], loss[early])
     epochs = [acc for step, acc in record.info.get("epoch_train_accuracy", []) if step <= half]
-    return {"half_test_accuracy": 100 * float(series(record, "test_accuracy")[1][early][k]),
+    return {"half_test_accuracy": 100 * float(test[early][k]),
             "half_train_accuracy": 100 * float(epochs[-1]) if epochs else math.nan}  # fmt: skip
 
 
