@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 
+import claim_cases
 from attnbias.claims import NOT_SUPPORTED, SUPPORTED, mean_effect
 from attnbias.data import example1, gaussian_unit
 from attnbias.engine import Algorithm, RunSpec
@@ -278,3 +279,31 @@ def test_checks_that_hold_on_any_data_are_consistency_checks_and_the_paper_parts
     # n counts seeds, not the six (η, seed) or (problem, seed) cases
     assert rules.growth_per_lr(lrs, kappas, 0.1, seeds).effect.n == 3
     assert rules.proportional(x, x, 0.1, "", "q", "s", problems).parts[0].effect.n == 2
+
+
+def test_rows_citing_theorem_1_on_data_outside_assumption_1_report_it_and_say_so():
+    """Issue 29 class 6: ngd-fixed and antipodal run where Assumption 1 fails (δ ≈ 2 and 4):
+    δ per seed is in the evidence of their rows citing Theorem 1 or its lemmas (and only
+    there), and the register says those rows test beyond the theorem."""
+    from attnbias.experiments import ngd_fixed
+    from attnbias.experiments.base import load_config
+    from attnbias.experiments.claims_register import REGISTER
+    from attnbias.store import RunRecord
+
+    for name, low, high in (("ngd-fixed", 1.5, 2.5), ("antipodal", 3.5, 5.0)):
+        config = load_config(name, quick=True)
+        outside = ngd_fixed.assumption1(config)
+        assert outside["gram_dominance_seeds"] == list(range(1, config.seeds + 1))
+        assert all(low < delta < high for delta in outside["gram_dominance"])
+        assert outside["assumption1_holds"] == f"0 of {config.seeds} seeds (δ < 1)"
+        records = [RunRecord(str(s), {"init": {"seed": s}}, None, {"W_mm_2": np.eye(2)}, {})
+                   for s in range(claim_cases.SEEDS)]  # fmt: skip
+        found = ngd_fixed.claims(claim_cases.ngd_groups(), config, records, outside)
+        with_delta = {c.id for c in found if "gram_dominance" in c.evidence}
+        assert with_delta == {f"{name}/{slug}" for slug in ngd_fixed.THEOREM_ROWS}
+        for entry in REGISTER:
+            if entry.experiment == name:
+                beyond = "tests beyond the theorem" in entry.differences
+                assert beyond == (entry.id in with_delta), entry.id
+    small = tm.assumption1_report({3: example1(n=1, T=4, d=32, seed=3).X})
+    assert small["assumption1_holds"] == "1 of 1 seeds (δ < 1)"
