@@ -12,6 +12,7 @@ from attnbias.claims import INCONCLUSIVE, NOT_APPLICABLE, STATUSES
 from attnbias.experiments import (
     atlas,
     kq_nuclear,
+    local_global,
     md_joint,
     md_local,
     md_plain,
@@ -113,6 +114,7 @@ def synthetic_claims():
                               {"Adam": "SignGD", "Muon": "SpectralDescent"}, 0.05, 0.1, -0.25),
         "md-plain": md_plain.claims(claim_cases.md_groups(), claim_cases.md_own(),
                                     load_config("md-plain", quick=True)),
+        "local-global": local_global.claims(*claim_cases.local_global_inputs()),
     }  # fmt: skip
 
 
@@ -142,9 +144,9 @@ SYNTHETIC_VERDICTS = {
     "ngd-fixed/norm-growth": "S/SSS",
     "ngd-fixed/momentum-improves": "S/SS",
     "ngd-fixed/score-saturation": "N/NS",
-    "ngd-joint/loss-to-zero": "N/NSSS",
-    "ngd-joint/v-aligns": "N/NSSS",
-    "ngd-joint/W-aligns": "N/NSSS",
+    "ngd-joint/loss-to-zero": "I/ISSS",
+    "ngd-joint/v-aligns": "I/IISSSSSS",
+    "ngd-joint/W-aligns": "I/IISSSSSS",
     "ngd-joint/all-beat-gd": "S/SSSSSSSSS",
     "ngd-joint/polyak-fastest": "N/SSSSSSSNN",
     "kq-nuclear/kq-nuclear-svm": "S",
@@ -158,6 +160,12 @@ SYNTHETIC_VERDICTS = {
     "md-plain/own-p-nearest": "S/SSSSSS",
     "md-plain/polylog-rate": "S/SSS",
     "md-plain/polylog-window-stable": "N/NNN",
+    "local-global/assumption1-example1": "S",
+    "local-global/assumption1-gaussian": "S",
+    "local-global/global-example1": "S/S",
+    "local-global/global-example1-every-R": "N/SSNS",
+    "local-global/local-gaussian": "S/SS",
+    "local-global/not-global-gaussian": "S",
 }
 LETTER = {"supported": "S", "not supported": "N", "inconclusive": "I", "not applicable": "A"}
 
@@ -304,5 +312,5 @@ def test_an_experiment_not_run_says_why_where_that_is_known_and_is_counted_as_no
     text_md = [r for r in rows if r[0].startswith("text-md/")]
     others = [r for r in rows if r[0].startswith("text-finetune/")]
     assert text_md and all(r[6].startswith(register.NOT_RUN + " (") for r in text_md)
-    assert "99.5 %" in text_md[0][6] and all(r[6] == register.NOT_RUN for r in others)
+    assert "1 h 16 min" in text_md[0][6] and all(r[6] == register.NOT_RUN for r in others)
     assert register.counts(register.register_rows({})) == f"{len(rows)} {register.NOT_RUN}"
