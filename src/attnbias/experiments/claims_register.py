@@ -68,6 +68,7 @@ class PaperClaim:
     where: str
     wording: str
     differences: str = ""
+    consistency: bool = False  # a consistency check of the code: listed and counted apart
 
     @property
     def experiment(self) -> str:
@@ -236,17 +237,17 @@ def theory_entries() -> list[PaperClaim]:
                    f"clustered by seed; {BEYOND_THM1}"),
         PaperClaim("ngd-rates/eq12-upper-bound", "NGD", "Eq. 12 (Lemma 7)", "‖W_t‖ grows at "
                    "most like ηt", f"{NGD_RATES}; a consistency check: steps of length η "
-                   "satisfy it on any data (the triangle inequality)"),
+                   "satisfy it on any data (the triangle inequality)", consistency=True),
         PaperClaim("ngd-rates/eq12-linear-in-lr", "NGD", "Eq. 12", "the growth rate of ‖W_t‖ is "
                    "set by the step size η", f"{NGD_RATES}; ±10 % ours; a consistency check: "
-                   "slope 1 follows from κ ≈ η at every η (eq12-norm-growth)"),
+                   "slope 1 follows from κ ≈ η at every η (eq12-norm-growth)", consistency=True),
         PaperClaim("ngd-rates/lemma1-rate", "NGD", "Lemma 1", "the optimal tokens' softmax "
                    "scores saturate exponentially in ‖W_t‖ at the rate the margin sets",
                    f"{NGD_RATES}; rate γ* = 1/‖W_mm‖ ({LOST}); ±20 % ours; {BEYOND_THM1}"),
         PaperClaim("ngd-rates/lemma1-vs-margin", "NGD", "Lemma 1", "the saturation rate is "
                    "proportional to the margin, across problems",
                    f"{NGD_RATES}; a consistency check: margins varied by scaling the tokens "
-                   "(× 0.5, 1, 2), an exact symmetry L_c(W) = L₁(c²W)"),
+                   "(× 0.5, 1, 2), an exact symmetry L_c(W) = L₁(c²W)", consistency=True),
         PaperClaim("ngd-rates/lemma1-vs-margin-geometry", "NGD", "Lemma 1", "the saturation "
                    "rate is proportional to the margin, across problems",
                    f"{NGD_RATES}; margins varied by the data's geometry (n ∈ {{1, 2, 4, 8}} "
@@ -554,7 +555,8 @@ def register_rows(found: dict[str, dict]) -> list[Row]:
             why = NOT_RUN_WHY.get(entry.experiment)
             status = NOT_RUN + (f" ({why})" if why else "")
             rows.append(Row(tuple(cell(c) for c in [*head, "", "", "", status, "",
-                                                    entry.differences]), NOT_RUN))  # fmt: skip
+                                                    entry.differences]), NOT_RUN,
+                            entry.consistency))  # fmt: skip
         for claim in hits:
             columns = verdict_columns(claim)
             cells = [claim["id"], *head[1:], columns["rule"], columns["source"],
@@ -568,8 +570,8 @@ def register_rows(found: dict[str, dict]) -> list[Row]:
 def counts(rows: list[Row]) -> str:
     """How many of the rows have each verdict (a check's in its own words)."""
     if any(row.consistency for row in rows):
-        words = [CHECK_WORDS[row.verdict] for row in rows]
-        order = [CHECK_WORDS[s] for s in STATUSES]
+        words = [CHECK_WORDS.get(row.verdict, row.verdict) for row in rows]
+        order = [*(CHECK_WORDS[s] for s in STATUSES), NOT_RUN]
     else:
         words = [row.verdict for row in rows]
         order = [*STATUSES, NOT_RUN]
