@@ -5,8 +5,14 @@ checks that its code is the README's.
     python examples/quickstart.py
 """
 
+import torch
+
+# One CPU thread (set_num_threads to change it): a problem this small only loses time handing
+# work between threads. Not in the README's block, which leaves threads to the reader.
+torch.set_num_threads(1)
+
 # The README's block verbatim (tests/test_examples.py checks it), laid out for the README:
-# ruff: noqa: I001, B007, E501
+# ruff: noqa: I001, B007, E501, E402
 # fmt: off
 import torch
 from attnbias.data import gaussian_unit
