@@ -21,6 +21,7 @@ This module is also the one vocabulary of verdict statuses.
 
 from __future__ import annotations
 
+import copy
 import math
 import operator
 import warnings
@@ -318,6 +319,9 @@ class Claim:
             raise ValueError(f"Claim {self.claim!r}: any_part needs parts")
         if self.supported is not None:
             self.supported = bool(self.supported)
+        # A part may be another row's claim too (an explanation lists the claims it explains):
+        # this claim judges copies, so that row keeps its own verdict.
+        self.parts = [copy.deepcopy(part) for part in self.parts]
         # this claim's judgement settles its parts' too (their family is this claim's parts)
         judged = judge(self, 1.0)
         self._record(judged, {f"{f:g}x": judge(self, f) for f in SENSITIVITY_FACTORS})
@@ -610,15 +614,21 @@ def ratio_effect(a, b, *, unit: str = "paired seeds", confidence: float = CONFID
     logs = np.log(a[keep]) - np.log(b[keep])
     effect = t_effect(logs, unit=unit, method="paired t interval", confidence=confidence)
     ratio = Effect(
-        math.exp(effect.estimate) if effect.n else math.nan,
-        math.exp(effect.low) if not math.isnan(effect.low) else math.nan,
-        math.exp(effect.high) if not math.isnan(effect.high) else math.nan,
+        _exp(effect.estimate) if effect.n else math.nan,
+        _exp(effect.low),
+        _exp(effect.high),
         effect.n,
         f"geometric mean ratio, {effect.method} of log ratios",
         unit,
         confidence,
     )
     return remade_by(ratio, ratio_effect, a, b, unit=unit)
+
+
+def _exp(x: float) -> float:
+    """e**x; inf past float64's range (a ratio of a diverged run), NaN for NaN."""
+    with np.errstate(over="ignore"):
+        return float(np.exp(x))
 
 
 def proportion_effect(
