@@ -123,6 +123,12 @@ def theory_cases() -> dict[str, list]:
             (INCONCLUSIVE, (holds[:20], 0.95, text, quantity, source), {}),
             (NOT_APPLICABLE, (holds[:0], 0.95, text, quantity, source), {}),
         ],
+        "theory.no_violations": [
+            (SUPPORTED, (np.array([0.3, 0.0, np.nan, 2.0]), text, quantity, source), {}),
+            (NOT_SUPPORTED, (np.array([0.3, -1e-9, 2.0]), text, quantity, source), {}),
+            (NOT_APPLICABLE, (np.array([np.nan]), text, quantity, source), {}),
+            (NOT_APPLICABLE, (np.array([]), text, quantity, source), {}),
+        ],
         "theory.fraction_below": [
             (SUPPORTED, (~holds, 0.1, text, quantity, source), {}),
             (NOT_SUPPORTED, (half, 0.1, text, quantity, source), {}),

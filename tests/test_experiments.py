@@ -83,7 +83,7 @@ CONFIG_KEYS = {
     "local-global": ("88f1fe1ee6deffee", "3d5a115d6cfe80a2"),
     "md-plain": ("fe3aa4f33857bbfe", "21ddee3f79ac4452"),
     "joint-rates": ("e568acc39244f962", "00a28c9738a7b2a9"),
-    "trajectory-lemmas": ("cd92e1610a7483cb", "e5ca0137bbf3a6ea"),
+    "trajectory-lemmas": ("d8129fbb8a31cf6a", "823f90c22dcac812"),  # level gone: violations
     "reexamine-muon": ("a2fce41365031c01", "3bcbdcb7e9e43441"),
     "reexamine-adam": ("640214fe212df759", "103d5b038083498a"),
     "reexamine-polyak": ("38eed1fb64593634", "7d0556b32d942c05"),

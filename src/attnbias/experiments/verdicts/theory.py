@@ -19,6 +19,8 @@ from ...claims import (
     mean_effect,
     proportion_effect,
     ratio_effect,
+    violations_effect,
+    violations_rule,
 )
 
 # --- the theory's values (each derived where the formula was lost; see the module docstring)
@@ -302,6 +304,22 @@ def fraction_above(
         rule=Rule(quantity, ">", level, source, centre=1.0),  # the share that fails is scaled
         effect=proportion_effect(int(holds.sum()), int(holds.size), unit="cases"),
         evidence={"holds": int(holds.sum()), "cases": int(holds.size), **evidence},
+    )
+
+
+def no_violations(margins, text: str, quantity: str, source: str, **evidence) -> Claim:
+    """A property that must hold at every checked case (a lemma's inequality at every step):
+    `margins` by how much it holds at each (< 0: violated; NaN: not checked). Supported when
+    no case violates it, refuted by one violation ('k of N steps violate it, largest
+    violation x'); not applicable when no case was checked."""
+    margins = np.asarray(margins, dtype=np.float64).ravel()
+    if not np.isfinite(margins).any():
+        return Claim(text, None, {"not_applicable": "no case to check", **evidence})
+    return Claim(
+        text,
+        rule=violations_rule(quantity, source),
+        effect=violations_effect(margins, unit="cases"),
+        evidence=evidence,
     )
 
 
