@@ -55,6 +55,8 @@ NOT_RUN = "not run yet at full scale on the current code"
 # Why an experiment has no full-scale summary, where that is known (docs/REAL_DATA.md)
 NOT_RUN_WHY = {
     "text-md": "its full run takes about 1 h 16 min with --workers 2 on 2 cores: docs/REAL_DATA.md",
+    "text-finetune": "its full run takes about 95 min in one process (docs/REAL_DATA.md) and was "
+    "not rerun on this code",
 }
 
 
