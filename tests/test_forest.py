@@ -70,3 +70,17 @@ def test_every_measured_part_is_a_point_with_its_verdict(tmp_path):
     paths = forest.draw(summary_claims(), tmp_path)
     assert sorted(p.rsplit(".", 1)[1] for p in paths) == ["pdf", "png", "svg"]
     assert forest.draw({"x": []}, tmp_path / "none") == []
+
+
+def test_the_written_register_shows_its_forest_plot(tmp_path):
+    from attnbias.experiments import claims_register
+
+    path = claims_register.write_claims(tmp_path / "results", tmp_path / "docs" / "CLAIMS.md", "c")
+    text = path.read_text()
+    if (tmp_path / "docs" / "figures" / "claims_forest.png").exists():
+        assert "](figures/claims_forest.png)" in text
+    else:  # nothing measured under an empty root: no figure, no image line
+        assert "claims_forest" not in text
+    found = {"md-local": {"claims": summary_claims()["md-local"]}}
+    text = claims_register.register_markdown(found, "c", "figures/claims_forest.png")
+    assert text.count("![every measured claim part") == 1

@@ -20,7 +20,7 @@ from ..claims import (
     verdict_columns,
 )
 from ..store import ResultsStore, UnsafeStore
-from . import papers
+from . import forest, papers
 from .base import experiment_names
 from .report import verdict_mark
 
@@ -623,11 +623,19 @@ def unregistered(found: dict[str, dict]) -> list[str]:
     ]
 
 
+FOREST = "claims_forest"  # the register's forest plot: figures/claims_forest.png beside it
+
+
 def write_claims(root: str | Path, path: str | Path, command: str) -> Path:
-    """Write the register, with the verdicts of the summaries under root, to path."""
+    """Write the register, with the verdicts of the summaries under root, to path, and its
+    forest plot (experiments/forest.py) to figures/claims_forest.png beside it."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(claims_markdown(root, command))
+    found = summaries(Path(root))
+    claims = {name: summary.get("claims", []) for name, summary in found.items()}
+    drawn = forest.draw(claims, path.parent / "figures", FOREST, formats=("png",))
+    figure = f"figures/{FOREST}.png" if drawn else None
+    path.write_text(register_markdown(found, command, figure))
     return path
 
 
@@ -637,8 +645,9 @@ def claims_markdown(root: str | Path, command: str) -> str:
     return register_markdown(summaries(Path(root)), command)
 
 
-def register_markdown(found: dict[str, dict], command: str) -> str:
-    """The register (Markdown) of the summaries `found` (by experiment name)."""
+def register_markdown(found: dict[str, dict], command: str, figure: str | None = None) -> str:
+    """The register (Markdown) of the summaries `found` (by experiment name); `figure`: the
+    path of its forest plot, shown above the table."""
     rows = register_rows(found)
     paper = [row for row in rows if not row.consistency]
     checks = [row for row in rows if row.consistency]
@@ -666,6 +675,16 @@ def register_markdown(found: dict[str, dict], command: str) -> str:
         "",
         f"Verdicts: {counts(paper)}.",
         "",
+        *(
+            [
+                f"![every measured claim part against its threshold]({figure})",
+                "",
+                f"*{forest.CAPTION}*",
+                "",
+            ]
+            if figure
+            else []
+        ),
         *header,
         *["| " + " | ".join(row.cells) + " |" for row in paper],
         "",

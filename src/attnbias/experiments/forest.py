@@ -87,9 +87,22 @@ def points(claims_by_experiment: dict[str, list[dict]]) -> list[Point]:
     return out
 
 
-def draw(claims_by_experiment: dict[str, list[dict]], out: Path, name: str = "claims_forest"):
-    """Draw the forest plot into out/name.{png,pdf,svg}; returns the paths written (none when
-    no part was measured)."""
+CAPTION = (
+    "Every measured claim part, grouped by experiment: its estimate and 95 % interval on one "
+    "axis where the rule's threshold is 0 and the claim's side is to the right (circles: "
+    "log10 of value over threshold; squares: the difference from the threshold scaled to its "
+    "largest size), coloured by the part's verdict."
+)
+
+
+def draw(
+    claims_by_experiment: dict[str, list[dict]],
+    out: Path,
+    name: str = "claims_forest",
+    formats: tuple[str, ...] | None = None,
+):
+    """Draw the forest plot into out/name.<format> (default: png, pdf, svg); returns the
+    paths written (none when no part was measured)."""
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
@@ -115,4 +128,4 @@ def draw(claims_by_experiment: dict[str, list[dict]], out: Path, name: str = "cl
     legend = [Line2D([], [], color=c, marker="o", lw=1.4, label=s) for s, c in COLOURS.items()]
     ax.legend(handles=legend, loc="lower right", fontsize=7)
     ax.set_title(f"Claims register: {rows} measured claim parts, 95 % intervals", fontsize=10)
-    return save_figure(fig, out, name)
+    return save_figure(fig, out, name, **({"formats": formats} if formats else {}))
