@@ -9,6 +9,7 @@ import threading
 import tracemalloc
 import zipfile
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -16,8 +17,16 @@ import torch
 
 from attnbias._validate import as_tensor
 from attnbias.cli import main
+from attnbias.engine import memory
 from attnbias.npz import load_npz
 from attnbias.optim import MirrorDescent, NormalizedGD, SignGD, SpectralDescent, SteepestDescent
+from attnbias.real.train import (
+    TensorData,
+    UnsafeCheckpoint,
+    checkpoint_bytes,
+    load_checkpoint,
+    train,
+)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -275,3 +284,100 @@ def test_a_scheduler_address_that_is_an_http_server_is_refused_within_the_timeou
     for bad in ("0", "nan", "-1"):
         assert main([*argv, "--connect-timeout", bad]) == 2
         assert "--connect-timeout must be a positive number" in one_error_line(capsys)
+
+
+# --- memory estimated before anything large is built; config integers bounded ------------------
+
+
+@pytest.fixture
+def little_memory(monkeypatch):
+    """This process has 200 MB left (the estimates compare against it)."""
+    monkeypatch.setattr(memory, "available_memory", lambda: 200 * 10**6)
+
+
+@pytest.mark.parametrize(
+    "options, named",
+    [
+        (["--seeds", "20000"], "seeds = 20,000"),  # 60,000 runs' results
+        (["--set-d"], "d = 300"),  # one run's program: 432 MB
+    ],
+)
+def test_a_sweep_that_cannot_fit_is_refused_before_its_problems_are_built(
+    tmp_path, little_memory, capsys, options, named
+):
+    argv = ["reproduce", "md-local", "--quick", "--out", str(tmp_path)]
+    if options == ["--set-d"]:
+        (tmp_path / "c.toml").write_text('experiment = "md-local"\nd = 300\n')
+        argv = ["run", str(tmp_path / "c.toml"), "--quick", "--out", str(tmp_path)]
+        options = []
+    main(["config", "md-local"])  # the modules imported first: their import is not measured
+    capsys.readouterr()
+    codes = []
+    peak = peak_bytes(lambda: codes.append(main([*argv, *options])))
+    assert codes == [2]
+    line = one_error_line(capsys)
+    assert named in line and "GiB available; lower them" in line
+    assert peak < 20 * 10**6  # neither the problems nor the initial weights were made
+
+
+def test_a_deeply_nested_or_huge_config_file_is_refused_before_parsing(tmp_path, capsys):
+    deep = tmp_path / "deep.toml"
+    deep.write_text('experiment = "ngd-fixed"\nx = ' + "[" * 50_000 + "]" * 50_000 + "\n")
+    for argv in (["run", str(deep), "--out", str(tmp_path)], ["config", str(deep)]):
+        assert main(argv) == 2
+        assert "nests 50000 levels deep (at most 32 are read)" in one_error_line(capsys)
+    big = tmp_path / "big.toml"
+    big.write_text('experiment = "ngd-fixed"\n' + "# padding\n" * 200_000)
+    assert main(["config", str(big)]) == 2
+    assert "is larger than 1,000,000 bytes" in one_error_line(capsys)
+    # strings and comments are not nesting: a legitimate config with brackets in them reads
+    fine = tmp_path / "fine.toml"
+    fine.write_text('experiment = "ngd-fixed"  # [[[[\nseeds = 2  # ' + "[" * 100 + "\n")
+    assert main(["config", str(fine)]) == 0
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [("seeds", "10**30"), ("grid_points", "2**40"), ("steps", "99999999999")],
+)
+def test_config_integers_that_feed_sizes_are_bounded(tmp_path, capsys, field, value):
+    written = str(eval(value))  # a TOML integer
+    (tmp_path / "c.toml").write_text(f'experiment = "ngd-fixed"\n{field} = {written}\n')
+    assert main(["config", str(tmp_path / "c.toml")]) == 2
+    assert f"{field} must be <= 2147483647, got {written}" in one_error_line(capsys)
+
+
+# --- checkpoints: sized before torch.load ---------------------------------------------------------
+
+
+class Tiny(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(3, 2)
+
+    def forward(self, x):
+        return SimpleNamespace(logits=self.linear(x))
+
+
+def train_tiny(checkpoints: Path, steps: int = 2):
+    torch.manual_seed(0)
+    x = torch.randn(8, 3, generator=torch.Generator().manual_seed(0))
+    data = TensorData({"x": x}, (x[:, 0] > 0).long())
+    return train(Tiny(), data, None, {"name": "sgd", "lr": 0.1}, steps=steps, batch_size=4,
+                 seed=0, checkpoint_dir=checkpoints, progress=False)  # fmt: skip
+
+
+def test_a_checkpoint_that_unpacks_beyond_its_run_is_refused_before_loading(tmp_path):
+    # 300 MB of zeros deflated to a fraction of a MB, where a run of 8 parameters writes kB
+    with zipfile.ZipFile(tmp_path / "last.pt", "w", zipfile.ZIP_DEFLATED) as archive:
+        with archive.open("archive/data/0", "w", force_zip64=True) as member:
+            for _ in range(300):
+                member.write(bytes(10**6))
+    assert (tmp_path / "last.pt").stat().st_size < 10**6
+    with pytest.raises(UnsafeCheckpoint, match=r"unpacks to 300,000,000 bytes, more than the"):
+        train_tiny(tmp_path)
+    (tmp_path / "last.pt").unlink()
+    train_tiny(tmp_path)  # the run's own checkpoint is within its bound, and resumes
+    assert load_checkpoint(tmp_path / "last.pt", "cpu", checkpoint_bytes(Tiny()))["step"] == 2
+    with pytest.raises(UnsafeCheckpoint, match=r"it takes [\d,]+ bytes, more than the 100 a"):
+        load_checkpoint(tmp_path / "last.pt", "cpu", max_bytes=100)

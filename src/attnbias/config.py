@@ -14,12 +14,19 @@ from __future__ import annotations
 import copy
 import json
 import math
+import os
 import re
+import stat
 import warnings
 from collections.abc import Mapping, Sequence
 from functools import partial
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -35,7 +42,7 @@ from pydantic import (
     model_validator,
 )
 
-from ._validate import check_scalar
+from ._validate import check_nesting, check_scalar
 from .engine.algorithms import OPTIMIZERS, TABLE_NAMES, Algorithm, FieldError, keyed_tables
 from .metrics import Norm
 
@@ -73,8 +80,16 @@ def _scalar(kind: type):
     return check
 
 
+# Every config integer is at most this unless its field says otherwise: integers feed sizes,
+# counts and seeds, and beyond int32 they only end in OverflowError or memory exhaustion
+# (after training, where a step grid or a tensor is made of them).
+MAX_INT = 2**31 - 1
+
+
 def integer(**bounds) -> Any:
-    """An int (1.0 is 1), with pydantic bounds (ge=, gt=, ...)."""
+    """An int (1.0 is 1), with pydantic bounds (ge=, gt=, ...; le=MAX_INT unless given)."""
+    if "le" not in bounds and "lt" not in bounds:
+        bounds["le"] = MAX_INT
     return Annotated[int, Field(**bounds), BeforeValidator(_scalar(int))]
 
 
@@ -232,11 +247,15 @@ def _seed_ids(value) -> int | tuple[int, ...]:
     def is_int(x) -> bool:
         return isinstance(x, int) and not isinstance(x, bool)
 
-    if is_int(value) and value >= 1:
+    if is_int(value) and 1 <= value <= MAX_INT:
         return value
     if isinstance(value, (list, tuple)) and value and all(map(is_int, value)):
-        return tuple(value)
-    raise ValueError(f"must be a positive int or a non-empty list of ints, got {value!r}")
+        if all(abs(v) <= MAX_INT for v in value):
+            return tuple(value)
+    raise ValueError(
+        f"must be a positive int or a non-empty list of ints, each at most {MAX_INT} in size, "
+        f"got {value!r}"
+    )
 
 
 SeedIds = Annotated[
@@ -425,7 +444,8 @@ def _message(error: dict, model) -> str:
         return f"{place} {text}" if place else text
     bound = next((k for k in _BOUNDS if k in ctx), None)
     if bound is not None:
-        rule = f"{_BOUNDS[bound]} {ctx[bound]:g}"
+        limit = ctx[bound]  # an int bound in full: 2147483647, not 2.14748e+09
+        rule = f"{_BOUNDS[bound]} {limit if isinstance(limit, int) else format(limit, 'g')}"
     elif kind == "literal_error":
         rule = f"one of {ctx.get('expected')}"
     else:
@@ -453,6 +473,40 @@ def _place(loc: tuple) -> str:
         else:
             text += f".{part}" if text else str(part)
     return text
+
+
+# --- TOML in: bounded before parsing (a config file may come from anyone)
+
+MAX_TOML_BYTES = 10**6  # the largest built-in config is 2 kB
+MAX_TOML_NESTING = 32  # tables of lists of tables: a handful of levels
+
+
+def read_toml(path: str | os.PathLike) -> dict:
+    """The tables of a TOML file, read only if it is a regular file of at most MAX_TOML_BYTES
+    nesting at most MAX_TOML_NESTING deep (checked before tomllib, which recurses once a
+    level); ValueError naming the file otherwise."""
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO must not block the open
+    except FileNotFoundError:
+        raise ValueError(f"config file {path} does not exist") from None
+    except OSError as err:
+        raise ValueError(f"config file {path} cannot be read ({err.strerror})") from None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError(f"config file {path} is not a regular file")
+        data = f.read(MAX_TOML_BYTES + 1)
+    if len(data) > MAX_TOML_BYTES:
+        raise ValueError(f"config file {path} is larger than {MAX_TOML_BYTES:,} bytes")
+    try:
+        text = data.decode()
+    except UnicodeDecodeError as err:
+        raise ValueError(f"config file {path} is not UTF-8 text ({err.reason})") from None
+    check_nesting(text, f"config file {path}", MAX_TOML_NESTING)
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise ValueError(f"config file {path} is not valid TOML: {err}") from err
 
 
 # --- TOML out (tomllib only reads)

@@ -82,9 +82,15 @@ def engine_bytes(spec: RunSpec, grid_points: int) -> int:
     if "K" in spec.init:
         d = spec.init["K"].shape[0]
         observed += d * d
-    snapshots = grid_points * observed * SNAPSHOT_COPIES
     data = spec.problem.X.size * 3 + spec.problem.z.size * 2
     params = sum(w.size for w in spec.init.values())
+    return program_bytes(observed, params, data, grid_points)
+
+
+def program_bytes(observed: int, params: int, data: int, grid_points: int) -> int:
+    """One run's share of a batched program: `observed` entries recorded at each of
+    `grid_points` steps, `params` parameter entries, `data` entries of its problem's tensors."""
+    snapshots = grid_points * observed * SNAPSHOT_COPIES
     return FLOAT * (snapshots + STEP_BUFFERS * params + 4 * data)
 
 
@@ -143,3 +149,26 @@ def data_seed(spec: RunSpec):
 
 def gib(size: float) -> str:
     return f"{size / 2**30:.1f}" if size < 100 * 2**30 else f"{math.ceil(size / 2**30):,}"
+
+
+def least_run_bytes(steps: int, grid_points: int, params: int) -> int:
+    """The least one run of a sweep holds once built and trained: its initial parameters
+    (`params` float64 entries) and its results (at least 5 metrics at each recorded step)."""
+    values = 5 * (min(steps, grid_points) + 1)
+    return FLOAT * params + RESULT_VALUE_BYTES * values + RESULT_RUN_BYTES
+
+
+def check_planned(desc: str, runs: int, run_bytes: int, shared_bytes: int, fields: str) -> None:
+    """SweepTooLarge, naming `fields` (what sets the size, "seeds = 1,000,000, d = 10"), when
+    `runs` runs of at least run_bytes each plus shared_bytes (their problems, the batched
+    program of one run) cannot be held: checked from a config before any run or problem is
+    built, so a sweep that cannot fit fails at once (its full estimate, `check`, needs the
+    built runs)."""
+    need = runs * run_bytes + shared_bytes
+    available = available_memory()
+    if need > available:
+        raise SweepTooLarge(
+            f"{desc}: {fields} make {runs:,} runs needing at least {gib(need)} GiB (their "
+            f"problems, initial weights, results and the training of one), more than the "
+            f"{gib(available)} GiB available; lower them"
+        )

@@ -26,14 +26,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Protocol
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib
-
 from .. import __version__
 from ..claims import STATUSES, Claim, reasons, status_of, verdict_columns, verdict_word
-from ..config import ExperimentConfig, LooseConfig, resolve
+from ..config import ExperimentConfig, LooseConfig, read_toml, resolve
 from ..engine.cluster import using
 from ..store import ResultsStore, StoreReadOnly, UnsafeStore, config_key, json_text
 
@@ -187,16 +182,6 @@ def experiment_module(name: str):
     return importlib.import_module(EXPERIMENTS[name])
 
 
-def read_toml(path: str | Path) -> dict:
-    path = Path(path)
-    if not path.exists():
-        raise ValueError(f"config file {path} does not exist")
-    try:
-        return tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as err:
-        raise ValueError(f"config file {path} is not valid TOML: {err}") from err
-
-
 def load_config(
     name: str,
     quick: bool = False,
@@ -309,6 +294,9 @@ def run_experiment(
     current = published_summary(store, identity)
     if current is not None:
         return current
+    check_memory = getattr(config, "check_memory", None)  # before any problem or run is built
+    if check_memory is not None:
+        check_memory()
     try:
         with store.lock():
             if reuse_from is not None:

@@ -5,6 +5,7 @@ as curves, and leaving diverged runs out."""
 from __future__ import annotations
 
 import logging
+import math
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ import torch
 from pydantic import Field
 
 from ..config import Device, ExperimentConfig, Loss, NonNegativeInt, Positive, PositiveInt
+from ..engine import memory
 from ..engine.cluster import active_cluster
 from ..engine.spec import RunSpec
 from ..engine.sweep import SweepReport, run_sweep
@@ -31,6 +33,28 @@ class SweepConfig(ExperimentConfig):
     grid_points: PositiveInt = Field(description="log-spaced steps at which metrics are recorded")
     batch_size: NonNegativeInt = Field(description="runs per batched program (0: all at once)")
     device: Device = Field(description="where the engine runs ('auto': CUDA when present)")
+
+    def check_memory(self) -> None:
+        """memory.SweepTooLarge, before any problem or run is built, when the runs this config
+        makes cannot all be held: at least one run per seed and algorithm (or p), each with
+        its d×d weights and its results, each seed's n×T×d problem, and the training of one
+        run (memory.program_bytes)."""
+        per_seed = max([len(getattr(self, k, ())) for k in ("algorithms", "ps")] + [1])
+        steps = getattr(self, "steps", self.grid_points)
+        steps = min(steps) if isinstance(steps, tuple) else steps
+        shape = {
+            k: getattr(self, k) for k in ("n", "T", "d") if isinstance(getattr(self, k, None), int)
+        }
+        d, X = shape.get("d", 0), math.prod(shape.values()) if "d" in shape else 0
+        fields = ", ".join(f"{k} = {v:,}" for k, v in {"seeds": self.seeds, **shape}.items())
+        one = memory.program_bytes(d * d, d * d, 3 * X, 2 * self.grid_points)
+        memory.check_planned(
+            self.experiment,
+            self.seeds * per_seed,
+            memory.least_run_bytes(steps, self.grid_points, d * d),
+            self.seeds * memory.FLOAT * X + one,
+            fields,
+        )
 
 
 class GaussianUnitConfig(SweepConfig):

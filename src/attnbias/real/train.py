@@ -20,6 +20,7 @@ import pickle
 import stat
 import tempfile
 import time
+import zipfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -190,10 +191,45 @@ def save_checkpoint(path: Path, state: dict) -> None:
             os.unlink(partial)
 
 
-def load_checkpoint(path: Path, device) -> dict | None:
+# A checkpoint holds the model, the optimiser's state (at most two tensors per parameter
+# here: θ and w, or Adam's moments), the RNG state and the history: a multiple of the model's
+# size, with room for a long history.
+CHECKPOINT_MODEL_COPIES = 4
+CHECKPOINT_SLACK_BYTES = 256 * 10**6
+MAX_CHECKPOINT_BYTES = 8 * 10**9  # where the caller gives no model to size it by
+
+
+def checkpoint_bytes(model: nn.Module) -> int:
+    """The largest checkpoint a run of `model` writes (what load_checkpoint reads at most)."""
+    state = model.state_dict().values()
+    size = sum(t.numel() * t.element_size() for t in state if isinstance(t, torch.Tensor))
+    return CHECKPOINT_MODEL_COPIES * size + CHECKPOINT_SLACK_BYTES
+
+
+def size_problem(f, max_bytes: int) -> str | None:
+    """Why the checkpoint in open file f is too large to read (its size, and the sizes its zip
+    archive declares for its members once unpacked), or None; f is left at its start."""
+    limit = f"more than the {max_bytes:,} a checkpoint of this run can take"
+    size = os.fstat(f.fileno()).st_size
+    if size > max_bytes:
+        return f"it takes {size:,} bytes, {limit}"
+    try:
+        with zipfile.ZipFile(f) as archive:
+            unpacked = sum(info.file_size for info in archive.infolist())
+    except (zipfile.BadZipFile, OSError, ValueError) as err:
+        return f"it is not the zip archive torch.save writes ({err})"
+    finally:
+        f.seek(0)
+    if unpacked > max_bytes:
+        return f"it unpacks to {unpacked:,} bytes, {limit}"
+    return None
+
+
+def load_checkpoint(path: Path, device, max_bytes: int = MAX_CHECKPOINT_BYTES) -> dict | None:
     """A checkpoint written by save_checkpoint, or None if there is none. Loaded with
     weights_only=True (tensors and plain values only: nothing in it can run code) from a
-    regular file opened without following a symbolic link; UnsafeCheckpoint for anything else."""
+    regular file opened without following a symbolic link, after its size and the sizes its
+    archive declares are found within max_bytes; UnsafeCheckpoint for anything else."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
@@ -206,6 +242,9 @@ def load_checkpoint(path: Path, device) -> dict | None:
     with os.fdopen(fd, "rb") as f:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise UnsafeCheckpoint(f"checkpoint {path} is not a regular file: remove it")
+        problem = size_problem(f, max_bytes)
+        if problem is not None:
+            raise UnsafeCheckpoint(f"checkpoint {path} was not loaded: {problem}; remove it")
         try:
             state = torch.load(f, weights_only=True, map_location=device)
         except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError) as err:
@@ -261,7 +300,7 @@ def train(
     checkpoint = None
     if checkpoint_dir:
         checkpoint = checkpoint_directory(Path(checkpoint_dir)) / "last.pt"
-        state = load_checkpoint(checkpoint, device)
+        state = load_checkpoint(checkpoint, device, checkpoint_bytes(model))
         if state is not None:
             try:
                 model.load_state_dict(state["model"])
