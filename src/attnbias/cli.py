@@ -46,9 +46,7 @@ NORMS = (
     "nuc (nuclear: sum of singular values)"
 )
 LONG_MINUTES = 3  # `reproduce` states the scale and estimated time of longer experiments
-INSTALL_REAL = (
-    "pip install 'attnbias[real]' (in a clone: pip install -c constraints.txt -e '.[real]')"
-)
+INSTALL_REAL = "pip install 'attnbias[real]' (in a clone: pip install -e '.[real]')"
 
 # Python modules of the `real` extra each real-data experiment needs; an experiment module may
 # also define check_data(config), which raises DataMissingError saying what to install.
