@@ -53,8 +53,10 @@ def test_a_fresh_venv_installed_as_the_readme_says_runs_an_experiment(tmp_path):
     python, pip = venv / "bin" / "python", venv / "bin" / "pip"
     package_step = shlex.split(main_job_command().split(" && ")[1])
     assert package_step[:2] == ["pip", "install"]
-    # torch from this machine's wheel (see the module docstring), then the README's install
-    run(pip, "install", "-q", "-c", ROOT / "constraints.txt", *package_step[2:])
+    # torch from this machine's wheel (see the module docstring), then the README's install;
+    # --no-compile: compiling torch's thousands of modules is most of an install's time
+    constraints = ["-c", ROOT / "constraints.txt"]
+    run(pip, "install", "-q", "--no-compile", *constraints, *package_step[2:])
     attnbias = venv / "bin" / "attnbias"
     assert run(attnbias, "--version").startswith("attnbias ")
     for extra in ("transformers", "sklearn", "mlxtend"):  # the core install has none of them
