@@ -11,6 +11,7 @@ import math
 import os
 import re
 import shlex
+import shutil
 import sys
 import tempfile
 import time
@@ -676,7 +677,8 @@ def device_override(name: str, device: str | None) -> dict:
 
 def write_claims_register(args) -> int:
     """The register to stdout, or to --write PATH (a PATH that differs only with --force)."""
-    from .experiments.claims_register import claims_markdown
+    from .experiments import forest
+    from .experiments.claims_register import FOREST, claims_markdown, register_markdown, summaries
     from .experiments.report import differs
 
     root = Path(args.out)
@@ -692,21 +694,30 @@ def write_claims_register(args) -> int:
         sys.stdout.write(claims_markdown(root, f"attnbias claims --out {args.out}"))
         return 0
     path = Path(args.write)
-    text = claims_markdown(root, f"attnbias claims --out {args.out} --write {args.write}")
     writable_dir(path.parent, "--write")
     if path.is_dir():
         raise ValueError(f"--write {path}: a directory; give the path of a file")
-    encoded = text.encode()
-    if path.exists() and not differs(path, encoded):
-        print(f"claims register: {path} (unchanged)")
-        return 0
-    if path.exists() and not args.force:
-        raise ValueError(
-            f"--write {path}: the file exists and differs from the register of {root}; "
-            "--force replaces it"
-        )
+    with tempfile.TemporaryDirectory() as drawing:
+        # the forest plot is drawn aside first: it is placed only if the register is written
+        found = summaries(root)
+        claims = {name: summary.get("claims", []) for name, summary in found.items()}
+        drawn = forest.draw(claims, Path(drawing), FOREST, formats=("png",))
+        figure = f"figures/{FOREST}.png" if drawn else None
+        command = f"attnbias claims --out {args.out} --write {args.write}"
+        encoded = register_markdown(found, command, figure).encode()
+        if path.exists() and not differs(path, encoded):
+            print(f"claims register: {path} (unchanged)")
+            return 0
+        if path.exists() and not args.force:
+            raise ValueError(
+                f"--write {path}: the file exists and differs from the register of {root}; "
+                "--force replaces it"
+            )
+        if drawn:
+            (path.parent / "figures").mkdir(exist_ok=True)
+            shutil.move(drawn[0], path.parent / "figures" / f"{FOREST}.png")
     path.write_bytes(encoded)
-    print(f"claims register: {path}")
+    print(f"claims register: {path}" + (f" and {path.parent / figure}" if figure else ""))
     return 0
 
 

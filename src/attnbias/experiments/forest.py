@@ -26,6 +26,9 @@ from pathlib import Path
 from ..claims import INCONCLUSIVE, NOT_APPLICABLE, NOT_SUPPORTED, SUPPORTED
 from ..figures import save_figure
 
+# The axis ends at ±CLIP (decades, for log ratios): a part beyond it is drawn at the edge with
+# an arrowhead, so that a ratio of 1e300 does not squash every other interval into a dot.
+CLIP = 6.0
 COLOURS = {SUPPORTED: "#1a7f37", NOT_SUPPORTED: "#cf222e", INCONCLUSIVE: "#bf8700",
            NOT_APPLICABLE: "#8c959f"}  # fmt: skip
 LOWER = ("<", "<=")
@@ -91,7 +94,7 @@ CAPTION = (
     "Every measured claim part, grouped by experiment: its estimate and 95 % interval on one "
     "axis where the rule's threshold is 0 and the claim's side is to the right (circles: "
     "log10 of value over threshold; squares: the difference from the threshold scaled to its "
-    "largest size), coloured by the part's verdict."
+    "largest size; triangles at the edge: beyond ±6), coloured by the part's verdict."
 )
 
 
@@ -113,9 +116,15 @@ def draw(
     fig, ax = plt.subplots(figsize=(9, 1.2 + 0.17 * rows), layout="constrained")
     for y, p in enumerate(drawn):
         colour = COLOURS.get(p.status, COLOURS[INCONCLUSIVE])
-        ax.plot([p.low, p.high], [y, y], color=colour, lw=1.4)
-        ax.plot([p.estimate], [y], "o" if p.kind == "log" else "s", color=colour, ms=3.5)
+        low, high = max(p.low, -CLIP), min(p.high, CLIP)
+        ax.plot([low, high], [y, y], color=colour, lw=1.4)
+        estimate = min(max(p.estimate, -CLIP), CLIP)
+        marker = "o" if p.kind == "log" else "s"
+        if abs(p.estimate) > CLIP:
+            marker = ">" if p.estimate > 0 else "<"
+        ax.plot([estimate], [y], marker, color=colour, ms=3.5)
     ax.axvline(0.0, color="k", lw=1)
+    ax.set_xlim(-CLIP * 1.05, CLIP * 1.05)
     starts = [y for y, p in enumerate(drawn) if y == 0 or drawn[y - 1].group != p.group]
     for y in starts[1:]:
         ax.axhline(y - 0.5, color="#d0d7de", lw=0.8)
@@ -123,7 +132,8 @@ def draw(
     ax.set_ylim(rows - 0.5, -0.5)
     ax.set_xlabel(
         "distance from the rule's threshold, the claim's side to the right\n"
-        "circles: log10(value / threshold); squares: difference scaled to its largest |value|"
+        "circles: log10(value / threshold); squares: difference scaled to its largest |value|;"
+        f" triangles: beyond ±{CLIP:g}"
     )
     legend = [Line2D([], [], color=c, marker="o", lw=1.4, label=s) for s, c in COLOURS.items()]
     ax.legend(handles=legend, loc="lower right", fontsize=7)
