@@ -72,14 +72,14 @@ CONFIG_KEYS = {
     "md-local": ("15e77d2e929d41b6", "addc1762441b6d0e"),
     "md-joint": ("869963a8e1d99e1b", "a11ab0b512f04db9"),
     "ngd-fixed": ("9717e9050aec2750", "f08df28c1178a719"),
-    "ngd-joint": ("5a26fe7fe4b930cb", "46b5f6a7f737cf51"),
+    "ngd-joint": ("841702cf30a84aad", "597720bfd7b1a6d3"),  # small random start
     "antipodal": ("e8b597f3cdbb220a", "d929801a9b322e29"),
     "kq-nuclear": ("cbba58face019893", "c864d0512e0f2cf8"),
     "atlas": ("8c8144920be51a2f", "fc281b166aae338d"),
-    "text-md": ("52a69d2b7a5bc483", "69f93955676af084"),
+    "text-md": ("508cc343b8668c4d", "036360f717bb1148"),  # the equal-budget protocol
     "text-finetune": ("645937c693938f7a", "6cada37b21575d1a"),
     "vision": ("dfee0f7056f6a309", "70aed67f8b813031"),
-    "ngd-rates": ("2b0e02a37ceb4c32", "ab349ad4ef73427e"),
+    "ngd-rates": ("4e0fd04d2584906b", "5882ebaee9c4b771"),  # the geometry margin sweep
     "local-global": ("88f1fe1ee6deffee", "3d5a115d6cfe80a2"),
     "md-plain": ("fe3aa4f33857bbfe", "21ddee3f79ac4452"),
     "joint-rates": ("e568acc39244f962", "00a28c9738a7b2a9"),
@@ -96,7 +96,8 @@ def test_resolved_configs_keep_their_keys(name):
     assert config_key(load_config(name).to_dict()) == full
     assert config_key(load_config(name, quick=True).to_dict()) == quick
     if name == "text-md":
-        assert config_key(load_config(name, paper=True).to_dict()) == "f3c832d1223452a8"
+        # [paper] now states protocol = "target"; its runs keep their keys (protocol_fields)
+        assert config_key(load_config(name, paper=True).to_dict()) == "7407c8cf88129b85"
 
 
 def test_a_config_reads_as_the_dict_it_stores():
