@@ -183,6 +183,12 @@ class Curves:
     diverged: int = 0
     seeds: np.ndarray | None = None  # each kept run's seed: runs that share one are paired
 
+    def seed_ids(self) -> np.ndarray:
+        """The seed of each kept run: `seeds`, or the runs' positions when none were given."""
+        if self.seeds is None:
+            return np.arange(len(next(iter(self.values.values()))))
+        return np.asarray(self.seeds)
+
     def mean(self, metric: str) -> np.ndarray:
         """Mean over the runs at each step; NaN if there are none."""
         return self._over_runs(np.mean, metric)

@@ -19,8 +19,7 @@ def over_runs(reduce, values, axis=None):
 
 def seeds_of(c: Curves) -> np.ndarray:
     """The seed of each run of a group (its position when the curves do not say)."""
-    seeds = getattr(c, "seeds", None)
-    return np.arange(len(next(iter(c.values.values())))) if seeds is None else np.asarray(seeds)
+    return c.seed_ids()
 
 
 def paired(a: Curves, b: Curves, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
