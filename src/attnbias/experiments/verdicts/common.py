@@ -3,6 +3,8 @@ fast a run gets somewhere."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ..runs import Curves
@@ -14,7 +16,9 @@ def over_runs(reduce, values, axis=None):
     values = np.asarray(values, dtype=float)
     if values.size:
         return reduce(values, axis=axis)
-    return float("nan") if axis is None else np.full(np.delete(values.shape, axis), np.nan)
+    with warnings.catch_warnings():  # numpy's own NaN of the right shape, without its warning
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return reduce(values, axis=axis)
 
 
 def seeds_of(c: Curves) -> np.ndarray:
