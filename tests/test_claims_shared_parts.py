@@ -1,8 +1,6 @@
 """Review mends of the verdict model: a claim that is also a part of another claim keeps its own
 verdict; a ratio past float64's range is inf, not an OverflowError."""
 
-import math
-
 import numpy as np
 
 from attnbias.claims import Claim, Rule, paired_difference, ratio_effect
