@@ -268,3 +268,14 @@ def test_report_figures_that_differ_are_replaced_only_with_force(tmp_path):
     assert mine.read_bytes() == b"my own figure" and not report.exists()
     write(True)
     assert mine.read_bytes() == b"\x89PNG figure" and report.exists()
+
+
+def test_claims_of_a_summary_nested_too_deep_to_read_is_one_line(tmp_path, capsys):
+    root = tmp_path / "res"
+    store = ResultsStore(root / "md-joint")
+    stage = store.staging()
+    deep = 100_000  # json's parser recurses once a level: past Python's limit
+    (stage / "summary.json").write_text('{"claims": [], "x": ' + "[" * deep + "]" * deep + "}")
+    store.publish(stage, "0123456789abcdef", runs=[])  # forged with its manifest: it matches
+    assert main(["claims", "--out", str(root)]) == 2
+    assert "RecursionError" in one_error_line(capsys)

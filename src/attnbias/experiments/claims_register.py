@@ -504,10 +504,9 @@ def summaries(root: Path) -> dict[str, dict]:
             unregistered({name: summary})
         except UnsafeStore as err:
             raise ValueError(f"{path} is not the published summary ({err}); {again}") from err
-        except (ValueError, TypeError, KeyError, AttributeError, IndexError) as err:
-            raise ValueError(
-                f"{path} is not a summary attnbias writes ({type(err).__name__}: {err}); {again}"
-            ) from err
+        except (ValueError, TypeError, KeyError, AttributeError, IndexError, RecursionError) as err:
+            why = f"{type(err).__name__}: {err}"[:200]  # a nesting too deep to read says so
+            raise ValueError(f"{path} is not a summary attnbias writes ({why}); {again}") from err
         found[name] = summary
     return found
 
