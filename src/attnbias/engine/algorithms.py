@@ -28,7 +28,7 @@ from ..optim import (
     SteepestDescent,
 )
 from ..optim.functional import NORMALIZE_TRUE
-from ..optim.steepest import METHODS
+from ..optim.steepest import METHODS, MOMENTUM_ON
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,10 @@ class Rule:
     torch_class: type | None = None
 
 
+# the momentum of the steepest-descent rules: β, Nesterov's or not, on the gradient or the
+# direction (`optim.steepest`)
+MOMENTUM_FIELDS = ("momentum", "nesterov", "momentum_on")
+
 # name → Rule; the order is the order error messages list them in.
 RULES: dict[str, Rule] = {
     rule.name: rule
@@ -61,10 +65,11 @@ RULES: dict[str, Rule] = {
              ("momentum",), ("global", "per_tensor")),
         Rule("polyak", "mirror", "Polyak step capped at lr = γ_b (on minibatches: SPS)",
              ("c", "f_star")),
-        Rule("sign", "steepest", "SignGD: steepest descent in ℓ∞", ("momentum",)),
+        Rule("sign", "steepest", "SignGD: steepest descent in ℓ∞", MOMENTUM_FIELDS),
         Rule("spectral", "steepest", "steepest descent in the spectral norm",
-             ("momentum", "method")),
-        Rule("steepest", "steepest", "steepest descent in ℓp, p = norm", ("momentum", "norm")),
+             (*MOMENTUM_FIELDS, "method")),
+        Rule("steepest", "steepest", "steepest descent in ℓp, p = norm",
+             (*MOMENTUM_FIELDS, "norm")),
         Rule("adam", "torch", "torch's Adam", ("options", "lr_decay"),
              torch_class=torch.optim.Adam),
         # torch.optim.Muon exists from torch 2.9 on; with an older torch it is refused by name.
@@ -85,7 +90,18 @@ TORCH_OPTIMIZERS = {
 # Fields that only some optimisers read; giving them to another is a config mistake.
 ONLY_FOR = {
     key: tuple(name for name, rule in RULES.items() if key in rule.reads)
-    for key in ("p", "momentum", "c", "f_star", "norm", "method", "options", "lr_decay")
+    for key in (
+        "p",
+        "momentum",
+        "nesterov",
+        "momentum_on",
+        "c",
+        "f_star",
+        "norm",
+        "method",
+        "options",
+        "lr_decay",
+    )
 }
 
 
@@ -156,8 +172,12 @@ class Algorithm:
     lr: the step size η (for "polyak" the cap γ_b).  p: mirror exponent ("md").  normalize:
     one of the rule's NORMALIZE modes; True is "global" (the papers' ‖∇L‖ over all
     parameters, as in MirrorDescent), False is None (plain).  momentum: β ("ngd" and the
-    steepest-descent ones).  c, f_star: Polyak's constant and optimal loss L*, a number or
-    "optimal" (the loss with all attention on the optimal tokens under the fixed head).
+    steepest-descent ones).  nesterov, momentum_on: the steepest-descent ones' momentum,
+    Nesterov's as torch.optim.SGD(nesterov=True) takes it, and on the raw gradient
+    ("gradient", Muon's order) or on the direction ("direction", NGD-mom's order)
+    (`optim.steepest`); either needs momentum > 0.  c, f_star: Polyak's constant and
+    optimal loss L*, a number or "optimal" (the loss with all attention on the optimal
+    tokens under the fixed head).
     norm: the ℓp exponent of "steepest", in (1, ∞].  method: "svd" or "newton-schulz"
     ("spectral").  options: further keyword arguments of torch's Adam, Muon or SGD (a table;
     e.g. eps, betas, momentum, weight_decay), passed as they are.  lr_decay: a in [0, 1],
@@ -171,6 +191,8 @@ class Algorithm:
     p: float = 2.0
     normalize: str | bool | None = "default"  # default: the optimiser's first NORMALIZE mode
     momentum: float = 0.0
+    nesterov: bool = False
+    momentum_on: str = "gradient"
     c: float = 1.0
     f_star: float | str = 0.0
     norm: float = 2.0
@@ -199,6 +221,13 @@ class Algorithm:
         _number(self, "momentum", low=0.0, high=1.0, include_high=False)
         _number(self, "c", low=0.0, include_low=False)
         _number(self, "lr_decay", low=0.0, high=1.0)  # a > 1: Σ η_t is finite, W stops
+        if not isinstance(self.nesterov, bool):
+            raise FieldError(f"nesterov must be true or false, got {self.nesterov!r}")
+        if self.momentum_on not in MOMENTUM_ON:
+            raise FieldError(f"momentum_on must be one of {MOMENTUM_ON}, got {self.momentum_on!r}")
+        if self.momentum == 0.0 and (self.nesterov or self.momentum_on != "gradient"):
+            key = "nesterov" if self.nesterov else "momentum_on"
+            raise FieldError(f"{key} needs momentum > 0")
         if self.f_star != "optimal":
             _number(self, "f_star")
         if self.norm == "inf":  # as to_dict writes ∞ for JSON
@@ -304,8 +333,9 @@ class Algorithm:
             for k, v in asdict(self).items()
             if v is not None and self.optimizer in ONLY_FOR.get(k, OPTIMIZERS)
         }
-        if out.get("lr_decay") == 0.0:  # a constant rate keeps the keys runs had before decay
-            del out["lr_decay"]
+        for key in ("lr_decay", "nesterov", "momentum_on"):
+            if key in out and out[key] == _DEFAULTS[key]:  # runs stored before them keep keys
+                del out[key]
         if "norm" in out and math.isinf(out["norm"]):
             out["norm"] = "inf"  # JSON has no infinity
         return out
@@ -320,6 +350,11 @@ class Algorithm:
         if self.lr_decay:
             for group in optimizer.param_groups:
                 group["lr"] = self.lr_at(t)
+
+    @property
+    def momentum_keywords(self) -> dict:
+        """The steepest-descent optimisers' momentum keywords (`optim.steepest`)."""
+        return {"nesterov": self.nesterov, "momentum_on": self.momentum_on}
 
     @property
     def family(self) -> str:
@@ -354,11 +389,13 @@ class Algorithm:
         if self.optimizer == "polyak":
             return PolyakStep(params, self.lr, f_star=f_star, c=self.c)
         if self.optimizer == "sign":
-            return SignGD(params, self.lr, self.momentum)
+            return SignGD(params, self.lr, self.momentum, **self.momentum_keywords)
         if self.optimizer == "spectral":
-            return SpectralDescent(params, self.lr, self.momentum, self.method)
+            return SpectralDescent(params, self.lr, self.momentum, self.method,
+                                   **self.momentum_keywords)  # fmt: skip
         if self.optimizer == "steepest":
-            return SteepestDescent(params, self.lr, self.norm, self.momentum)
+            return SteepestDescent(params, self.lr, self.norm, self.momentum,
+                                   **self.momentum_keywords)  # fmt: skip
         if not available(self.optimizer):
             raise ValueError(
                 f"algorithm {self.name!r}: optimizer {self.optimizer!r} needs torch.optim.Muon "
@@ -373,6 +410,8 @@ class Algorithm:
 _DEFAULTS = {
     "p": 2.0,
     "momentum": 0.0,
+    "nesterov": False,
+    "momentum_on": "gradient",
     "c": 1.0,
     "f_star": 0.0,
     "norm": 2.0,

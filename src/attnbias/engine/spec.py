@@ -78,9 +78,10 @@ class RunSpec:
     @property
     def structure(self) -> tuple:
         """Runs with equal structure can share one batch (one update core, one spectral
-        method per batch: `engine.steppers`)."""
+        method and one kind of momentum per batch: `engine.steppers`)."""
         shapes = (self.init[k].shape for k in sorted(self.init))
-        family = (self.algorithm.family, self.algorithm.method)
+        a = self.algorithm
+        family = (a.family, a.method, a.nesterov, a.momentum_on)
         return (
             self.problem.X.shape,
             self.parameterization,

@@ -22,10 +22,13 @@ class SteepestRuns:
     """Normalized steepest descent of R runs, each with its own η, β, norm (ℓp or spectral)."""
 
     def __init__(self, algorithms: list[Algorithm], dtype=torch.float64, device=None):
-        methods = {a.method for a in algorithms}
+        methods = {(a.method, a.nesterov, a.momentum_on) for a in algorithms}
         if len(methods) != 1:
-            raise ValueError(f"a batch needs one spectral method, got {sorted(methods)}")
-        self.method = methods.pop()
+            raise ValueError(
+                "a batch needs one spectral method and one kind of momentum (nesterov, "
+                f"momentum_on), got {sorted(methods)}"
+            )
+        self.method, self.nesterov, self.momentum_on = methods.pop()
         self.algorithms = algorithms
 
         def col(values):
@@ -44,13 +47,14 @@ class SteepestRuns:
 
     def step(self, params, grads, log_scales, buffers) -> None:
         """Steepest directions do not depend on the gradient's scale: without momentum they
-        take the log-scaled gradients as they are (exact where the true ones underflow);
-        momentum adds gradients of different steps, so it needs their true scale.
+        take the log-scaled gradients as they are (exact where the true ones underflow), and
+        so does momentum on the directions; momentum on the gradients adds gradients of
+        different steps, so it needs their true scale.
 
         Where an SVD is taken, a run whose gradient or momentum is not finite (it diverged)
         is stepped on a matrix of ones instead and its weights are then set to NaN: it stays
         diverged (`engine.measure.run_status`) and the other runs step as they would alone."""
-        if self.uses_momentum:
+        if self.uses_momentum and self.momentum_on == "gradient":
             grads = true_scale(grads, log_scales)
         diverged = self.diverged(grads, buffers) if self.svd else None
         if diverged is not None:
@@ -66,6 +70,8 @@ class SteepestRuns:
             method=self.method,
             momentum=self.momentum if self.uses_momentum else 0.0,
             buffers=buffers,
+            nesterov=self.nesterov,
+            momentum_on=self.momentum_on,
         )
         if diverged is not None:
             for w in params:

@@ -5,6 +5,11 @@
     Δ = argmax_{‖U‖ ≤ 1} ⟨m, U⟩    the steepest direction (so ⟨m, Δ⟩ = ‖m‖_*)
     W ← W − η Δ
 
+That is momentum on the gradient, Muon's order. Two variants (`steepest_step_`): Nesterov's,
+as torch.optim.SGD(nesterov=True) takes it (the direction of g + β m instead of m), and
+momentum on the direction, NGD-mom's order (u = Δ(g), m ← β m + u, W ← W − η m; Nesterov:
+W ← W − η (u + β m)), whose step is not normalised: its size grows towards η/(1 − β).
+
 entrywise ℓp, 1 < p < ∞, q = p/(p−1):  Δ = sign(m)|m|^{q−1} / ‖m‖_q^{q−1}   (p = 2: m/‖m‖₂)
 entrywise ℓ∞:                          Δ = sign(m)                          (sign descent)
 spectral (operator 2-norm):            Δ = U Vᵀ from the thin SVD m = U Σ Vᵀ, over the
@@ -26,6 +31,7 @@ from .functional import Number, run_dims
 
 KINDS = ("lp", "spectral")  # codes of the engine's per-run `kind`
 METHODS = ("svd", "newton-schulz")
+MOMENTUM_ON = ("gradient", "direction")  # what momentum accumulates (module text)
 # Cubic Newton–Schulz steps: singular values σ ≳ 1.5^-NS_STEPS·‖m‖_F (~3e-4) reach 1; more
 # would also raise the rounding noise of a rank-deficient m (σ ~ 1e-16‖m‖) by 1.5 per step.
 NS_STEPS = 20
@@ -111,16 +117,31 @@ def steepest_step_(
     method: str = "svd",
     momentum: Number = 0.0,
     buffers: list[torch.Tensor] | None = None,
+    nesterov: bool = False,
+    momentum_on: str = "gradient",
 ) -> None:
-    """In place: m ← β m + g, W ← W − η Δ(m) for each tensor (see the module text).
+    """In place: m ← β m + g, W ← W − η Δ(m) for each tensor (see the module text), or with
+    `nesterov` W ← W − η Δ(g + β m); `momentum_on="direction"`: m ← β m + Δ(g) and
+    W ← W − η m (Nesterov: W ← W − η (Δ(g) + β m)).
 
     buffers: the momentum buffers m (needed when momentum is not 0)."""
+    if momentum_on not in MOMENTUM_ON:
+        raise ValueError(f"momentum_on must be one of {MOMENTUM_ON}, got {momentum_on!r}")
     uses_momentum = isinstance(momentum, torch.Tensor) or momentum != 0.0
     if uses_momentum and buffers is None:
         raise ValueError("momentum needs the momentum `buffers`")
     for k, (w, g) in enumerate(zip(params, grads)):
-        m = buffers[k].mul_(per_run(momentum, g)).add_(g) if uses_momentum else g
-        delta = directions(m, kind, p, method)
+        if not uses_momentum:
+            delta = directions(g, kind, p, method)
+        elif momentum_on == "gradient":
+            beta = per_run(momentum, g)
+            m = buffers[k].mul_(beta).add_(g)
+            delta = directions(g + beta * m if nesterov else m, kind, p, method)
+        else:
+            u = directions(g, kind, p, method)
+            beta = per_run(momentum, u)
+            m = buffers[k].mul_(beta).add_(u)
+            delta = u + beta * m if nesterov else m
         if isinstance(lr, torch.Tensor):
             w.sub_(delta * per_run(lr, delta))
         else:  # as `functional.step_` writes it, so that p = 2 is NGD to the last bit

@@ -6,8 +6,10 @@ to the max-margin solution of its own norm.
     SignGD                    entrywise ℓ∞: W ← W − η sign(m)
     SpectralDescent           operator 2-norm: W ← W − η U Vᵀ (matrices only)
 
-with momentum m ← β m + g on the raw gradient (the update rules are `optim.steepest`). Each
-tensor is its own steepest-descent problem (the norm of a group of tensors is not defined).
+with momentum m ← β m + g on the raw gradient (the update rules are `optim.steepest`; the
+keywords nesterov and momentum_on choose Nesterov's momentum, as torch.optim.SGD has it, and
+momentum on the direction instead, NGD-mom's order). Each tensor is its own steepest-descent
+problem (the norm of a group of tensors is not defined).
 """
 
 from __future__ import annotations
@@ -53,6 +55,10 @@ BEHAVIOUR = """
     range raises FloatingPointError. Complex (and other non-floating) ones are refused with
     TypeError naming the parameter.
 
+    Momentum keywords (keyword-only): nesterov (a bool, default False: W ← W − η Δ(g + β m),
+    as torch.optim.SGD(nesterov=True)); momentum_on ("gradient", the default: m ← β m + g;
+    "direction": m ← β m + Δ(g), W ← W − η m). Either needs momentum > 0.
+
     The torch.optim keywords (keyword-only): weight_decay λ ≥ 0, decoupled (as AdamW:
     w ← (1 − ηλ)w before each step; default 0); maximize (follow +g; default False); foreach
     (None: torch._foreach_* kernels where every parameter is on a GPU, for the weight decay
@@ -62,6 +68,11 @@ BEHAVIOUR = """
     State: a momentum buffer per parameter where momentum > 0 (float32 for float16/bfloat16
     parameters); nothing otherwise.
 """
+
+
+def momentum_arguments(arguments: dict) -> dict:
+    """The momentum keywords among a constructor's arguments (its `locals()`)."""
+    return {key: arguments[key] for key in ("nesterov", "momentum_on")}
 
 
 class _Steepest(CheckedOptimizer):
@@ -79,10 +90,15 @@ class _Steepest(CheckedOptimizer):
     @classmethod
     def check_hyper(cls, hyper: dict, where: str) -> dict:
         name = cls.__name__
-        return dict(
-            hyper,
-            momentum=check_momentum(hyper["momentum"], f"{name}: momentum{where}"),
-        )
+        momentum = check_momentum(hyper["momentum"], f"{name}: momentum{where}")
+        nesterov, on = hyper.get("nesterov", False), hyper.get("momentum_on", "gradient")
+        if not isinstance(nesterov, bool):
+            raise TypeError(f"{name}: nesterov{where} must be a bool, got {nesterov!r}")
+        on = check_choice(on, f"{name}: momentum_on{where}", steepest.MOMENTUM_ON)
+        if momentum == 0.0 and (nesterov or on != "gradient"):
+            key = "nesterov" if nesterov else "momentum_on"
+            raise ValueError(f"{name}: {key}{where} needs momentum > 0 (as torch.optim.SGD)")
+        return dict(hyper, momentum=momentum, nesterov=nesterov, momentum_on=on)
 
     @staticmethod
     def rule(group: dict) -> dict:
@@ -124,6 +140,8 @@ class _Steepest(CheckedOptimizer):
                 group["lr"],
                 momentum=beta,
                 buffers=buffers,
+                nesterov=group.get("nesterov", False),
+                momentum_on=group.get("momentum_on", "gradient"),
                 **rule,
             )
             write_back(name, index, params, weights)
@@ -149,13 +167,22 @@ class SteepestDescent(_Steepest):
         norm: float = 2.0,
         momentum: float = 0.0,
         *,
+        nesterov: bool = False,
+        momentum_on: str = "gradient",
         weight_decay: float = 0.0,
         maximize: bool = False,
         foreach: bool | None = None,
         differentiable: bool = False,
     ):
         super().__init__(
-            params, dict(lr=lr, norm=norm, momentum=momentum, **torch_arguments(locals()))
+            params,
+            dict(
+                lr=lr,
+                norm=norm,
+                momentum=momentum,
+                **momentum_arguments(locals()),
+                **torch_arguments(locals()),
+            ),
         )
 
     @classmethod
@@ -183,12 +210,22 @@ class SignGD(_Steepest):
         lr,
         momentum: float = 0.0,
         *,
+        nesterov: bool = False,
+        momentum_on: str = "gradient",
         weight_decay: float = 0.0,
         maximize: bool = False,
         foreach: bool | None = None,
         differentiable: bool = False,
     ):
-        super().__init__(params, dict(lr=lr, momentum=momentum, **torch_arguments(locals())))
+        super().__init__(
+            params,
+            dict(
+                lr=lr,
+                momentum=momentum,
+                **momentum_arguments(locals()),
+                **torch_arguments(locals()),
+            ),
+        )
 
     @staticmethod
     def rule(group: dict) -> dict:
@@ -215,12 +252,20 @@ class SpectralDescent(_Steepest):
         momentum: float = 0.0,
         method: str = "svd",
         *,
+        nesterov: bool = False,
+        momentum_on: str = "gradient",
         weight_decay: float = 0.0,
         maximize: bool = False,
         foreach: bool | None = None,
         differentiable: bool = False,
     ):
-        hyper = dict(lr=lr, momentum=momentum, method=method, **torch_arguments(locals()))
+        hyper = dict(
+            lr=lr,
+            momentum=momentum,
+            method=method,
+            **momentum_arguments(locals()),
+            **torch_arguments(locals()),
+        )
         super().__init__(params, hyper)
 
     @classmethod
