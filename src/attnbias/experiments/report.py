@@ -18,10 +18,14 @@ from ..claims import (
 )
 from ..config import ExperimentConfig
 from ..store import ResultsStore
+from . import forest
 
 # The repository's docs/ (present in a clone, absent from an installed wheel).
 DOCS = Path(__file__).resolve().parents[3] / "docs"
 
+# The report's own forest plot, of the claims of its summaries: not the register's
+# claims_forest.png, which `attnbias claims --write` draws from every summary under its root.
+FOREST = "results_forest"
 BAND = "lines: mean over seeds, shaded: ± 1 std"
 # What to look at in each figure: by experiment name, or by the figure's name ending.
 CAPTIONS = {
@@ -158,6 +162,15 @@ def differs(path: Path, data: bytes) -> bool:
         return f.read(len(data) + 1) != data
 
 
+def forest_figure(summaries: dict[str, dict]) -> bytes | None:
+    """The PNG of the forest plot of every measured claim part of `summaries` (by experiment),
+    or None when none was measured."""
+    claims = {name: summary.get("claims", []) for name, summary in summaries.items()}
+    with tempfile.TemporaryDirectory() as drawing:
+        drawn = forest.draw(claims, Path(drawing), FOREST, formats=("png",))
+        return Path(drawn[0]).read_bytes() if drawn else None
+
+
 def write_report(
     summaries: dict[str, dict],
     configs: dict[str, dict],
@@ -167,13 +180,14 @@ def write_report(
     force: bool = False,
 ) -> Path:
     """Write the report to `path`, copying each experiment's PNG figure into path's
-    figures/ directory; `command` is the command line that regenerates it, `configs` the
-    resolved config of each experiment (its constants), `roots` each experiment's results
-    directory (its --out). A figure is copied only if it is a regular file of a publication in
-    its experiment's directory and matches that publication's manifest (sha256): a summary
-    naming anything else (a symbolic link, a path outside) is refused (store.UnsafeStore).
-    A report or figure file already there that differs is replaced only with `force`
-    (ValueError before anything is written otherwise), as `claims --write` does."""
+    figures/ directory, with the forest plot of all its claims (figures/results_forest.png);
+    `command` is the command line that regenerates it, `configs` the resolved config of each
+    experiment (its constants), `roots` each experiment's results directory (its --out). A
+    figure is copied only if it is a regular file of a publication in its experiment's
+    directory and matches that publication's manifest (sha256): a summary naming anything else
+    (a symbolic link, a path outside) is refused (store.UnsafeStore). A report or figure file
+    already there that differs is replaced only with `force` (ValueError before anything is
+    written otherwise), as `claims --write` does."""
     path = Path(path)
     roots = roots or {}
     figures = path.parent / "figures"
@@ -188,6 +202,16 @@ def write_report(
         f"experiments: {doc_link('REAL_DATA.md', 'REAL_DATA.md', path.parent)}.",
         "",
     ]
+    if (drawn := forest_figure(summaries)) is not None:
+        copies[figures / f"{FOREST}.png"] = drawn
+        register = doc_link("the claims register", "CLAIMS.md", path.parent)
+        lines += [
+            f"![every measured claim part of this report against its threshold]"
+            f"(figures/{FOREST}.png)",
+            "",
+            f"*{forest.CAPTION} Each claim's row, with the paper it tests: {register}.*",
+            "",
+        ]
     for name, summary in summaries.items():
         svms = f", {summary['svms_solved']} SVMs solved" if "svms_solved" in summary else ""
         # a sweep's seconds are this invocation's: say how many runs it found finished
