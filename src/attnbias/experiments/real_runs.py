@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from pydantic import Field
 
 from ..config import (
+    Device,
     ExperimentConfig,
     NonNegativeInt,
     OptimizerTables,
@@ -31,6 +32,7 @@ from ..config import (
 )
 from ..engine.cluster import active_cluster, task_name
 from ..npz import load_npz
+from ..real.adapters import torch_device
 from ..real.records import history_table, layer_norms
 from ..real.train import TensorData, checkpoint_directory, seed_everything, to_device, train
 from ..store import DIVERGED, FINISHED, ResultsStore, RunRecord, config_key, diverged_runs
@@ -76,6 +78,7 @@ class CompareConfig(RealConfig):
         description="how many times the grid may be extended past an edge"
     )
     search_steps: PositiveInt = Field(description="steps of each search run (from the first seed)")
+    device: Device = Field(description="where to train ('auto': CUDA when present)")
 
 
 def use_threads(config: RealConfig) -> None:
@@ -347,16 +350,18 @@ class Loaded:
     make_model: Callable[[], torch.nn.Module]
 
 
-def train_compared(make_model, data, run_config: dict, checkpoints: Path, desc: str, **options):
-    """Train make_model() (built after seeding with the run's seed) on data = (train, test)
-    with the run's optimizer, tracking layer norms: the (metrics, arrays, info) a stored run
-    holds. options go to train()."""
+def train_compared(
+    make_model, data, run_config: dict, checkpoints: Path, desc: str, device="cpu", **options
+):
+    """Train make_model() (built after seeding with the run's seed, then moved to device) on
+    data = (train, test) with the run's optimizer, tracking layer norms: the (metrics, arrays,
+    info) a stored run holds. options go to train()."""
     seed_everything(run_config["seed"])
-    model = make_model()
+    model = make_model().to(device)  # before layer_norms keeps its starting weights
     history = train(
         model, *data, run_config["optimizer"],
         steps=run_config["steps"], batch_size=run_config["batch_size"],
-        seed=run_config["seed"], eval_every=run_config["eval_every"],
+        seed=run_config["seed"], eval_every=run_config["eval_every"], device=device,
         checkpoint_dir=checkpoints, extra_metrics=layer_norms(model), desc=desc, **options,
     )  # fmt: skip
     info = {"seconds": history.seconds, **run_status(history.diverged, len(history.train_loss))}
@@ -394,8 +399,10 @@ def train_grid(
     edge, each trained from the first seed for `search_steps` steps and scored by its final
     train loss (`tail_score`: the claims are about training speed). load(dataset) gives the
     data and the model; run_fields are the experiment's own fields of each run's config (its
-    store key); options go to train()."""
+    store key; the device is not in it: a run is the same run wherever it trained, and its
+    info.json's provenance says where); options go to train(), with the config's device."""
     records, searches = {}, {}
+    options = {"device": torch_device(config.device), **options}
     for dataset in config.datasets:
         grid = OptimizerGrid(config, out, dataset, load(dataset), run_fields, desc, options)
         found = search_rates(grid.grids(), grid.score, config.rate_factor, config.rate_extensions)
