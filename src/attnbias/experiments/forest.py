@@ -113,29 +113,45 @@ def draw(
     if not drawn:
         return []
     rows = len(drawn)
-    fig, ax = plt.subplots(figsize=(9, 1.2 + 0.17 * rows), layout="constrained")
+    # a row of 0.2 in at 130 dpi is 26 px: labels of 7 pt stay legible on a web page
+    fig, ax = plt.subplots(figsize=(10, 1.6 + 0.2 * rows), layout="constrained")
+    starts = [y for y, p in enumerate(drawn) if y == 0 or drawn[y - 1].group != p.group]
+    for k, (start, end) in enumerate(zip(starts, [*starts[1:], rows])):
+        if k % 2:  # alternate groups shaded, so a row is read against its experiment
+            ax.axhspan(start - 0.5, end - 0.5, color="#f3f4f6", lw=0, zorder=0)
+        # the experiment's name beside its group, outside the axes
+        ax.text(1.01, (start + end - 1) / 2, drawn[start].group, transform=ax.get_yaxis_transform(),
+                va="center", ha="left", fontsize=8, fontweight="bold")  # fmt: skip
     for y, p in enumerate(drawn):
         colour = COLOURS.get(p.status, COLOURS[INCONCLUSIVE])
         low, high = max(p.low, -CLIP), min(p.high, CLIP)
-        ax.plot([low, high], [y, y], color=colour, lw=1.4)
+        ax.plot([low, high], [y, y], color=colour, lw=1.6)
         estimate = min(max(p.estimate, -CLIP), CLIP)
         marker = "o" if p.kind == "log" else "s"
         if abs(p.estimate) > CLIP:
             marker = ">" if p.estimate > 0 else "<"
-        ax.plot([estimate], [y], marker, color=colour, ms=3.5)
+        ax.plot([estimate], [y], marker, color=colour, ms=4.5)
     ax.axvline(0.0, color="k", lw=1)
     ax.set_xlim(-CLIP * 1.05, CLIP * 1.05)
-    starts = [y for y, p in enumerate(drawn) if y == 0 or drawn[y - 1].group != p.group]
-    for y in starts[1:]:
-        ax.axhline(y - 0.5, color="#d0d7de", lw=0.8)
-    ax.set_yticks(range(rows), [p.label for p in drawn], fontsize=6)
+    ax.set_yticks(range(rows), [p.label for p in drawn], fontsize=7)
     ax.set_ylim(rows - 0.5, -0.5)
+    # the scale at the top as well: the plot is taller than a screen
+    ax.tick_params(axis="x", top=True, labeltop=True, labelsize=8)
+    ax.grid(axis="x", color="#d0d7de", lw=0.6)
+    ax.set_axisbelow(True)
     ax.set_xlabel(
         "distance from the rule's threshold, the claim's side to the right\n"
         "circles: log10(value / threshold); squares: difference scaled to its largest |value|;"
         f" triangles: beyond ±{CLIP:g}"
     )
-    legend = [Line2D([], [], color=c, marker="o", lw=1.4, label=s) for s, c in COLOURS.items()]
-    ax.legend(handles=legend, loc="lower right", fontsize=7)
-    ax.set_title(f"Claims register: {rows} measured claim parts, 95 % intervals", fontsize=10)
+    legend = [Line2D([], [], color=c, marker="o", lw=1.6, label=s) for s, c in COLOURS.items()]
+    # the key above the plot, where a reader starts
+    ax.legend(handles=legend, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncols=4,
+              fontsize=8, frameon=False, borderaxespad=1.6)  # fmt: skip
+    ax.set_title(
+        f"Claims register: {rows} measured claim parts, 95 % intervals\n"
+        "right of 0: on the claim's side of its threshold",
+        fontsize=10,
+        pad=34,
+    )
     return save_figure(fig, out, name, **({"formats": formats} if formats else {}))
