@@ -103,9 +103,10 @@ def draw(
     out: Path,
     name: str = "claims_forest",
     formats: tuple[str, ...] | None = None,
+    title: str = "Claims register",
 ):
-    """Draw the forest plot into out/name.<format> (default: png, pdf, svg); returns the
-    paths written (none when no part was measured)."""
+    """Draw the forest plot, headed `title`, into out/name.<format> (default: png, pdf, svg);
+    returns the paths written (none when no part was measured)."""
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
@@ -149,7 +150,7 @@ def draw(
     ax.legend(handles=legend, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncols=4,
               fontsize=8, frameon=False, borderaxespad=1.6)  # fmt: skip
     ax.set_title(
-        f"Claims register: {rows} measured claim parts, 95 % intervals\n"
+        f"{title}: {rows} measured claim parts, 95 % intervals\n"
         "right of 0: on the claim's side of its threshold",
         fontsize=10,
         pad=34,

@@ -167,7 +167,7 @@ def forest_figure(summaries: dict[str, dict]) -> bytes | None:
     or None when none was measured."""
     claims = {name: summary.get("claims", []) for name, summary in summaries.items()}
     with tempfile.TemporaryDirectory() as drawing:
-        drawn = forest.draw(claims, Path(drawing), FOREST, formats=("png",))
+        drawn = forest.draw(claims, Path(drawing), FOREST, formats=("png",), title="Results")
         return Path(drawn[0]).read_bytes() if drawn else None
 
 
