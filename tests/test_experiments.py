@@ -78,7 +78,7 @@ CONFIG_KEYS = {
     "atlas": ("8c8144920be51a2f", "fc281b166aae338d"),
     "text-md": ("508cc343b8668c4d", "036360f717bb1148"),  # the equal-budget protocol
     "text-finetune": ("985360b6c6333778", "5f760b3a1ece9479"),  # device field; runs keep keys
-    "vision": ("b5af4abe9fac82c0", "eceb4f58a047da25"),  # device field; runs keep keys
+    "vision": ("b30257da6f68bbef", "eceb4f58a047da25"),  # device field; 10 seeds
     "ngd-rates": ("4e0fd04d2584906b", "5882ebaee9c4b771"),  # the geometry margin sweep
     "local-global": ("88f1fe1ee6deffee", "3d5a115d6cfe80a2"),
     "md-plain": ("fe3aa4f33857bbfe", "21ddee3f79ac4452"),
