@@ -17,6 +17,7 @@ from ..real.adapters import load_images
 from ..real.vit import ViT
 from .compare import (
     ABOUT_EQUAL,
+    NGD_PAPER_OPTIMIZERS,
     arms,
     ci_text,
     compare_optimizers,
@@ -121,6 +122,6 @@ def vision_claims(rows, datasets) -> list[Claim]:
                 rules.lower_loss(found, ("SGD",), "SNGD", SLOWER_SOURCE, slower),
                 rules.about_equal(found, ("Adam",), "SGD", ABOUT_EQUAL, LITTLE_SOURCE, little),
             ]
-        claims.append(norm_growth_claim(rows, dataset))  # Fig. 7
+        claims.append(norm_growth_claim(rows, dataset, NGD_PAPER_OPTIMIZERS))  # Fig. 7
         slugs += [f"sngd-slower-{dataset}", f"adam-little-{dataset}", f"norm-growth-{dataset}"]
     return identified("vision", claims, slugs)
