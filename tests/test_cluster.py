@@ -372,7 +372,7 @@ def test_dask_scheduler_and_worker_processes_with_scheduler_flag(tmp_path, in_pr
 @pytest.mark.slow
 def test_real_data_runs_are_one_task_each_and_a_retry_resumes_from_the_checkpoint(client, tmp_path):
     from attnbias.engine.cluster import using
-    from attnbias.real.runner import RemoteRun, run_once
+    from attnbias.experiments.real_runs import RemoteRun, run_once
 
     store = ResultsStore(tmp_path)
 

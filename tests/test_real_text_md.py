@@ -153,7 +153,7 @@ def test_the_papers_model_is_post_norm_without_biases():
 
 
 def test_a_missing_cuda_device_is_refused_clearly():
-    from attnbias.real.runner import torch_device
+    from attnbias.real.adapters import torch_device
 
     assert torch_device("cpu").type == "cpu"
     assert torch_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
