@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 import torch
 
-from attnbias.experiments import text_md
+from attnbias.experiments import text_md, text_md_tables
 from attnbias.real.attention import keyword_attention
 from attnbias.real.train import TensorData, seed_everything, train
 from attnbias.real.transformer import TextTransformer
+from attnbias.real.weights import kqv_weights
 
 pytestmark = [pytest.mark.real, pytest.mark.usefixtures("float32_one_thread")]
 
@@ -98,7 +99,7 @@ def test_the_mapped_threshold_is_the_papers_on_the_papers_layers():
     torch.manual_seed(0)
     for dim, expected in ((384, 0.06), (64, 0.06 * math.sqrt(384 / 64))):
         model = TextTransformer(50, 2, dim=dim, heads=2, layers=2, max_len=8, init="pytorch")
-        weights = text_md.kqv_weights(model)
+        weights = kqv_weights(model)
         counts = text_md.weight_counts(weights, weights)
         assert counts["threshold_K"] == pytest.approx(expected, rel=0.01)
         assert counts["above_init_K"] == 0  # uniform ±√3 RMS: no initial entry is above
@@ -532,13 +533,13 @@ def test_under_the_budget_protocol_no_target_is_required_and_e_half_is_shown():
 def test_mcnemar_is_the_exact_binomial_test_of_the_pooled_discordant_pairs():
     from scipy import stats
 
-    assert text_md.mcnemar_test(10, 2)["p_value"] == pytest.approx(
+    assert text_md_tables.mcnemar_test(10, 2)["p_value"] == pytest.approx(
         stats.binomtest(10, 12, 0.5).pvalue
     )
-    assert math.isnan(text_md.mcnemar_test(0, 0)["p_value"])
+    assert math.isnan(text_md_tables.mcnemar_test(0, 0)["p_value"])
     a = [np.array([1, 1, 0, 0], bool), np.array([1, 0, 1, 1], bool), None]
     b = [np.array([1, 0, 1, 0], bool), np.array([0, 0, 0, 1], bool), np.ones(4, bool)]
-    pooled = text_md.pooled_mcnemar(a, b)  # the diverged seed (None) is left out
+    pooled = text_md_tables.pooled_mcnemar(a, b)  # the diverged seed (None) is left out
     assert (pooled["a_right_b_wrong"], pooled["b_right_a_wrong"], pooled["seeds"]) == (3, 1, 2)
 
 

@@ -184,10 +184,15 @@ def ci_text(values, digits: int = 3) -> str:
     return f"{effect.estimate:.{digits}f} [{effect.low:.{digits}f}, {effect.high:.{digits}f}]"
 
 
-def grid_text(row: dict) -> str:
-    """The rates a row's search tried, the chosen one in bold, and whether it is inside."""
-    search = row.get("rate_search")
+def rates_text(search: dict | None) -> str:
+    """The rates a search tried, the chosen one in bold, and whether it is inside ("" for no
+    search)."""
     if not search:
-        return "given"
+        return ""
     rates = ", ".join(f"**{r:g}**" if r == search["chosen"] else f"{r:g}" for r in search["tried"])
     return rates + ("" if search["interior"] else " (edge)")
+
+
+def grid_text(row: dict) -> str:
+    """`rates_text` of a row's search, or "given" for a rate given, not searched."""
+    return rates_text(row.get("rate_search")) or "given"

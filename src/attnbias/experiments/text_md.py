@@ -40,9 +40,8 @@ from typing import Literal
 import numpy as np
 import torch
 from pydantic import Field, model_validator
-from scipy import stats
 
-from ..claims import Claim, identified, mean_effect, not_applicable, paired_difference
+from ..claims import Claim, identified, not_applicable, paired_difference
 from ..config import (
     Device,
     Flag,
@@ -56,7 +55,6 @@ from ..config import (
 )
 from ..data.splits import train_validation_test
 from ..data.text import TEXT_DATASETS, vader_lexicon
-from ..figures import save_figure
 from ..real.adapters import subset, torch_device
 from ..real.attention import attention_maps, keyword_attention
 from ..real.minilm import encode, load_tokenizer
@@ -64,20 +62,38 @@ from ..real.probe import lexicon_probe
 from ..real.records import history_table
 from ..real.train import TensorData, seed_everything, train
 from ..real.transformer import TextTransformer
+from ..real.weights import count_above, hoyer_sparsity, kqv_weights, rms, small_share
 from ..store import DIVERGED, ResultsStore
-from . import baselines, papers, plotting
+from . import baselines, papers
 from .real_runs import (
     RateSearch,
     RealConfig,
     ValidationChooser,
     chosen_evaluation,
-    fmt,
     run_once,
     run_status,
     run_totals,
     search_rates,
     series,
     use_threads,
+)
+from .text_md_tables import (
+    ABSOLUTE_THRESHOLD,
+    REFERENCE,
+    VARIANTS,
+    arm_name,
+    paired_rows,
+    paired_table_row,
+    plot_accuracy,
+    plot_keyword,
+    plot_paired,
+    plot_weights,
+    pooled_mcnemar,
+    reference_rows,
+    run_rows,
+    table_row,
+    timing,
+    variant_row,
 )
 from .verdicts import real as rules
 
@@ -90,15 +106,9 @@ DESCRIPTION = (
 # --workers 2 on a machine other jobs were also using, 6,094 CPU-seconds in all (docs/REAL_DATA.md):
 # about 1.7 h in one process. `attnbias reproduce` states it first.
 FULL_SCALE_MINUTES = 100
-PAPER_ACCURACY = papers.MD_IMDB_ACCURACY
-PAPER_KEYWORD_ATTENTION = papers.MD_IMDB_KEYWORD_ATTENTION
-PAPER_COUNTS = papers.MD_IMDB_COUNTS
-ABSOLUTE_THRESHOLD = papers.MD_IMDB_THRESHOLD  # the paper's |w| threshold
 # The paper's 0.06 in units of its layers' initial RMS entry: the mapped threshold of a run is
 # this × the RMS entry of its own initial K, Q or V (docs/REAL_DATA.md#sparsity).
 INITIAL_SCALE_RATIO = papers.MD_IMDB_THRESHOLD / papers.MD_IMDB_INITIAL_RMS
-VARIANTS = {"seeds": "different init", "order": "same init, data order"}  # their table labels
-REFERENCE = 2.0  # ℓ2-MD is gradient descent: the p every other p is compared with
 MODEL_FIELDS = ("dim", "heads", "layers", "max_len", "mlp_ratio", "post_norm", "bias", "dropout",
                 "init")  # fmt: skip
 
@@ -171,10 +181,6 @@ class Config(RealConfig):
         return self
 
 
-def arm_name(p: float) -> str:
-    return f"ℓ{p:g}-MD"
-
-
 # --- data
 
 
@@ -216,28 +222,6 @@ def load_data(config: Config, tokenizer):
 # --- what a run measures
 
 
-def hoyer_sparsity(w: np.ndarray) -> float:
-    """(√n − ‖w‖₁/‖w‖₂)/(√n − 1): 0 for equal magnitudes, 1 for a single nonzero; scale-free."""
-    w = np.abs(w.ravel())
-    n = w.size
-    return float((np.sqrt(n) - w.sum() / np.sqrt((w**2).sum())) / (np.sqrt(n) - 1))
-
-
-def small_share(w: np.ndarray, relative: float = 0.01) -> float:
-    """Share of entries below `relative` × the root-mean-square entry: near-zero weights."""
-    w = np.abs(w.ravel())
-    return float((w < relative * np.sqrt((w**2).mean())).mean())
-
-
-def count_above(w: np.ndarray, threshold: float) -> int:
-    """Entries with |w| > threshold (the paper's sparsity count at 0.06)."""
-    return int((np.abs(w) > threshold).sum())
-
-
-def rms(w: np.ndarray) -> float:
-    return float(np.sqrt(np.mean(np.asarray(w, dtype=np.float64) ** 2)))
-
-
 def weight_counts(weights: dict[str, np.ndarray], initial: dict[str, np.ndarray]) -> dict:
     """Per K, Q, V: entries above the paper's 0.06 ("above_abs"), and above the threshold that
     is to this run's initial weight scale what 0.06 is to the paper's: INITIAL_SCALE_RATIO × the
@@ -255,16 +239,6 @@ def weight_counts(weights: dict[str, np.ndarray], initial: dict[str, np.ndarray]
         out[f"small_{m}"] = small_share(w)
         out[f"rms_{m}"] = rms(w)
     return out
-
-
-def kqv_weights(model: TextTransformer) -> dict[str, np.ndarray]:
-    blocks = model.encoder.blocks
-    return {
-        name: torch.cat(
-            [getattr(b.attention, attr).weight.detach().cpu().flatten() for b in blocks]
-        ).numpy()
-        for name, attr in (("K", "key"), ("Q", "query"), ("V", "value"))
-    }
 
 
 @torch.no_grad()
@@ -520,26 +494,6 @@ def arms_of(collected: dict[float, dict], protocol: str = "target") -> dict[str,
     }  # fmt: skip
 
 
-def mcnemar_test(a_only: int, b_only: int) -> dict:
-    """The exact McNemar test of two classifiers on the same examples: of the discordant
-    examples (a right and b wrong: a_only; the reverse: b_only), is a's share ½? Two-sided
-    binomial p-value (scipy.stats.binomtest)."""
-    n = a_only + b_only
-    p_value = float(stats.binomtest(a_only, n, 0.5).pvalue) if n else math.nan
-    return {"a_right_b_wrong": int(a_only), "b_right_a_wrong": int(b_only), "p_value": p_value}
-
-
-def pooled_mcnemar(a: list, b: list) -> dict | None:
-    """McNemar on the test predictions of two arms pooled over the seeds both have (None if no
-    seed has both)."""
-    pairs = [(x, y) for x, y in zip(a, b) if x is not None and y is not None]
-    if not pairs:
-        return None
-    a_only = sum(int(np.sum(x & ~y)) for x, y in pairs)
-    b_only = sum(int(np.sum(~x & y)) for x, y in pairs)
-    return {**mcnemar_test(a_only, b_only), "seeds": len(pairs)}
-
-
 def text_md_claims(collected: dict[float, dict], protocol: str = "target") -> list[Claim]:
     """The MD paper's IMDb findings, each a paired comparison over seeds (verdicts/real.py):
     ℓ1.1 against ℓ2 (GD), and every p against ℓ2. Under the budget protocol the accuracy
@@ -612,293 +566,3 @@ def summarize(config, records, searches, references, counts, test_labels, out: P
         "figures": figures,
         **run_totals(records),
     }
-
-
-def effect_list(values) -> list[float]:
-    """[mean, low, high] of the per-run values' 95 % CI (mean_effect)."""
-    e = mean_effect(values)
-    return [e.estimate, e.low, e.high]
-
-
-def variant_row(p: float, c: dict, variant: str) -> dict:
-    """Per p and variant: each quantity's [mean, CI low, CI high] over runs (diverged runs left
-    out), how many runs reached the target, the rate and its grid."""
-    v = c["values"]
-    quantities = ["test_accuracy", "val_accuracy", "best_test_accuracy_unselected",
-                  "final_test_accuracy", "final_train_accuracy", "half_test_accuracy",
-                  "half_train_accuracy", "steps_run", "chosen_step",
-                  "keyword_normalised", "keyword_raw", "keyword_chance_normalised",
-                  "keyword_chance_raw", "probe_accuracy", "seconds_per_step",
-                  *(f"{k}_{m}" for k in ("above_abs", "above_init", "threshold", "small", "hoyer")
-                    for m in "KQV")]  # fmt: skip
-    return {
-        "p": p,
-        "variant": variant,
-        "runs": len(c["reached"]),
-        "reached_target": int(np.sum(c["reached"])),
-        "diverged": c["diverged"],
-        "rate_search": c["search"].summary() if c["search"].scores else {},
-        **{q: effect_list(v[q]) for q in quantities},
-    }
-
-
-def ci(triple, digits: int = 2) -> str:
-    mean, low, high = triple
-    if not (math.isfinite(low) and math.isfinite(high)) or low == high:
-        return f"{mean:.{digits}f}"
-    return f"{mean:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
-
-
-def grid_text(search: dict) -> str:
-    if not search:
-        return ""
-    tried = ", ".join(f"**{r:g}**" if r == search["chosen"] else f"{r:g}"
-                      for r in search["tried"])  # fmt: skip
-    return tried + ("" if search["interior"] else " (edge)")
-
-
-def table_row(r: dict) -> dict:
-    """A row of the text-md table: means with their 95 % CI over runs."""
-    p = r["p"]
-    paper = PAPER_COUNTS.get(p)
-
-    def counts(kind):
-        return "/".join(f"{r[f'{kind}_{m}'][0]:,.0f}" for m in "KQV")
-
-    budget = r.get("protocol") == "budget"
-    return {
-        "model": arm_name(p),
-        "variant": VARIANTS[r["variant"]],
-        **(
-            {"runs": str(r["runs"])}
-            if budget
-            else {"runs at 99.5 % / runs": f"{r['reached_target']}/{r['runs']}"}
-        ),
-        "rates tried (chosen)": grid_text(r["rate_search"]),
-        "steps": ci(r["steps_run"], 0),
-        **({"train acc. at E/2 (%)": ci(r["half_train_accuracy"])} if budget else {}),
-        "final train acc. (%)": ci(r["final_train_accuracy"]),
-        "val. acc. (%)": ci(r["val_accuracy"]),
-        **({"test acc. at E/2 (%)": ci(r["half_test_accuracy"])} if budget else {}),
-        "test acc. (%) [95 % CI]": ci(r["test_accuracy"]),
-        "best test acc. (%), not selected": ci(r["best_test_accuracy_unselected"]),
-        "paper best (IMDb)": fmt(*PAPER_ACCURACY[p]) if p in PAPER_ACCURACY else "",
-        "key word, normalised": ci(r["keyword_normalised"], 3),
-        "chance (normalised)": f"{r['keyword_chance_normalised'][0]:.3f}",
-        "key word, raw": ci(r["keyword_raw"], 4),
-        "chance (raw)": f"{r['keyword_chance_raw'][0]:.4f}",
-        "paper key word": PAPER_KEYWORD_ATTENTION.get(p, ""),
-        "threshold K/Q/V": "/".join(f"{r[f'threshold_{m}'][0]:.3g}" for m in "KQV"),
-        "count > threshold K/Q/V": counts("above_init"),
-        "count > 0.06 K/Q/V": counts("above_abs"),
-        "paper K/Q/V (> 0.06)": "/".join(f"{paper[m]:,}" for m in "KQV") if paper else "",
-        "near-zero share K/Q/V": "/".join(f"{r[f'small_{m}'][0]:.3f}" for m in "KQV"),
-        "s/step": f"{r['seconds_per_step'][0]:.3f}",
-    }
-
-
-def reference_rows(references: dict) -> list[dict]:
-    """The reference models as rows of the text-md table (accuracy columns only)."""
-    rows = []
-    for name, ref in references.items():
-        if name == "run_keys":
-            continue
-        rows.append({"model": ref["label"], "variant": "reference",
-                     "val. acc. (%)": f"{ref['val_accuracy']:.2f}",
-                     "test acc. (%) [95 % CI]": f"{ref['test_accuracy']:.2f}"})  # fmt: skip
-    return rows
-
-
-PAIRED = (
-    ("test_accuracy", "test acc. (pp)", 2),
-    ("half_test_accuracy", "test acc. at E/2 (pp)", 2),
-    ("keyword_normalised", "key word, normalised", 3),
-    *((f"above_init_{m}", f"count > threshold, {m}", 0) for m in "KQV"),
-    *((f"above_abs_{m}", f"count > 0.06, {m}", 0) for m in "KQV"),
-    *((f"small_{m}", f"near-zero share, {m}", 4) for m in "KQV"),
-)
-
-
-def paired_rows(collected: dict[float, dict]) -> list[dict]:
-    """Per p other than 2: each quantity's paired difference from ℓ2 over the seeds both have,
-    with its 95 % CI, and McNemar on the pooled test predictions."""
-    if REFERENCE not in collected:
-        return []
-    ref = collected[REFERENCE]
-    rows = []
-    for p, c in collected.items():
-        if p == REFERENCE:
-            continue
-        row = {"comparison": f"{arm_name(p)} − {arm_name(REFERENCE)}"}
-        for key, _, _ in PAIRED:
-            e = paired_difference(c["values"][key], ref["values"][key])
-            row[key] = [e.estimate, e.low, e.high, e.n]
-        row["mcnemar"] = pooled_mcnemar(c["correct"], ref["correct"])
-        rows.append(row)
-    return rows
-
-
-def paired_table_row(row: dict) -> dict:
-    out = {"comparison": row["comparison"]}
-    for key, label, digits in PAIRED:
-        out[f"{label} [95 % CI]"] = ci(row[key][:3], digits)
-    m = row["mcnemar"]
-    out["McNemar (pooled): only a / only b, p"] = (
-        f"{m['a_right_b_wrong']} / {m['b_right_a_wrong']}, p = {m['p_value']:.3g}" if m else ""
-    )
-    out["seeds"] = row["test_accuracy"][3]
-    return out
-
-
-def timing(collected: dict[float, dict]) -> dict:
-    """Per p: mean training seconds per step and steps run (for the full run's time)."""
-    return {
-        f"{p:g}": {
-            "seconds_per_step": float(np.nanmean(c["values"]["seconds_per_step"])),
-            "steps_run": float(np.mean(c["values"]["steps_run"])),
-        }
-        for p, c in collected.items()
-    }
-
-
-def run_rows(records) -> list[dict]:
-    """One row per run: where it stopped and why, the checkpoint chosen on validation, its
-    validation and test accuracy there."""
-    rows = []
-    for (variant, p, _), r in sorted(
-        records.items(), key=lambda kv: (kv[0][0] != "seeds", *kv[0][1:])
-    ):
-        info = r.info
-        goal = r.config["target_train_accuracy"]
-        target = f"{100 * goal:g} % reached" if goal is not None else ""
-        end = "step cap" if goal is not None else "budget (all steps)"
-        stop = DIVERGED if r.status == DIVERGED else (
-            target if info["reached_target"] else end)  # fmt: skip
-        rows.append({
-            "p": p,
-            "variant": VARIANTS[variant],
-            "init seed": r.config["init_seed"],
-            "order seed": r.config["order_seed"],
-            "lr": r.config["optimizer"]["lr"],
-            "steps": info["steps_run"],
-            "stopped by": stop,
-            "final train acc. (%)": f"{100 * info['final_train_accuracy']:.2f}",
-            "chosen step": info.get("chosen_step", ""),
-            "val. acc. (%)": f"{100 * info.get('chosen_val_accuracy', math.nan):.2f}",
-            "test acc. (%)": f"{100 * info.get('chosen_test_accuracy', math.nan):.2f}",
-        })  # fmt: skip
-    return rows
-
-
-def plot_accuracy(config, records, references, out: Path) -> list[str]:
-    """Validation (left) and test (right) accuracy of every run against steps, the chosen
-    checkpoint of each marked, with the reference models as horizontal lines."""
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True, layout="constrained")
-    for p in map(float, config["ps"]):
-        colour = plotting.style(arm_name(p), fig)["color"]
-        runs = [r for (v, q, _), r in records.items() if v == "seeds" and q == p]
-        for j, r in enumerate(runs):
-            chosen = r.info.get("chosen_step")
-            for ax, metric in zip(axes, ("val_accuracy", "test_accuracy")):
-                steps, values = series(r, metric)
-                ax.plot(steps, 100 * values, color=colour, lw=0.8,
-                        alpha=0.7, label=arm_name(p) if j == 0 else None)  # fmt: skip
-                at = np.flatnonzero(steps == chosen)
-                if at.size:
-                    ax.plot(steps[at], 100 * values[at], "o", color=colour, ms=4)
-    styles = iter(("--", ":", "-."))
-    for name, ref in references.items():
-        if name == "run_keys":
-            continue
-        style = next(styles, "--")
-        for ax, key in zip(axes, ("val_accuracy", "test_accuracy")):
-            ax.axhline(ref[key], color="k", ls=style, lw=1,
-                       label=f"{ref['label']} ({ref[key]:.1f})")  # fmt: skip
-    axes[0].set(xlabel="step", ylabel="accuracy (%)", title="validation (selects; dots: chosen)")
-    axes[1].set(xlabel="step", title="test (read at the chosen checkpoint only)")
-    for ax in axes:
-        ax.legend(fontsize=7)
-    fig.suptitle("text-md: every run with different initial weights; lines: reference models")
-    return save_figure(fig, out, "text_md_accuracy")
-
-
-def plot_weights(config, records, main, out: Path) -> list[str]:
-    """|w| of the trained K, Q, V (all seeds, blocks), with 0.06 and the mapped threshold."""
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.5), sharey=True)
-    for ax, m in zip(axes, "KQV"):
-        for p in map(float, config["ps"]):
-            w = [r.arrays[m] for (v, q, _), r in records.items()
-                 if v == "seeds" and q == p and r.status != DIVERGED]  # fmt: skip
-            if not w:
-                continue
-            w = np.concatenate(w)
-            share = np.full(w.size, 1.0 / w.size)  # bar height = share of entries in the bin
-            ax.hist(np.abs(w) + 1e-12, bins=np.logspace(-8, 0.5, 60), weights=share,
-                    histtype="step", label=arm_name(p))  # fmt: skip
-        ax.axvline(ABSOLUTE_THRESHOLD, color="k", ls="--", lw=1)
-        thresholds = [np.nanmean(c["values"][f"threshold_{m}"]) for c in main.values()]
-        if thresholds and np.isfinite(thresholds).any():
-            ax.axvline(float(np.nanmean(thresholds)), color="k", ls=":", lw=1)
-        ax.set(xscale="log", xlabel=f"|{m} weight| (dashed: 0.06; dotted: mapped)",
-               title=f"{m} weights (all seeds, blocks)")  # fmt: skip
-    axes[0].set_ylabel("share of entries")
-    axes[0].legend()
-    return save_figure(fig, out, "text_md_weight_histograms")
-
-
-def plot_keyword(main: dict[float, dict], out: Path) -> list[str]:
-    """Key-word attention per p, mean with its 95 % CI over seeds, and chance."""
-    import matplotlib.pyplot as plt
-
-    fig, (ax_norm, ax_raw) = plt.subplots(1, 2, figsize=(8, 3.5), layout="constrained")
-    ps = list(main)
-    labels = [f"ℓ{p:g}" for p in ps]
-    for ax, key, title in ((ax_norm, "keyword_normalised", "min–max normalised (paper)"),
-                           (ax_raw, "keyword_raw", "raw attention")):  # fmt: skip
-        effects = [effect_list(main[p]["values"][key]) for p in ps]
-        means = np.array([e[0] for e in effects])
-        low = np.array([e[1] if math.isfinite(e[1]) else e[0] for e in effects])
-        high = np.array([e[2] if math.isfinite(e[2]) else e[0] for e in effects])
-        colours = [plotting.style(arm_name(p))["color"] for p in ps]
-        ax.bar(labels, means, yerr=[means - low, high - means], capsize=4, color=colours)
-        chance = np.nanmean([np.nanmean(main[p]["values"][key.replace("keyword_",
-                             "keyword_chance_")]) for p in ps])  # fmt: skip
-        ax.axhline(chance, color="k", ls="--", lw=1, label=f"chance ({chance:.3f})")
-        ax.set_title(title)
-        ax.legend()
-    ax_norm.set_ylabel("[CLS] attention on the key word")
-    ax_raw.set_ylabel("[CLS] attention on the key word (raw)")
-    fig.suptitle("key-word attention, last layer: mean and 95 % CI over seeds")
-    return save_figure(fig, out, "text_md_keyword_attention")
-
-
-def plot_paired(paired: list[dict], out: Path) -> list[str]:
-    """Each paired difference from ℓ2 with its 95 % CI (what the verdicts read)."""
-    import matplotlib.pyplot as plt
-
-    if not paired:  # one p: nothing to compare
-        return []
-    keys = [("test_accuracy", "test accuracy (pp)"), ("keyword_normalised", "key word (norm.)"),
-            *((f"above_init_{m}", f"count > threshold, {m}") for m in "KQV")]  # fmt: skip
-    fig, axes = plt.subplots(1, len(keys), figsize=(3 * len(keys), 3), layout="constrained")
-    for ax, (key, title) in zip(axes, keys):
-        for y, row in enumerate(paired):
-            mean, low, high, _ = row[key]
-            low = low if math.isfinite(low) else mean
-            high = high if math.isfinite(high) else mean
-            ax.errorbar([mean], [y], xerr=[[mean - low], [high - mean]], fmt="o", capsize=4)
-        ax.axvline(0.0, color="k", lw=1)
-        ax.set(
-            title=title,
-            xlabel="difference from ℓ2-MD",
-            yticks=range(len(paired)),
-            yticklabels=[r["comparison"] for r in paired],
-            ylim=(-0.5, len(paired) - 0.5),
-        )
-        ax.tick_params(axis="y", labelsize=7)
-    fig.suptitle("paired differences from ℓ2-MD (mean over seeds, 95 % paired t interval)")
-    return save_figure(fig, out, "text_md_paired_differences")
