@@ -114,8 +114,9 @@ def draw(
     if not drawn:
         return []
     rows = len(drawn)
-    # a row of 0.2 in at 130 dpi is 26 px: labels of 7 pt stay legible on a web page
-    fig, ax = plt.subplots(figsize=(10, 1.6 + 0.2 * rows), layout="constrained")
+    # 8 in at 130 dpi is about a docs page's column, so the page shows it near its own size
+    # and 7 pt labels on rows of 0.2 in (26 px) stay legible
+    fig, ax = plt.subplots(figsize=(8, 1.6 + 0.2 * rows), layout="constrained")
     starts = [y for y, p in enumerate(drawn) if y == 0 or drawn[y - 1].group != p.group]
     for k, (start, end) in enumerate(zip(starts, [*starts[1:], rows])):
         if k % 2:  # alternate groups shaded, so a row is read against its experiment
