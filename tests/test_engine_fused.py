@@ -15,6 +15,7 @@ from attnbias.engine import (
     Algorithm,
     RunBatch,
     RunSpec,
+    compiled,
     fused,
     graphs,
     memory,
@@ -27,6 +28,14 @@ from attnbias.engine.sweep import run_sweep
 from attnbias.store import ResultsStore
 
 pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+@pytest.fixture(autouse=True)
+def torch_backend(monkeypatch):
+    """The torch step, the reference: the compiled one is tested against it in
+    tests/test_engine_compiled.py."""
+    monkeypatch.setenv(compiled.BACKEND_VARIABLE, "torch")
+
 
 # Every step rule of the mirror-descent core (plain, per-tensor, global, loss, Polyak; with and
 # without momentum; p < 2, = 2, > 2), and the steepest-descent family, whose gradients the

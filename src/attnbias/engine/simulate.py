@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from . import compiled
 from .batch import RunBatch
 
 
@@ -44,10 +45,13 @@ def simulate(
     on_finish: Callable[[Finished], None],
     progress: Callable[[int], None] | None = None,
     fused: bool = True,
+    backend: str | None = None,
 ) -> None:
     """Run every run of `batch` for its own number of steps, recording at the steps of `grid`
     (sorted, from 0, with each run's last step); `progress(k)` is told of every k steps done.
-    fused: step by `engine.fused` (False: the unfused reference step).
+    fused: step by `engine.fused` (False: the unfused reference step). backend: "compiled"
+    (`engine.compiled`, for the batches it covers; None: $ATTNBIAS_ENGINE_BACKEND, by default
+    "compiled") or "torch"; the unfused step is always torch's.
 
     Divergence is detected on the recorded iterates only (their copy to the host is a sync the
     loop makes anyway), so the check costs nothing per step; a non-finite iterate stays
@@ -62,6 +66,7 @@ def simulate(
     first_nonfinite = np.full(len(batch), -1)  # by snapshot row
     g, t, reported = 0, 0, 0
     defer = True  # mirror descent's range check at recording points only (see `advance`)
+    fast = fused and compiled.chosen(batch, backend)  # until a stretch needs torch's redo
     tick = max(int(batch.steps.max()) // 200, 1)
 
     def counted() -> None:
@@ -102,9 +107,27 @@ def simulate(
         stop = min(int(grid[g]) if g < len(grid) else t + 1, int(batch.steps.min()))
         # On the CPU a read of the host is no synchronisation, and cheaper than the flag
         deferred = defer and batch.defers_range_check and batch.data.X.is_cuda
+        if fast:
+            fast = advance_compiled(batch, stop - t, counted)
+            if fast:
+                continue
         with torch.inference_mode():  # less dispatch per operation; no autograd here
             if not advance(batch, stop - t, fused, counted, deferred):
                 defer = False  # this batch needed the redo once: check every step from now
+
+
+def advance_compiled(batch: RunBatch, steps: int, counted: Callable[[], None]) -> bool:
+    """`steps` steps of `batch` by the compiled backend, calling `counted()` for each; False,
+    with the state as it was, where a dual iterate left the compiled step's range (the
+    caller takes these steps with torch)."""
+    saved = [x.clone() for x in batch.state()]
+    if not compiled.advance(batch, steps):
+        for x, y in zip(batch.state(), saved):
+            x.copy_(y)
+        return False
+    for _ in range(steps):
+        counted()
+    return True
 
 
 def advance(batch: RunBatch, steps: int, fused: bool, counted: Callable[[], None], defer: bool):

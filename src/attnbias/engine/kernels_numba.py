@@ -1,0 +1,228 @@
+"""The mirror-descent core's step, compiled by numba: `kernel.Stack.scaled_gradients` (fixed
+head, parameter W) and `update.step` for one run at a time, many steps in one call.
+
+Imported only by `engine.compiled` (which sets numba's cache directory first and falls back to
+torch without numba). The arithmetic is the fused step's (`engine.fused`), written out per run
+as loops over its 10×10 matrices: no tensor operation to dispatch, each run's W in cache for all
+its steps. Intermediate values are float64 whatever the state's dtype; the state (W, θ, the
+momentum buffer) is stored in its own dtype after every step. Powers by their exponent's kind
+(x², √x, x^k·√x, pow), per run, as a batch of one p would take them.
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+# loss codes (compiled.LOSSES) and rule codes (optim.functional.RULES: none, per_tensor, global,
+# loss, polyak)
+LOGISTIC, EXPONENTIAL, CORRELATION = 0, 1, 2
+NONE, PER_TENSOR, GLOBAL, LOSS, POLYAK = 0, 1, 2, 3, 4
+
+
+@njit(cache=True, inline="always")
+def kind_of(e):
+    """How `power` raises to e > 0: (kind, k) with kind 0: x, 1: x², 2: √x, 3: x^k (whole
+    k ≤ 64), 4: x^k·√x (k ≥ 1), 5: pow (as `norms.power_` and `fused.half_power_`)."""
+    if e == 1.0:
+        return 0, 1
+    if e == 2.0:
+        return 1, 2
+    if e == 0.5:
+        return 2, 0
+    k = math.floor(e)
+    if e == k and k <= 64.0:
+        return 3, int(k)
+    if e - k == 0.5 and k >= 1.0:
+        return 4, int(k)
+    return 5, 0
+
+
+@njit(cache=True, inline="always")
+def power(x, e, kind, k):
+    """x^e for x ≥ 0, (kind, k) = kind_of(e)."""
+    if kind == 0:
+        return x
+    if kind == 1:
+        return x * x
+    if kind == 2:
+        return math.sqrt(x)
+    if kind == 3:
+        return x**k
+    if kind == 4:
+        return x**k * math.sqrt(x)
+    return x**e
+
+
+@njit(cache=True, inline="always")
+def softplus(x):
+    if x > 0.0:
+        return x + math.log1p(math.exp(-x))
+    return math.log1p(math.exp(x))
+
+
+@njit(cache=True, inline="always")
+def loss_value(u, loss):
+    if loss == LOGISTIC:
+        return softplus(-u)
+    if loss == EXPONENTIAL:
+        return math.exp(-u)
+    return -u
+
+
+@njit(cache=True, inline="always")
+def log_abs_derivative(u, loss):
+    if loss == LOGISTIC:
+        return -softplus(u)
+    if loss == EXPONENTIAL:
+        return -u
+    return 0.0
+
+
+@njit(cache=True, inline="always")
+def scale_safe_norm(G, q, kind, k, smallest):
+    """‖G‖_q as m·‖G/m‖_q, m = max|G| (`fused.lp_norm`); (kind, k) = kind_of(q)."""
+    top = 0.0
+    for a in range(G.shape[0]):
+        for b in range(G.shape[1]):
+            x = abs(G[a, b])
+            if x > top or x != x:
+                top = x
+    if math.isinf(top):
+        return top
+    divisor = max(top, smallest)
+    total = 0.0
+    for a in range(G.shape[0]):
+        for b in range(G.shape[1]):
+            total += power(abs(G[a, b]) / divisor, q, kind, k)
+    root, whole = kind_of(1.0 / q)
+    return power(total, 1.0 / q, root, whole) * top
+
+
+@njit(cache=True)
+def advance(
+    W, theta, buf, X, z, yh, rule, p, lr, cap, momentum, c, f_star, loss, steps, mirror,
+    has_momentum, smallest, low, high,
+):  # fmt: skip
+    """`steps` steps of every run, in place (W, θ, the momentum buffer; θ is W's when not
+    `mirror`). Returns the first run whose dual iterate θ⁺ left the range the torch step
+    redoes in the log domain (p > 2: not a normal number in [low, high]; any p: not finite),
+    or -1: the caller then restores the state and steps with torch."""
+    R, n, T, d = X.shape
+    Wz = np.empty((n, d))
+    logits = np.empty((n, T))
+    terms = np.empty((n, T))
+    r = np.empty((n, T))
+    u = np.empty(n)
+    top = np.empty(n, dtype=np.int64)
+    xr = np.empty((n, d))
+    G = np.empty((d, d))
+    log_n = math.log(n)
+    for k in range(R):
+        code = rule[k]
+        pk = p[k]
+        q = pk / (pk - 1.0)
+        inverse = 1.0 / (pk - 1.0)
+        q_kind, q_whole = kind_of(q)
+        inverse_kind, inverse_whole = kind_of(inverse)
+        needs_loss = code == LOSS or code == POLYAK
+        for _ in range(steps):
+            # logits a_{i,t} = x_{i,t}ᵀ W z_i, softmax, u_i = y_i f_i
+            for i in range(n):
+                for a in range(d):
+                    s = 0.0
+                    for b in range(d):
+                        s += W[k, a, b] * z[k, i, b]
+                    Wz[i, a] = s
+                best, at = -math.inf, 0
+                for t in range(T):
+                    s = 0.0
+                    for a in range(d):
+                        s += X[k, i, t, a] * Wz[i, a]
+                    logits[i, t] = s
+                    if s > best:
+                        best, at = s, t
+                top[i] = at
+                total = 0.0
+                for t in range(T):
+                    logits[i, t] -= best
+                    e = math.exp(logits[i, t])
+                    terms[i, t] = e
+                    total += e
+                f = 0.0
+                for t in range(T):
+                    f += terms[i, t] / total * yh[k, i, t]
+                u[i] = f
+                # log|c_i s_{i,t}|: shifted − log Σ e + log|ℓ'(u_i)| − log n
+                offset = log_abs_derivative(f, loss) - log_n - math.log(total)
+                for t in range(T):
+                    terms[i, t] = logits[i, t] + offset
+            m = -math.inf
+            for i in range(n):
+                for t in range(T):
+                    if t != top[i] and terms[i, t] > m:
+                        m = terms[i, t]
+            if not math.isfinite(m):
+                m = 0.0
+            # r_{i,t} = e^{terms − m}·(y f − y h); the top token's is −Σ of the others
+            for i in range(n):
+                rest = 0.0
+                for t in range(T):
+                    if t != top[i]:
+                        x = math.exp(terms[i, t] - m) * (u[i] - yh[k, i, t])
+                        r[i, t] = x
+                        rest += x
+                r[i, top[i]] = -rest
+                for a in range(d):
+                    s = 0.0
+                    for t in range(T):
+                        s += r[i, t] * X[k, i, t, a]
+                    xr[i, a] = s
+            for a in range(d):
+                for b in range(d):
+                    s = 0.0
+                    for i in range(n):
+                        s += xr[i, a] * z[k, i, b]
+                    G[a, b] = s
+            # the rule's scale and divisor (`update.in_rule_scale`, `fused.divisors`)
+            L = 0.0
+            if needs_loss:
+                for i in range(n):
+                    L += loss_value(u[i], loss)
+                L /= n
+            if code != PER_TENSOR and code != GLOBAL:
+                scale = math.exp(m)
+                for a in range(d):
+                    for b in range(d):
+                        G[a, b] *= scale
+            if code == PER_TENSOR or code == GLOBAL:
+                D = scale_safe_norm(G, q, q_kind, q_whole, smallest)
+            elif code == LOSS:
+                D = L
+            elif code == POLYAK:
+                norm = scale_safe_norm(G, 2.0, 1, 2, smallest)
+                gap = max(L - f_star[k], 0.0)
+                scaled = 0.0 if norm == 0.0 else c[k] * norm * (norm / gap)
+                D = max(scaled, 1.0 / cap[k]) if scaled == scaled else scaled
+            else:
+                D = 1.0
+            if D == 0.0:  # a zero gradient or loss: no step
+                D = math.inf
+            # u = g/D, momentum, θ ← θ − η u, w = (∇ψ)⁻¹(θ)
+            for a in range(d):
+                for b in range(d):
+                    step = G[a, b] / D
+                    if has_momentum:
+                        buf[k, a, b] = momentum[k] * buf[k, a, b] + step
+                        step = buf[k, a, b]
+                    if not mirror:
+                        W[k, a, b] = W[k, a, b] - step * lr[k]
+                        continue
+                    theta[k, a, b] = theta[k, a, b] - step * lr[k]
+                    size = abs(theta[k, a, b])
+                    if not (size <= high and (pk <= 2.0 or size >= low)):
+                        return k
+                    W[k, a, b] = math.copysign(
+                        power(size, inverse, inverse_kind, inverse_whole), theta[k, a, b]
+                    )
+    return -1

@@ -1,0 +1,144 @@
+"""The compiled engine step (numba, `engine.compiled`) against the torch step it stands in for:
+whole runs of every rule of the mirror-descent core at every recorded step, float64 and
+float32; the fall-back to torch where a dual iterate needs the log-domain redo, where a batch
+is not covered and where numba is missing."""
+
+import logging
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from attnbias.engine import RunBatch, compiled, simulate, union_grid
+from test_engine_fused import MIRROR, STEEPEST, specs_of
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+needs_numba = pytest.mark.skipif(
+    compiled.kernels() is None, reason="numba is not installed (pip install 'attnbias[compiled]')"
+)
+TOLERANCE = {torch.float64: compiled.RUN_RTOL, torch.float32: compiled.RUN_RTOL_FLOAT32}
+
+
+def trajectories(specs, backend, dtype=torch.float64, steps_grid=None):
+    """Every run's recorded W (run index → (len(grid), d, d)) and its final parameters."""
+    grid = steps_grid or union_grid([(s.steps, s.grid_points) for s in specs])
+    recorded, final = {}, {}
+
+    def keep(done):
+        for j, i in enumerate(done.index):
+            recorded[int(i)] = done.snapshots["W"][j].double().numpy()
+            final[int(i)] = {k: w[j] for k, w in done.final.items()}
+
+    simulate(RunBatch.from_specs(specs, dtype=dtype), grid, keep, backend=backend)
+    return recorded, final
+
+
+def relative_gap(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per recorded step, the largest difference relative to the reference run's largest
+    entry at that step."""
+    scale = np.abs(b).reshape(len(b), -1).max(1).clip(min=1e-300)
+    return np.abs(a - b).reshape(len(b), -1).max(1) / scale
+
+
+@needs_numba
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32], ids=["float64", "float32"])
+@pytest.mark.parametrize("batched", [True, False], ids=["one-batch", "batch-per-rule"])
+def test_compiled_runs_stay_within_the_stated_bound_of_torch_at_every_recorded_step(dtype, batched):
+    """Every rule (plain, loss, per-tensor and global normalisation, momentum, Polyak; p < 2,
+    = 2, > 2) over 1,000 steps in one mixed batch (per-run p and rule), and 300 steps with
+    each rule in a batch of its own (the torch step's uniform fast paths)."""
+    groups = (
+        [specs_of(MIRROR, "W", 1000)]
+        if batched
+        else [specs_of([a], "W", 300, seed=10 + i) for i, a in enumerate(MIRROR)]
+    )
+    worst = 0.0
+    for specs in groups:
+        assert compiled.chosen(RunBatch.from_specs(specs, dtype=dtype))
+        fast, _ = trajectories(specs, "compiled", dtype)
+        reference, _ = trajectories(specs, "torch", dtype)
+        for r, spec in enumerate(specs):
+            gap = relative_gap(fast[r], reference[r])
+            assert np.isfinite(reference[r]).all(), spec.algorithm.name
+            assert gap.max() <= TOLERANCE[dtype], (spec.algorithm.name, gap.max())
+            worst = max(worst, gap.max())
+            moved = np.abs(reference[r][-1] - reference[r][0]).max()
+            assert moved > 0.1, f"{spec.algorithm.name} barely moved: the test would be vacuous"
+    assert worst > 0.0, "bit for bit: the compiled step did not run"
+
+
+@needs_numba
+@pytest.mark.parametrize("needs_redo", [False, True], ids=["in-range", "needs-redo"])
+def test_a_stretch_that_needs_the_log_domain_redo_is_torchs_bit_for_bit(needs_redo):
+    """Entries of W at 1e-200 in a column whose gradient is exactly 0 (that coordinate of
+    every z_i is 0): θ = |w|² underflows, the torch step redoes those entries in the log domain
+    and keeps w. The compiled step hands the stretch to torch, from the state before it: from
+    there the runs are torch's bit for bit (and the tiny entries kept)."""
+    algorithms = [a for a in MIRROR if a.p > 2.0]
+    specs = specs_of(algorithms, "W", 40)
+    if needs_redo:
+        for s in specs:
+            s.init["W"][:, 0] = 1e-200
+            s.problem.z[:, 0] = 0.0
+    fast, fast_final = trajectories(specs, "compiled")
+    reference, _ = trajectories(specs, "torch")
+    for r in range(len(specs)):
+        if needs_redo:
+            assert np.array_equal(fast[r], reference[r])
+            if specs[r].algorithm.p == 3.0:
+                assert (fast_final[r]["W"][:, 0] == 1e-200).all()
+        else:
+            assert not np.array_equal(fast[r], reference[r])
+            assert relative_gap(fast[r], reference[r]).max() <= compiled.RUN_RTOL
+
+
+@needs_numba
+@pytest.mark.parametrize(
+    "algorithms, kind",
+    [(MIRROR[:4], "KQ"), (MIRROR[:4], "W+v"), (STEEPEST, "W")],
+    ids=["K-Q", "trained-head", "steepest"],
+)
+def test_batches_the_compiled_step_does_not_cover_step_with_torch(algorithms, kind):
+    specs = specs_of(algorithms, kind, 30)
+    assert not compiled.chosen(RunBatch.from_specs(specs))
+    fast, _ = trajectories(specs, "compiled")
+    reference, _ = trajectories(specs, "torch")
+    for r in range(len(specs)):
+        assert np.array_equal(fast[r], reference[r])
+
+
+@needs_numba
+def test_the_compiled_step_is_the_default_and_the_variable_chooses(monkeypatch):
+    batch = RunBatch.from_specs(specs_of(MIRROR[:2], "W", 5))
+    monkeypatch.delenv(compiled.BACKEND_VARIABLE, raising=False)
+    assert compiled.chosen(batch)
+    monkeypatch.setenv(compiled.BACKEND_VARIABLE, "torch")
+    assert not compiled.chosen(batch)
+    assert compiled.chosen(batch, "compiled")  # an explicit argument wins
+    monkeypatch.setenv(compiled.BACKEND_VARIABLE, "jax")
+    with pytest.raises(ValueError, match=compiled.BACKEND_VARIABLE):
+        compiled.chosen(batch)
+
+
+def test_without_numba_the_engine_says_so_once_and_steps_with_torch(monkeypatch, caplog):
+    """numba unimportable: one line at INFO, naming the extra, and torch's runs bit for bit."""
+    import attnbias.engine
+
+    monkeypatch.setitem(sys.modules, "numba", None)  # import numba: ImportError
+    monkeypatch.delitem(sys.modules, "attnbias.engine.kernels_numba", raising=False)
+    monkeypatch.delattr(attnbias.engine, "kernels_numba", raising=False)
+    compiled.kernels.cache_clear()
+    try:
+        specs = specs_of(MIRROR[:3], "W", 20)
+        with caplog.at_level(logging.INFO, logger="attnbias.engine.compiled"):
+            fast, _ = trajectories(specs, "compiled")
+            again, _ = trajectories(specs, "compiled")
+        notices = [r.getMessage() for r in caplog.records if r.name == compiled.logger.name]
+        assert len(notices) == 1 and "attnbias[compiled]" in notices[0], notices
+        assert "\n" not in notices[0]
+    finally:
+        compiled.kernels.cache_clear()
+    reference, _ = trajectories(specs, "torch")
+    for r in range(len(specs)):
+        assert np.array_equal(fast[r], reference[r]) and np.array_equal(again[r], fast[r])
