@@ -15,6 +15,9 @@ import torch.nn.functional as F
 
 @dataclass(frozen=True)
 class MarginLoss:
+    """A margin loss ℓ(u): its name, its value and derivative ℓ'(u) elementwise (tensors of any
+    shape), and log|ℓ'(u)|; calling it gives the value."""
+
     name: str
     value: Callable[[torch.Tensor], torch.Tensor]
     derivative: Callable[[torch.Tensor], torch.Tensor]
@@ -56,6 +59,8 @@ LOSSES = {loss.name: loss for loss in (logistic, exponential, correlation)}
 
 
 def get_loss(loss: str | MarginLoss) -> MarginLoss:
+    """The MarginLoss named `loss` ("logistic", "exponential" or "correlation"), or `loss`
+    itself if it is one; ValueError naming the choices otherwise."""
     if isinstance(loss, MarginLoss):
         return loss
     try:

@@ -31,6 +31,8 @@ def lp_norm(W, p: float = 2.0, dim=MATRIX) -> torch.Tensor:
 
 
 def nuclear_norm(W) -> torch.Tensor:
+    """‖W‖_* , the sum of the singular values of W (..., d, d'), shape (...); an array is read
+    as float64."""
     return torch.linalg.matrix_norm(_t(W), ord="nuc")
 
 

@@ -161,6 +161,7 @@ class AttentionClassifier(nn.Module):
 
     @property
     def dtype(self) -> torch.dtype:
+        """The dtype of the parameters and the head (what forward's inputs must have)."""
         return self.v.dtype
 
     def extra_repr(self) -> str:
@@ -184,9 +185,13 @@ class AttentionClassifier(nn.Module):
             )
 
     def attention_matrix(self) -> torch.Tensor:
+        """The key-query matrix W, shape (d, d): the parameter W itself, or the product K Qᵀ
+        (differentiable in K and Q)."""
         return self.W if self.parameterization == "W" else self.K @ self.Q.T
 
     def query_of(self, X: torch.Tensor, z: torch.Tensor | None) -> torch.Tensor:
+        """The queries, shape (..., n, d): `z` for query="cross" (ValueError if None), the
+        first tokens X[..., 0, :] for query="self" (`z` ignored)."""
         if self.query == "self":
             return X[..., 0, :]
         if z is None:
@@ -194,11 +199,17 @@ class AttentionClassifier(nn.Module):
         return z
 
     def scores(self, X: torch.Tensor, z: torch.Tensor | None = None) -> torch.Tensor:
+        """The attention scores s_i = softmax(X_i W z_i), shape (..., n, T), each row summing
+        to 1, for tokens X (..., n, T, d) and queries z (..., n, d) (None for query="self");
+        TypeError for an input of another dtype than the model's."""
         self.check_input(X, "X")
         self.check_input(z, "z")
         return attention_scores(self.attention_matrix(), X, self.query_of(X, z))
 
     def forward(self, X: torch.Tensor, z: torch.Tensor | None = None) -> torch.Tensor:
+        """The outputs f_i = Σ_t s_{i,t} vᵀx_{i,t}, shape (..., n), for tokens X (..., n, T, d)
+        and queries z (..., n, d) (None for query="self"); the margins are y * model(X, z).
+        TypeError for an input of another dtype than the model's."""
         self.check_input(X, "X")
         self.check_input(z, "z")
         return predict(self.attention_matrix(), self.v, X, self.query_of(X, z))

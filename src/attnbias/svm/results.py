@@ -19,19 +19,30 @@ from .norms import norm_value
 
 @dataclass(frozen=True, eq=False, repr=False)
 class _Solution:
-    norm: float  # the minimised norm of the solution
-    norm_type: float | str  # p (2.0 for Frobenius) or "nuc"
-    margin: float  # min constraint value, 1 up to rounding
-    status: str  # "optimal", "optimal_inaccurate", "infeasible" or "failed"
-    dual: np.ndarray | None  # multipliers λ ≥ 0, one per constraint (norm convention, 1ᵀλ = norm)
-    kkt_residual: float  # max violation of the KKT conditions, dimensionless
-    solve_time: float  # seconds
-    constraint_values: np.ndarray | None  # a_kᵀw for every constraint (≥ 1)
-    solver: str  # which method produced the solution
-    error: Exception | None  # why there is no solution (what the single-instance call raises)
+    norm: float
+    """The minimised norm of the solution (NaN when unsolved)."""
+    norm_type: float | str
+    """p of the entrywise ℓp norm (2.0: Frobenius), or "nuc"."""
+    margin: float
+    """The smallest constraint value, 1 up to rounding (NaN when unsolved)."""
+    status: str
+    """"optimal", "optimal_inaccurate", "infeasible" or "failed" (module docstring)."""
+    dual: np.ndarray | None
+    """The multipliers λ ≥ 0, shape (constraints,), one per constraint, with 1ᵀλ = norm."""
+    kkt_residual: float
+    """The largest violation of the KKT conditions, dimensionless."""
+    solve_time: float
+    """Seconds the solve took."""
+    constraint_values: np.ndarray | None
+    """a_kᵀw of every constraint, shape (constraints,), each ≥ 1 up to rounding."""
+    solver: str
+    """Which method produced the solution."""
+    error: Exception | None
+    """Why there is no solution (what the single-instance call raises); None when solved."""
 
     @property
     def solved(self) -> bool:
+        """Whether there is a solution (`error` is None)."""
         return self.error is None
 
     def __repr__(self) -> str:
@@ -47,18 +58,35 @@ class _Solution:
 
 @dataclass(frozen=True, eq=False, repr=False)
 class MaxMarginResult(_Solution):
+    """A solution of min ‖w‖ subject to A w ≥ 1, with the fields every result has (norm,
+    norm_type, margin, status, dual, kkt_residual, solve_time, constraint_values, solver,
+    error, solved)."""
+
     w: np.ndarray | None
+    """The solution vector, shape (columns of A,); None when unsolved."""
 
 
 @dataclass(frozen=True, eq=False, repr=False)
 class AttSVMResult(_Solution):
-    W: np.ndarray | None  # (d, d)
-    constraints: np.ndarray  # (n(T−1), 2): the (sample, token) of each constraint
+    """An Att-SVM solution W_mm (docs/theory.md#max-margin), with the fields every result has
+    (norm, norm_type, margin, status, dual, kkt_residual, solve_time, constraint_values,
+    solver, error, solved); `dual` and `constraint_values` follow the rows of `constraints`.
+    Its arrays are NumPy, or torch tensors where the solver was given torch (`att_svm`)."""
+
+    W: np.ndarray | None
+    """The solution, shape (d, d); None when unsolved."""
+    constraints: np.ndarray
+    """Shape (n(T−1), 2): the (sample i, token t) of each constraint
+    (x_{i,α_i} − x_{i,t})ᵀ W z_i ≥ 1."""
 
 
 @dataclass(frozen=True, eq=False, repr=False)
 class HeadSVMResult(_Solution):
-    v: np.ndarray | None  # (d,); constraint k is sample k
+    """A head-SVM solution v_mm, with the fields every result has (norm, norm_type, margin,
+    status, dual, kkt_residual, solve_time, constraint_values, solver, error, solved)."""
+
+    v: np.ndarray | None
+    """The solution, shape (d,); constraint k is sample k. None when unsolved."""
 
 
 def result_fields(A, norm_type, solution) -> dict:
