@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from attnbias.claims import INCONCLUSIVE, NOT_APPLICABLE, NOT_SUPPORTED, SUPPORTED
+from attnbias.engine import Algorithm
 from attnbias.experiments.runs import Curves
 from claim_cases_real import real_cases
 from claim_cases_reexamine import reexamine_cases
@@ -382,6 +383,13 @@ def cases() -> dict[str, list]:
                 (atlas_groups(), "Muon", "SpectralDescent", "spectral", LABELS, 0.05, 0.1),
                 {},
             ),
+            # the design outside the theorem: Adam's ℓ∞ bias needs a decaying rate
+            (INCONCLUSIVE, (atlas_groups(), "Adam", "SignGD", "inf", LABELS, 0.05, 0.1,
+                            Algorithm("Adam", "adam", 0.05)), {}),
+            (SUPPORTED, (atlas_groups(), "Adam", "SignGD", "inf", LABELS, 0.05, 0.1,
+                         Algorithm("Adam", "adam", 0.05, lr_decay=0.5)), {}),
+            (SUPPORTED, (atlas_groups(), "Muon", "SpectralDescent", "spectral", LABELS, 0.05,
+                         0.1, Algorithm("Muon-f64", "spectral", 0.2, momentum=0.9)), {}),
         ],
         "atlas.own_norm_rate": [
             (SUPPORTED, (atlas_groups(), OWN, 0.1, -0.25), {}),

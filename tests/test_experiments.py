@@ -84,8 +84,9 @@ CONFIG_KEYS = {
     "md-plain": ("fe3aa4f33857bbfe", "21ddee3f79ac4452"),
     "joint-rates": ("e568acc39244f962", "00a28c9738a7b2a9"),
     "trajectory-lemmas": ("d8129fbb8a31cf6a", "823f90c22dcac812"),  # level gone: violations
-    "reexamine-muon": ("a2fce41365031c01", "3bcbdcb7e9e43441"),
-    "reexamine-adam": ("640214fe212df759", "103d5b038083498a"),
+    # issue 29 class 5: both momentum orders, Nesterov and a rate sweep; closer takes a list
+    "reexamine-muon": ("f2ca99785220244f", "aef0a16c022d36ab"),
+    "reexamine-adam": ("74a201f2e73a220f", "e39a1d23ee3d96d8"),  # closer takes a list
     "reexamine-polyak": ("38eed1fb64593634", "7d0556b32d942c05"),
 }
 

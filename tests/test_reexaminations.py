@@ -100,7 +100,9 @@ def test_engine_keeps_the_schedule_when_runs_leave_the_batch():
     ("name", "overrides", "message"),
     [
         ("reexamine-muon", {"stalls": {"Muon": "Adam"}}, "stalls.Muon = 'Adam' is not one of"),
-        ("reexamine-muon", {"closer": {"SpectralDescent": "Muon"}}, "closer.SpectralDescent:"),
+        ("reexamine-muon", {"closer": {"SpectralDescent": ["Muon"]}}, "closer.SpectralDescent:"),
+        ("reexamine-muon", {"closer": {"NS-f64": ["Muon", "Adam"]}}, "closer.NS-f64 = 'Adam' is"),
+        ("reexamine-muon", {"closer": {"NS-f64": []}}, "closer.NS-f64 is empty"),
         ("reexamine-adam", {"like": {"Adam": "Adam-decay"}}, "like.Adam = 'Adam-decay' has no"),
         (
             "reexamine-adam",

@@ -158,6 +158,7 @@ def run(config: Config, out: Path) -> dict:
             config.threshold,
             config.rate_start,
             config.max_slope,
+            {a.name: a for a in config.algorithms},
         ),
         "final_gaps": final_gaps(groups, labels),
         "tokens": tokens(report.records),
@@ -201,10 +202,14 @@ def tokens(records) -> dict:
     }
 
 
-def claims(groups, labels, own, like, threshold, rate_start, max_slope) -> list[Claim]:
+def claims(
+    groups, labels, own, like, threshold, rate_start, max_slope, algorithms=None
+) -> list[Claim]:
     """groups: algorithm → Curves with "gap/<label>" for every label; own: algorithm → the
-    label of its own norm; like: algorithm → the owner it should behave like
+    label of its own norm; like: algorithm → the owner it should behave like; algorithms:
+    name → Algorithm, whose design the theorems' preconditions are checked on
     (verdicts: experiments/verdicts/atlas.py)."""
+    algorithms = algorithms or {}
     present = {name: label for name, label in own.items() if name in groups}
     rows = "In each owned norm the owner ends with the smallest gap"
     out = [
@@ -219,7 +224,7 @@ def claims(groups, labels, own, like, threshold, rate_start, max_slope) -> list[
             out.append(not_applicable(text, f"{name} or {other} was not run"))
             continue
         out.append(rules.behaves_like(groups, name, other, present[other], list(labels),
-                                      threshold, rate_start))  # fmt: skip
+                                      threshold, rate_start, algorithms.get(name)))  # fmt: skip
     out.append(rules.own_norm_rate(groups, present, rate_start, max_slope))
     slugs = [
         "own-norm-gap",

@@ -169,8 +169,11 @@ MUON = (
     "the atlas's own runs (gaussian_unit n=6, T=8, d=10, 50 seeds, W₀ ~ N(0, 0.01²), 3,000 "
     "steps, η = 0.2); Muon-f64 = SpectralDescent by 20 cubic Newton–Schulz steps in float64 on "
     "m ← 0.95 m + g, no ε floor, no Nesterov (torch's Muon: 5 quintic bfloat16 steps, Nesterov, "
-    "‖g‖_F floored at 1e-7); NS-f64 = the same without momentum; 'stalled' = log–log slope of "
-    "‖W_t‖ below 0.1 over the last 90 % of steps (ours)"
+    "‖g‖_F floored at 1e-7); Muon-f64-Nesterov = the same with Nesterov's momentum as "
+    "torch.optim.SGD(nesterov=True) (torch's Muon's order); NM-f64 (-Nesterov) = momentum on the "
+    "direction, NGD-mom's order (m ← 0.95 m + Δ(g), W ← W − η m); each momentum variant also at "
+    "η ∈ {0.01, 0.05, 0.8}; NS-f64 = the same without momentum, η = 0.2; 'stalled' = log–log "
+    "slope of ‖W_t‖ below 0.1 over the last 90 % of steps (ours)"
 )
 ADAM = (
     "the atlas's data and W₀ (gaussian_unit n=6, T=8, d=10, W₀ ~ N(0, 0.01²)), 20 seeds, 10⁵ "
@@ -325,18 +328,27 @@ def reexamination_entries() -> list[PaperClaim]:
                    "spectral descent", MUON),
         PaperClaim(f"{muon}/ns-f64-like-spectraldescent", "ours", REEXAMINE, "the same "
                    "without momentum behaves like spectral descent", MUON),
+        PaperClaim(f"{muon}/muon-f64-nesterov-like-spectraldescent", "ours", REEXAMINE, "the "
+                   "float64 method in torch's Muon's order (Nesterov) behaves like spectral "
+                   "descent", MUON),
+        PaperClaim(f"{muon}/nm-f64-like-spectraldescent", "ours", REEXAMINE, "the float64 "
+                   "method with momentum on the direction (NGD-mom's order) behaves like "
+                   "spectral descent", MUON),
         PaperClaim(f"{muon}/muon-stalls", "ours", REEXAMINE, "the suspected artefact, measured: "
-                   "torch's Muon stalls where the float64 method keeps moving", MUON),
-        PaperClaim(f"{muon}/ns-f64-closer-than-muon-f64", "ours", REEXAMINE, "momentum slows the "
+                   "torch's Muon stalls where the float64 method in its order keeps moving",
+                   MUON),
+        PaperClaim(f"{muon}/ns-f64-closer-than-each", "ours", REEXAMINE, "momentum slows the "
                    "float64 method: without it, it ends closer to the spectral max-margin "
-                   "direction", MUON),
+                   "direction than each momentum variant (both orders, with and without "
+                   "Nesterov) at each rate of the sweep", MUON + "; k = 16 settings, a "
+                   "refutation at Holm's corrected level"),
         PaperClaim(f"{muon}/torch-muon-explains", "ours", REEXAMINE, "explanation 1 of "
                    "atlas/muon-like-spectraldescent, the artefact: torch's Muon (bfloat16 "
                    "Newton–Schulz, 1e-7 floor); supported = muon-stalls and "
-                   "muon-f64-like-spectraldescent both supported", MUON),
+                   "muon-f64-nesterov-like-spectraldescent both supported", MUON),
         PaperClaim(f"{muon}/momentum-explains", "ours", REEXAMINE, "explanation 2, no artefact: "
                    "Muon's momentum at a constant rate; supported = ns-f64-like-spectraldescent "
-                   "and ns-f64-closer-than-muon-f64 both supported", MUON),
+                   "and ns-f64-closer-than-each both supported", MUON),
         PaperClaim(f"{adam}/own-norm-gap", "ours", REEXAMINE, "yardstick: SignGD's ℓ∞ margin "
                    "gap goes to near 0 over 10⁵ steps", ADAM),
         PaperClaim(f"{adam}/adam-decay-like-signgd", "ours", f"{REEXAMINE}; Zhang, Zou, Cao "
@@ -345,7 +357,9 @@ def reexamination_entries() -> list[PaperClaim]:
         PaperClaim(f"{adam}/adam-like-signgd", "ours", REEXAMINE, "constant-rate Adam behaves "
                    "like SignGD over 10⁵ steps (atlas/adam-like-signgd, run 33× longer)", ADAM),
         PaperClaim(f"{adam}/adam-decay-closer-than-adam", "ours", REEXAMINE, "the decaying rate "
-                   "ends closer to the ℓ∞ max-margin direction than the constant one", ADAM),
+                   "ends closer to the ℓ∞ max-margin direction than the constant one; "
+                   "inconclusive where either arm stalled (its final gap is where it stopped)",
+                   ADAM),
         PaperClaim(f"{adam}/constant-rate-explains", "ours", REEXAMINE, "explanation 1 of "
                    "atlas/adam-like-signgd, the artefact: the constant learning rate; supported "
                    "= adam-decay-like-signgd and adam-decay-closer-than-adam both supported",
@@ -358,8 +372,8 @@ def reexamination_entries() -> list[PaperClaim]:
                    "than NGD across all metrics, including the train loss', at each (γ_b, c)",
                    POLYAK),
         PaperClaim("reexamine-polyak/faster-at-some-setting", "NGD", "§3, Fig. 2",
-                   "the same, at one (γ_b, c) at least", POLYAK + "; k = 12 settings, each at "
-                   "95 %"),
+                   "the same, at one (γ_b, c) at least", POLYAK + "; k = 12 settings, "
+                   "Holm's correction across them (a support at its corrected level)"),
         PaperClaim("reexamine-polyak/faster-at-paper-setting", "NGD", "§3, Fig. 2",
                    "the same, at ngd-fixed's γ_b = 1e6 and c = 1", POLYAK),
         PaperClaim("reexamine-polyak/ngd-ends-ahead", "ours", REEXAMINE, "the earlier result "

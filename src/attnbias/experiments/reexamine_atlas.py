@@ -12,6 +12,7 @@ algorithms that remove the suspected artefact. Claims (verdicts: experiments/ver
     NAME-like-OWNER                atlas's behaves_like, for every entry of `like`
     NAME-stalls                    NAME stalls where stalls[NAME] keeps moving (same seeds)
     NAME-closer-than-OTHER         NAME ends closer to its owner's max-margin than OTHER
+    NAME-closer-than-each          ... than each of several (a sweep: Holm across them)
     KEY-explains                   every claim of explained_if[KEY] holds: the explanation
                                    explains[KEY] of the atlas's verdict is right
 """
@@ -43,9 +44,10 @@ class Config(atlas.GapConfig):
         description="algorithm → an algorithm of the same kind that should keep moving where "
         "it stalls (the stall-artefact check)"
     )
-    closer: dict[str, Text] = Field(
-        description="algorithm → one it should end closer than to the max-margin direction of "
-        "its `like` owner's norm (paired by seed)"
+    closer: dict[str, tuple[Text, ...]] = Field(
+        description="algorithm → those it should end closer than to the max-margin direction "
+        "of its `like` owner's norm (paired by seed; several: each of them, e.g. every rate "
+        "and variant of a sweep, one claim)"
     )
     threshold: Positive = Field(description="a gap counts as near 0 below this final median")
     rate_start: real(gt=0, lt=1) = Field(
@@ -69,8 +71,12 @@ class Config(atlas.GapConfig):
             for name, value in table.items():
                 if name not in names:
                     raise ValueError(f"{field}.{name} is not one of the algorithms {names}")
-                if field in ("stalls", "closer") and value not in names:
-                    raise ValueError(f"{field}.{name} = {value!r} is not one of {names}")
+                compared = {"closer": value, "stalls": (value,)}.get(field, ())
+                for other in compared:
+                    if other not in names:
+                        raise ValueError(f"{field}.{name} = {other!r} is not one of {names}")
+                if field == "closer" and not value:
+                    raise ValueError(f"closer.{name} is empty: name the algorithms to compare")
         for name, label in self.own_norm.items():
             if label not in labels:
                 raise ValueError(f"own_norm.{name} = {label!r} is not one of norms {labels}")
@@ -112,22 +118,29 @@ def run(config: Config, out: Path) -> dict:
     return plotting.with_figures(summary, lambda: figure(groups, labels, config, out))
 
 
+def closer_slug(name: str, others: tuple[str, ...]) -> str:
+    """NAME-closer-than-OTHER, or NAME-closer-than-each for several."""
+    return f"{name}-closer-than-{others[0] if len(others) == 1 else 'each'}".lower()
+
+
 def planned(config: Config) -> list[tuple]:
     """(id, text, the algorithms it needs, rule, its arguments after `groups`) of every claim
     after own-norm-gap, in order."""
     own, labels = config.own_norm, [n.label for n in config.norms]
     start, threshold = config.rate_start, config.threshold
+    algorithms = {a.name: a for a in config.algorithms}
     return [
         (f"{n}-like-{o}".lower(), f"{n} behaves like {o}", (n, o), atlas_rules.behaves_like,
-         (n, o, own.get(o), labels, threshold, start))
+         (n, o, own.get(o), labels, threshold, start, algorithms[n]))
         for n, o in config.like.items()
     ] + [
         (f"{n}-stalls".lower(), f"{n} stalls where {m} keeps moving", (n, m), rules.stalls_where,
          (n, m, start))
         for n, m in config.stalls.items()
     ] + [
-        (f"{n}-closer-than-{o}".lower(), f"{n} ends closer than {o}", (n, o, config.like[n]),
-         rules.closer_than, (n, o, own.get(config.like[n])))
+        (closer_slug(n, o), f"{n} ends closer than {', '.join(o)}", (n, *o, config.like[n]),
+         rules.closer_than if len(o) == 1 else rules.closer_than_each,
+         (n, o[0] if len(o) == 1 else list(o), own.get(config.like[n]), start))
         for n, o in config.closer.items()
     ]  # fmt: skip
 

@@ -7,10 +7,25 @@ from __future__ import annotations
 import numpy as np
 
 from ...claims import Claim, Rule, mean_effect, median_effect, ratio_effect
+from ...engine import Algorithm
 from ..runs import Curves, loglog_slope
 from .common import described, final, paired, values
 
 STALLED_SLOPE = 0.1  # ‖W_t‖ of a moving normalised method grows like t (slope 1)
+ADAM_THEORY = "Zhang, Zou, Cao 2024"
+
+
+def theory_preconditions(algorithm: Algorithm | None) -> list[str]:
+    """The preconditions of the theorem behind "`algorithm` behaves like its steepest method"
+    that the run's design does not meet, each as a reason (docs/REFEREE.md: such a claim is
+    inconclusive, not refuted): Adam's ℓ∞ bias (ε → 0) is proved for a decaying rate
+    η_t ∝ t^(−a), a ∈ (0, 1]."""
+    if algorithm is not None and algorithm.optimizer == "adam" and algorithm.lr_decay == 0.0:
+        return [
+            f"precondition not met: the theorem ({ADAM_THEORY}) needs a decaying rate "
+            "η_t ∝ t^(−a), a ∈ (0, 1]; this Adam's rate is constant"
+        ]
+    return []
 
 
 def gap(label: str) -> str:
@@ -78,10 +93,13 @@ def behaves_like(
     labels: list[str],
     threshold: float,
     start: float,
+    algorithm: Algorithm | None = None,
 ) -> Claim:
     """`name` ends with its smallest gap in `other`'s norm `label`, below `threshold`:
     median gap there below the threshold, and per seed every other norm's gap larger. A run
-    whose iterate stopped growing cannot show a limit: inconclusive."""
+    whose iterate stopped growing cannot show a limit, and a design outside the theorem's
+    preconditions (`theory_preconditions` of `algorithm`, the run's) cannot refute it:
+    inconclusive either way, with the reason."""
     c = groups[name]
     source = f"ours: gap {threshold:g} (config threshold), as for the owner"
     parts = [
@@ -111,7 +129,7 @@ def behaves_like(
         [f"stalled: ‖W_t‖ stopped growing (log–log slope {slope:.3g} < {STALLED_SLOPE:g})"]
         if not slope > STALLED_SLOPE
         else []
-    )  # fmt: skip
+    ) + theory_preconditions(algorithm)  # fmt: skip
     return Claim(
         f"{name} behaves like {other}: its smallest final gap is in {other}'s norm ({label}), "
         f"below {threshold:g}",

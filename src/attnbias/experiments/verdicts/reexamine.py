@@ -3,9 +3,10 @@ artefact of our setup make torch's Muon, constant-rate Adam and the capped Polya
 
 Each rule separates the artefact from the claim: a run that stalls where a float64 method of
 the same kind keeps moving (`stalls_where`), one protocol ending closer to the max-margin
-solution than another on the same seeds (`closer_than`), and a claim that needs only one
-setting of a sweep (`at_some_setting`) beside one that needs every setting (`ends_ahead`), and
-a sweep whose end is set by a parameter that should not matter (`larger_cap_ends_closer`).
+solution than another on the same seeds (`closer_than`; than each of several, every rate of a
+sweep, `closer_than_each`), a claim that needs every setting of a sweep (`ends_ahead`; one
+that needs only some setting is a `Claim(..., any_part=True)` of the settings' claims), and a
+sweep whose end is set by a parameter that should not matter (`larger_cap_ends_closer`).
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ from itertools import pairwise
 
 import numpy as np
 
-from ...claims import INCONCLUSIVE, SUPPORTED, Claim, Effect, Rule, mean_effect
+from ...claims import NOT_APPLICABLE, Claim, Rule, mean_effect
 from ..runs import Curves, loglog_slope
-from .atlas import STALLED_SLOPE, gap, lower_gap
+from .atlas import STALLED_SLOPE, gap, lower_gap, stalled
 from .common import described, final, values
 from .ngd import MISALIGNMENT, faster
 
@@ -50,38 +51,42 @@ def stalls_where(groups: dict[str, Curves], name: str, moving: str, start: float
     )  # fmt: skip
 
 
-def closer_than(groups: dict[str, Curves], name: str, other: str, label: str) -> Claim:
+def closer_than(
+    groups: dict[str, Curves], name: str, other: str, label: str, start: float
+) -> Claim:
     """Per seed, `other`'s final margin gap in norm `label` over `name`'s exceeds 1: `name`
     ends closer to that norm's max-margin direction (runs that share a seed share data and
-    W₀)."""
+    W₀). A side whose ‖W_t‖ stalled (`atlas.stalled` from `start` × the last step, below the
+    stall slope) ended where it stopped, not where it was heading: inconclusive."""
     paired_ratio = lower_gap(groups, name, other, label, "ours: any improvement (a ratio > 1)")
+    slopes = {n: stalled(groups[n], start) for n in (name, other)}
+    unmet = [
+        f"{n} stalled: ‖W_t‖ stopped growing (log–log slope {slope:.3g} < {STALLED_SLOPE:g})"
+        for n, slope in slopes.items()
+        if not slope > STALLED_SLOPE
+    ]
     return Claim(
         f"{name} ends closer to the {label} max-margin direction than {other} (final gap in "
         f"{label} smaller, paired by seed)",
         rule=paired_ratio.rule,
         effect=paired_ratio.effect,
-        evidence=described({n: final(groups[n], gap(label)) for n in (name, other)}),
-    )
+        unmet=unmet,
+        evidence={"norm_growth_slope": slopes,
+                  **described({n: final(groups[n], gap(label)) for n in (name, other)})},
+    )  # fmt: skip
 
 
-def at_some_setting(settings: dict[str, Claim], text: str) -> Claim:
-    """Holds when at least one setting's claim (each judged at 95 %) is supported; not
-    supported when none is and none is inconclusive; inconclusive otherwise. With k settings
-    the chance that one is supported by chance alone grows to k × 2.5 %."""
-    statuses = {name: claim.status for name, claim in settings.items()}
-    supported = sum(status == SUPPORTED for status in statuses.values())
-    undecided = sum(status == INCONCLUSIVE for status in statuses.values())
-    unmet = (
-        [f"no setting supported and {undecided} inconclusive"]
-        if supported == 0 and undecided > 0
-        else []
+def closer_than_each(
+    groups: dict[str, Curves], name: str, others: list[str], label: str, start: float
+) -> Claim:
+    """`name` ends closer than each of `others` (`closer_than`, one part each): with `others`
+    the runs of a sweep (every rate, every variant), the claim holds at every setting, and one
+    setting where it fails refutes it, at Holm's corrected level for the k settings."""
+    return Claim(
+        f"{name} ends closer to the {label} max-margin direction than each of "
+        f"{', '.join(others)} (paired by seed)",
+        parts=[closer_than(groups, name, other, label, start) for other in others],
     )
-    rule = Rule("settings whose claim is supported", ">=", 1.0,
-                "the claim: 'at some setting' (one supported setting suffices)")  # fmt: skip
-    effect = Effect(supported, supported, supported, len(statuses),
-                    "count of supported verdicts (each at 95 %)", "settings")  # fmt: skip
-    return Claim(text, rule=rule, effect=effect, unmet=unmet,
-                 evidence={"verdict_by_setting": statuses})  # fmt: skip
 
 
 def stopped(c: Curves, start: float) -> np.ndarray:
@@ -150,5 +155,13 @@ def larger_cap_ends_closer(groups: dict[str, Curves], by_cap: list[str], start: 
 def explains(explanation: str, evidence: list[Claim]) -> Claim:
     """A candidate explanation of an earlier negative verdict (an artefact of the setup, or a
     property of the method) holds when every claim of `evidence` (each removing or exposing
-    the cause) is supported; not supported when one is not; inconclusive otherwise."""
-    return Claim(explanation, parts=evidence)
+    the cause) is supported; not supported when one is not; inconclusive otherwise, and
+    when a piece of its evidence could not be judged (not applicable: not run); not
+    applicable when none could."""
+    judged = [claim for claim in evidence if claim.status != NOT_APPLICABLE]
+    unrun = [
+        f"{claim.id or claim.claim}: not applicable"
+        for claim in evidence
+        if claim.status == NOT_APPLICABLE
+    ]
+    return Claim(explanation, parts=evidence, unmet=unrun if judged else [])
