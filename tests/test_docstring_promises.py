@@ -128,3 +128,26 @@ def test_the_reference_shows_these_members_they_have_docstrings(module, cls, nam
 
 def test_get_loss_and_nuclear_norm_have_docstrings():
     assert get_loss.__doc__ and nuclear_norm.__doc__ and MarginLoss.__doc__
+
+
+def two_parameters():
+    return [torch.nn.Parameter(torch.ones(3, dtype=torch.float64)),
+            torch.nn.Parameter(torch.ones(2, dtype=torch.float64))]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ["NormalizedGD"])
+def test_step_returns_the_closures_loss_and_refuses_a_non_finite_gradient(name):
+    import attnbias.optim
+
+    params = two_parameters()
+    opt = getattr(attnbias.optim, name)(params, lr=0.1)
+    assert opt.step.__doc__  # shown in the API reference
+    for w in params:
+        w.grad = torch.ones_like(w)
+    assert opt.step(lambda: torch.tensor(2.0)).item() == 2.0
+    assert opt.step() is None
+    before = [w.detach().clone() for w in params]
+    params[0].grad = torch.tensor([1.0, float("nan"), 0.0], dtype=torch.float64)
+    with pytest.raises(FloatingPointError, match="parameter 0 of group 0"):
+        opt.step()
+    assert all(torch.equal(w, b) for w, b in zip(params, before))  # no parameter changed

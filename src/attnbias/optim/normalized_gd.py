@@ -102,6 +102,10 @@ class NormalizedGD(CheckedOptimizer):
 
     @step_function
     def step(self, closure=None):
+        """One step W ← W − η m of every parameter with a gradient (class docstring). `closure`:
+        optional, recomputes the loss (with gradients enabled) and returns it. Returns that
+        loss, or None without a closure, as torch.optim's optimisers do. A NaN or infinite
+        gradient raises FloatingPointError naming the parameter, and no parameter is changed."""
         loss = evaluate(closure)
         for index, group, params, grads in self.groups_with_grad():
             beta, buffers = group["momentum"], None
