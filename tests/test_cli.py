@@ -102,7 +102,7 @@ def test_reproduce_dispatches_through_the_registry(tmp_path, monkeypatch, capsys
 
 def test_reproduce_several_names_into_one_report(tmp_path, monkeypatch, capsys):
     _fake_experiments(tmp_path, monkeypatch, ["fake-a", "fake-b"])
-    monkeypatch.setattr(attnbias.cli, "SYNTHETIC", ("fake-a",))
+    monkeypatch.setattr(base, "SYNTHETIC", ("fake-a",))
     report = tmp_path / "docs" / "RESULTS.md"
     args = ["reproduce", "all", "fake-b", "fake-a", "--out", str(tmp_path / "res")]
     assert main([*args, "--report", str(report)]) == 0
@@ -269,7 +269,7 @@ def test_module_missing_at_run_time_and_interrupt_are_one_line(tmp_path, monkeyp
     def interrupted(config, out, reuse_from=None):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(attnbias.cli, "run_experiment", interrupted)
+    monkeypatch.setattr(base, "run_experiment", interrupted)
     assert main(args) == 130
     assert "interrupted" in one_error_line(capsys)
 

@@ -14,7 +14,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from attnbias import cli
 from attnbias.claims import Claim
 from attnbias.cli import main
 from attnbias.engine import sweep
@@ -265,7 +264,7 @@ def test_the_documented_report_command_replaces_a_report_that_differs(
     text = (ROOT / page).read_text(encoding="utf-8")
     [command] = re.findall(r"attnbias reproduce all [^`\n]*--report docs/RESULTS\.md[^`\n]*", text)
     monkeypatch.chdir(tmp_path)  # its paths, relative, land in tmp_path
-    monkeypatch.setattr(cli, "SYNTHETIC", ("fake",))
+    monkeypatch.setattr(base, "SYNTHETIC", ("fake",))
     args = [a for a in command.split()[1:] if a not in REAL_DATA]
     report = tmp_path / "docs" / "RESULTS.md"
     report.parent.mkdir()

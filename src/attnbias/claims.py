@@ -372,7 +372,7 @@ def is_consistency_check(claim: Claim | dict) -> bool:
     if isinstance(claim, Claim):
         rules = [rule.consistency for rule in claim.rules()]
     else:
-        rules = [bool(leaf["rule"].get("consistency")) for leaf in _leaves(claim)]
+        rules = [bool(leaf["rule"].get("consistency")) for leaf in measured_parts(claim)]
     return bool(rules) and all(rules)
 
 
@@ -663,11 +663,11 @@ def slope_effect(x, y, *, unit: str = "points", confidence: float = CONFIDENCE) 
 # --- reading a stored verdict (summary.json holds claims as dicts) ------------------------------
 
 
-def _leaves(claim: dict) -> list[dict]:
-    """The measured parts of a stored claim (itself, when it has a rule)."""
+def measured_parts(claim: dict) -> list[dict]:
+    """The measured parts of a stored claim (itself, when it has a rule), depth first."""
     if claim.get("rule"):
         return [claim]
-    return [leaf for part in claim.get("parts") or [] for leaf in _leaves(part)]
+    return [leaf for part in claim.get("parts") or [] for leaf in measured_parts(part)]
 
 
 def _effect_text(effect: dict | None) -> str:
@@ -681,37 +681,68 @@ def _effect_text(effect: dict | None) -> str:
     )
 
 
-def leaf_reason(leaf: dict) -> str:
-    """Why a stored measured part (one with a rule) is inconclusive, in a few words."""
+# Why a measured part is inconclusive, as a kind (`leaf_reason` says it in full); the tally of
+# `attnbias reproduce` counts claims by these.
+STRADDLES = "CI straddles the threshold"
+PRECONDITION = "a precondition failed"
+HOLM = "not at Holm's corrected level"
+ONE_UNIT = "one unit: no interval"
+NO_INTERVAL = "no interval could be computed"
+NOTHING_MEASURED = "nothing finite measured"
+CAUSES = (STRADDLES, PRECONDITION, HOLM, ONE_UNIT, NO_INTERVAL, NOTHING_MEASURED)
+
+
+def leaf_cause(leaf: dict) -> str:
+    """Why a stored measured part (one with a rule) is inconclusive: one of CAUSES."""
     if leaf.get("unmet"):
-        return "; ".join(leaf["unmet"])
+        return PRECONDITION
     effect = leaf.get("effect")
     if not effect or not effect["n"] or math.isnan(effect["estimate"]):
-        return "nothing finite measured"
+        return NOTHING_MEASURED
     low, high = effect["low"], effect["high"]
     if math.isnan(low) or math.isnan(high):
-        return "no interval could be computed"
+        return NO_INTERVAL
     if math.isinf(low) and math.isinf(high):
-        return "one unit: no interval"
-    alone = decide(Rule(**leaf["rule"]), Effect(**effect))  # at 95 %, the part by itself
-    if alone != INCONCLUSIVE and (correction := leaf.get("correction")):
+        return ONE_UNIT
+    if _alone(leaf) != INCONCLUSIVE and leaf.get("correction"):
+        return HOLM
+    return STRADDLES
+
+
+def _alone(leaf: dict) -> str:
+    """A stored measured part's verdict at 95 %, by itself (no correction)."""
+    return decide(Rule(**leaf["rule"]), Effect(**leaf["effect"]))
+
+
+def leaf_reason(leaf: dict) -> str:
+    """Why a stored measured part (one with a rule) is inconclusive, in a few words."""
+    cause = leaf_cause(leaf)
+    if cause == PRECONDITION:
+        return "; ".join(leaf["unmet"])
+    if cause == HOLM:
+        alone, correction = _alone(leaf), leaf["correction"]
         level = correction["refute" if alone == NOT_SUPPORTED else "support"]
         return (
             f"{alone} at 95 % alone, not at {100 * level:.4g} %: Holm's correction for "
             f"{correction['parts']} parts"
         )
-    return f"the 95 % CI straddles {leaf['rule']['threshold']:g}"
+    if cause == STRADDLES:
+        return f"the 95 % CI straddles {leaf['rule']['threshold']:g}"
+    return cause
 
 
-def _part_reasons(claim: dict) -> list[str]:
+def _part_reasons(claim: dict, leaf_says=leaf_reason, unmet_says=list) -> list[str]:
+    """What `leaf_says` of each inconclusive measured part, and `unmet_says` of the failed
+    preconditions of each inconclusive compound part, depth first."""
     reasons = []
     for part in claim.get("parts") or []:
         if status_of(part) != INCONCLUSIVE:
             continue
         if part.get("rule"):
-            reasons.append(leaf_reason(part))
+            reasons.append(leaf_says(part))
         else:
-            reasons += [*(part.get("unmet") or []), *_part_reasons(part)]
+            unmet = part.get("unmet") or []
+            reasons += [*unmet_says(unmet), *_part_reasons(part, leaf_says, unmet_says)]
     return reasons
 
 
@@ -725,10 +756,22 @@ def reasons(claim: dict) -> list[str]:
         return [leaf_reason(claim)]
     found = [*(claim.get("unmet") or [])]
     parts = _part_reasons(claim)
-    k = len(_leaves(claim))
+    k = len(measured_parts(claim))
     for reason in dict.fromkeys(parts):
         found.append(reason if k == 1 else f"{reason} ({parts.count(reason)} of {k} parts)")
     return found
+
+
+def causes(claim: dict) -> list[str]:
+    """Why a stored claim is inconclusive, as kinds (CAUSES, each once, in the order of
+    `reasons`); empty unless the claim is inconclusive."""
+    if status_of(claim) != INCONCLUSIVE:
+        return []
+    if claim.get("rule"):
+        return [leaf_cause(claim)]
+    found = [PRECONDITION] if claim.get("unmet") else []
+    found += _part_reasons(claim, leaf_cause, lambda unmet: [PRECONDITION] * bool(unmet))
+    return list(dict.fromkeys(found))
 
 
 def verdict_text(claim: dict) -> str:
@@ -741,7 +784,7 @@ def sensitivity_text(claim: dict) -> str:
     """The sensitivity column: robust, fragile (and where), or why there is none; a verdict
     left inconclusive by a failed precondition is not called robust (no threshold decided it)."""
     sensitivity = claim.get("sensitivity") or {}
-    if not _leaves(claim):
+    if not measured_parts(claim):
         return "—"
     if status_of(claim) == INCONCLUSIVE and _has_unmet(claim):
         return "— (inconclusive: precondition)"
@@ -761,7 +804,7 @@ def verdict_columns(claim: dict) -> dict[str, str]:
     """A stored claim as the register's columns: rule, threshold source, effect (estimate,
     95 % CI, n), verdict and sensitivity; one line per part of a compound claim, each with its
     verdict and, when inconclusive, why."""
-    leaves = _leaves(claim)
+    leaves = measured_parts(claim)
     sources = list(dict.fromkeys(leaf["rule"]["source"] for leaf in leaves))
     return {
         "rule": "<br>".join(

@@ -17,22 +17,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import __version__, log, metrics
-from .claims import NOT_SUPPORTED, SUPPORTED, reasons, status_of, verdict_word
-from .data.fetch import DataMissingError
-from .engine.cluster import CONNECT_TIMEOUT
-from .experiments.base import (
-    SYNTHETIC,
-    experiment_names,
-    find_experiment,
-    is_quick,
-    load_config,
-    read_toml,
-    run_experiment,
-)
-from .npz import load_npz
-from .store import json_text, plain_name
-from .svm import DEFAULT_MAX_MEMORY_GB
+# Only the standard library and light modules here: `attnbias --help` and every command's
+# start-up stay well under a second. torch, numpy, scipy, cvxpy (through experiments, claims,
+# svm, store) are imported by the commands that use them (tests/test_cli_startup.py).
+from . import __version__, log
+from .defaults import CONNECT_TIMEOUT, DEFAULT_MAX_MEMORY_GB
 
 try:
     import tomllib
@@ -81,10 +70,10 @@ def main(argv: list[str] | None = None) -> int:
         if (err.name or "").startswith("attnbias"):
             raise  # our own module: a bug, not a missing extra
         return fail(f"the Python module {err.name!r} is missing: {INSTALL_REAL}")
-    except (Unavailable, DataMissingError, ImportError, ValueError, TypeError) as err:
+    except (Unavailable, ImportError, ValueError, TypeError) as err:
         return fail(str(err))  # bad input or missing data: say what, not where in the code
-    except OSError as err:
-        return fail(f"{err.filename or ''}: {err.strerror or err}")
+    except OSError as err:  # a missing data set (data.fetch.DataMissingError) has no filename
+        return fail(f"{err.filename}: {err.strerror or err}" if err.filename else str(err))
 
 
 VERBOSE_VERSION = ({"--version", "-v"}, {"--version", "--verbose"})  # either order
@@ -105,9 +94,14 @@ def fail(message: str, code: int = 2) -> int:
     return code
 
 
+DEFAULT_OUT = "results"  # --out's default, resolved by `results_dir` (errors: `out_words`)
 OUT_HELP = (
-    "results root: experiment NAME is written to (or read from) ROOT/NAME (default: ./results)"
+    "results root: experiment NAME is written to (or read from) ROOT/NAME (default: "
+    f"./{DEFAULT_OUT})"
 )
+CLAIMS_FORMATS = ("md", "csv", "json")
+# `claims --verdict`: cli_claims.VERDICTS maps them to the register's verdicts
+VERDICT_WORDS = ("supported", "not-supported", "inconclusive", "not-applicable", "not-run")
 LOGGING = (
     'Results go to stdout; progress, phases and notices to stderr (lines "attnbias: ..."). '
     "On a terminal progress is a bar; otherwise (nohup, CI, a SLURM log) a line every "
@@ -139,8 +133,16 @@ def verbosity_flags(defaults: bool) -> argparse.ArgumentParser:
     return flags
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's parser with the command line's one-line errors (argparse's own print the
+    usage first): what was typed and what is valid, and where the options are listed."""
+
+    def error(self, message: str):
+        sys.exit(fail(f"{message} (`{self.prog} --help` lists the options)"))
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="attnbias",
         description="The implicit bias of attention: experiments and solvers.",
         epilog=LOGGING,
@@ -196,7 +198,7 @@ def parser() -> argparse.ArgumentParser:
         help=f"change a config field of the named experiments (repeatable); {OVERRIDES_HELP}",
     )
     add_device(c)
-    c.add_argument("--out", default="results", metavar="ROOT", help=OUT_HELP)
+    c.add_argument("--out", metavar="ROOT", help=OUT_HELP)
     c.add_argument("--report", help="also write a Markdown report (figures + claim tables) here")
     c.add_argument(
         "--force",
@@ -223,7 +225,7 @@ def parser() -> argparse.ArgumentParser:
     )
     add_overrides(c)
     c.add_argument("--quick", action="store_true", help="start from the quick-scale defaults")
-    c.add_argument("--out", default="results", metavar="ROOT", help=OUT_HELP)
+    c.add_argument("--out", metavar="ROOT", help=OUT_HELP)
     add_allow_import(c)
     add_device(c)
     add_reuse_from(c)
@@ -259,7 +261,31 @@ def parser() -> argparse.ArgumentParser:
         "`attnbias claims --out results/full --write docs/CLAIMS.md` after `attnbias reproduce "
         "all text-md text-finetune vision --full --out results/full`.",
     )
-    c.add_argument("--out", default="results", metavar="ROOT", help=OUT_HELP)
+    c.add_argument("--out", metavar="ROOT", help=OUT_HELP)
+    c.add_argument(
+        "--experiment",
+        action="append",
+        metavar="NAME",
+        help="only the rows of this experiment (see `list`); repeatable, or a comma list "
+        "(--experiment md-local,atlas)",
+    )
+    c.add_argument(
+        "--verdict",
+        action="append",
+        metavar="VERDICT",
+        help=f"only the rows with this verdict: {', '.join(VERDICT_WORDS)}; repeatable, or a "
+        "comma list",
+    )
+    c.add_argument(
+        "--format",
+        choices=CLAIMS_FORMATS,
+        default="md",
+        help="md: the register's table (the default; without --experiment and --verdict the "
+        "whole register, with its papers and how to read a verdict); csv: one line per "
+        "measured part of a claim; json: one object per row, its parts as a list. csv and json "
+        "give every column as its own fields: the verdict and its reasons, and each part's "
+        "rule, threshold, effect, CI low and high, n, verdict and reason",
+    )
     c.add_argument(
         "--write", metavar="PATH", help="write the register to this file (default: print it)"
     )
@@ -275,7 +301,7 @@ def parser() -> argparse.ArgumentParser:
         "only if it matches its publication's manifest.",
     )
     c.add_argument("name", metavar="NAME", help="an experiment (see `list`) with results in ROOT")
-    c.add_argument("--out", default="results", metavar="ROOT", help=OUT_HELP)
+    c.add_argument("--out", metavar="ROOT", help=OUT_HELP)
     c.add_argument("--format", choices=("csv",), default="csv", help="csv (the default)")
     c.add_argument("--write", metavar="PATH", help="write to this file (default: stdout)")
     c.add_argument("--force", action="store_true", help="with --write: replace a file")
@@ -344,12 +370,14 @@ def add_reuse_from(c) -> None:
 def list_experiments(args) -> int:
     """One line per experiment; those that cannot run here are marked "!" with a second line
     saying what is missing and how to install it."""
-    for name in experiment_names():
-        kind = "synthetic" if name in SYNTHETIC else "real data"
+    from .experiments import base
+
+    for name in base.experiment_names():
+        kind = "synthetic" if name in base.SYNTHETIC else "real data"
         description, missing = "", ""
         try:
-            description = find_experiment(name).description
-            check_ready(name, load_config(name))
+            description = base.find_experiment(name).description
+            check_ready(name, base.load_config(name))
         except (ImportError, ValueError, Unavailable) as err:
             missing = " ".join(str(err).split())
         print(f"{'!' if missing else ' '} {name:14s} {kind:10s} {description}")
@@ -361,6 +389,9 @@ def list_experiments(args) -> int:
 def check_ready(name: str, config: dict) -> None:
     """Raise Unavailable, naming what to install, unless experiment `name` can run `config`
     here (its extra's modules are installed and its data sets are on disk)."""
+    from .data.fetch import DataMissingError
+    from .experiments.base import find_experiment
+
     missing = [m for m in EXTRA_MODULES.get(name, ()) if importlib.util.find_spec(m) is None]
     if missing:
         raise Unavailable(f"{name} needs {', '.join(missing)}: {INSTALL_REAL}")
@@ -372,7 +403,7 @@ def check_ready(name: str, config: dict) -> None:
             raise Unavailable(f"{name}: {err}") from err
 
 
-def writable_dir(path: str | Path, option: str = "--out") -> Path:
+def writable_dir(path: str | Path, option: str) -> Path:
     """path as a directory that exists (created if need be) and can be written to."""
     path = Path(path)
     try:
@@ -387,15 +418,17 @@ def writable_dir(path: str | Path, option: str = "--out") -> Path:
 def reproduce(args) -> int:
     if args.force and not args.report:
         raise ValueError("--force: only with --report FILE (nothing is replaced otherwise)")
+    from .experiments import base
+
     names = []
-    known = experiment_names()
+    known = base.experiment_names()
     overrides = override_layers(args.set)
     for name in args.names:
         if OVERRIDE.fullmatch(name):
             raise ValueError(f"{name}: reproduce changes a config field with --set {name}")
         if name != "all" and name not in known:
             raise ValueError(f"unknown experiment {name!r}; choose from all, {', '.join(known)}")
-        names += [n for n in (SYNTHETIC if name == "all" else [name]) if n not in names]
+        names += [n for n in (base.SYNTHETIC if name == "all" else [name]) if n not in names]
     quick = args.quick or (args.names == ["all"] and not (args.full or args.paper))
     start = time.perf_counter()
     summaries, configs = {}, {}
@@ -406,7 +439,7 @@ def reproduce(args) -> int:
             ("--device", device_override(name, args.device)),
             *overrides,
         ]
-        configs[name] = load_config(name, quick=quick, paper=args.paper, layers=options)
+        configs[name] = base.load_config(name, quick=quick, paper=args.paper, layers=options)
         check_ready(name, configs[name])
     root = results_root(args.out, names)
     sources = reuse_sources(args.reuse_from, names)
@@ -421,13 +454,18 @@ def reproduce(args) -> int:
     reused = all(s.get("reused_outputs") for s in summaries.values())
     elapsed = f"{time.perf_counter() - start:.1f} s"
     print(f"\n{len(names)} experiment(s) in {elapsed}{' (all reused)' if reused else ''}")
+    from .cli_tally import tally_lines
+
+    # the main job (`all`) also counts the built-in experiments it leaves out (real data)
+    not_run = [n for n in base.EXPERIMENTS if n not in names] if "all" in args.names else []
+    print("\n".join(tally_lines(summaries, not_run)), flush=True)
     if args.report:
         from .experiments.report import write_report
 
         seeds = f" --seeds {args.seeds}" if args.seeds else ""
         scale = "--quick" if quick else "--paper" if args.paper else "--full"
         command = (
-            f"attnbias reproduce {' '.join(args.names)} {scale}{seeds} --out {args.out} "
+            f"attnbias reproduce {' '.join(args.names)} {scale}{seeds} --out {root} "
             f"--report {args.report}"
         )
         logger.info("writing the report %s", args.report)
@@ -439,6 +477,8 @@ def reproduce(args) -> int:
 def scale_of(config, paper: bool) -> str:
     """ "quick scale" (below the experiment's full scale: its summary says so too), "the
     paper's model size" or "full scale"."""
+    from .experiments.base import is_quick
+
     if is_quick(config):
         return "quick scale"
     return "the paper's model size" if paper else "full scale"
@@ -447,6 +487,8 @@ def scale_of(config, paper: bool) -> str:
 def full_scale_minutes(name: str) -> float | None:
     """The experiment's estimated full-scale time in minutes: FULL_SCALE_MINUTES of the module
     that defines its run (None where it gives none)."""
+    from .experiments.base import find_experiment
+
     module = sys.modules.get(getattr(find_experiment(name).run, "__module__", ""))
     minutes = getattr(module, "FULL_SCALE_MINUTES", None)
     return minutes if isinstance(minutes, (int, float)) else None
@@ -455,6 +497,8 @@ def full_scale_minutes(name: str) -> float | None:
 def duration_note(name: str, config, paper: bool) -> str | None:
     """For an experiment at full scale that takes longer than LONG_MINUTES: its scale and
     estimated time, and how to run less."""
+    from .experiments.base import is_quick
+
     minutes = full_scale_minutes(name)
     if is_quick(config) or minutes is None or minutes < LONG_MINUTES:
         return None
@@ -470,10 +514,23 @@ def duration_note(name: str, config, paper: bool) -> str | None:
     )
 
 
-def results_root(out: str | Path, names: list[str]) -> Path:
-    """--out as a results root (experiment NAME goes to ROOT/NAME); ValueError if it is one
-    experiment's directory, which `run --out` named before."""
-    root = Path(out)
+def results_dir(out: str | None) -> Path:
+    """The results root --out names (None: not given, the default)."""
+    return Path(DEFAULT_OUT if out is None else out)
+
+
+def out_words(out: str | None) -> str:
+    """The results root as an error names it: as typed, or, where the user typed no --out,
+    as the default it is (an error never names an option the user did not type)."""
+    if out is None:
+        return f"the results directory {DEFAULT_OUT}/ (default; change with --out)"
+    return f"--out {out}"
+
+
+def results_root(out: str | None, names: list[str]) -> Path:
+    """--out (None: the default) as a results root (experiment NAME goes to ROOT/NAME);
+    ValueError if it is one experiment's directory, which `run --out` named before."""
+    root = results_dir(out)
     if any(os.path.lexists(root / entry) for entry in ("runs", "latest")):
         hint = (
             f"--out {root.parent}"
@@ -481,9 +538,9 @@ def results_root(out: str | Path, names: list[str]) -> Path:
             else f"--out ROOT --from {root} to reuse its runs"
         )
         raise ValueError(
-            f"--out {root} is one experiment's directory (it has runs/): --out names a results "
-            "root, experiment NAME is written to ROOT/NAME (`run --out` named the experiment's "
-            f"own directory before); give {hint}"
+            f"{out_words(out)} is one experiment's directory (it has runs/): --out names a "
+            "results root, experiment NAME is written to ROOT/NAME (`run --out` named the "
+            f"experiment's own directory before); give {hint}"
         )
     return root
 
@@ -522,6 +579,9 @@ def reuse_sources(reuse_from: str | None, names: list[str]) -> dict[str, Path | 
 
 
 def run_config(args) -> int:
+    from .experiments.base import find_experiment
+    from .store import plain_name
+
     overrides = override_layers(args.overrides)
     config = config_of(args.config, args.quick, False, args.device, args.allow_import, overrides)
     name = find_experiment(config.experiment).name
@@ -548,6 +608,8 @@ def config_of(
     (its defaults); then the command line's KEY=VALUE overrides (see override_layers). A file
     may name a module:attribute only with allow_import: importing it runs that module's code,
     and the file may not be the user's own."""
+    from .experiments.base import experiment_names, find_experiment, load_config, read_toml
+
     path = Path(source)
     if path.suffix != ".toml" and not path.is_file():
         layers = [*overrides, ("--device", device_override(source, device))]
@@ -578,6 +640,8 @@ def show_config(args) -> int:
     import json
 
     from .config import to_toml
+    from .experiments.base import find_experiment
+    from .store import json_text
 
     overrides = override_layers(args.overrides)
     config = config_of(
@@ -670,49 +734,58 @@ def device_override(name: str, device: str | None) -> dict:
     for one that has none (it would be silently ignored)."""
     if device is None:
         return {}
+    from .experiments.base import find_experiment
+
     if "device" not in find_experiment(name).Config.model_fields:
         raise ValueError(f"--device: experiment {name} has no device option; leave it out")
     return {"device": device}
 
 
 def write_claims_register(args) -> int:
-    """The register to stdout, or to --write PATH (a PATH that differs only with --force)."""
+    """The register to stdout, or to --write PATH (a PATH that differs only with --force); with
+    --experiment / --verdict only those rows, with --format csv or json as records."""
+    from .cli_claims import VERDICTS, chosen, chosen_register
     from .experiments import forest
+    from .experiments.base import experiment_names
     from .experiments.claims_register import FOREST, claims_markdown, register_markdown, summaries
-    from .experiments.report import differs
 
-    root = Path(args.out)
+    experiments = chosen(args.experiment, experiment_names(), "--experiment")
+    verdicts = chosen(args.verdict, list(VERDICTS), "--verdict")
+    if args.force and args.write is None:
+        raise ValueError("--force: only with --write PATH (nothing is written otherwise)")
+    root = results_dir(args.out)
     if not root.is_dir():
-        raise ValueError(f"--out {root}: no such results root; {making(root)}")
+        raise ValueError(f"{out_words(args.out)}: no such results root; {making(root)}")
     if not any((root / name / "summary.json").is_file() for name in experiment_names()):
         raise ValueError(
-            f"--out {root} holds no experiment's summary ({root}/NAME/summary.json); {making(root)}"
+            f"{out_words(args.out)} holds no experiment's summary ({root}/NAME/summary.json); "
+            f"{making(root)}"
         )
-    if args.write is None:
-        if args.force:
-            raise ValueError("--force: only with --write PATH (nothing is written otherwise)")
-        sys.stdout.write(claims_markdown(root, f"attnbias claims --out {args.out}"))
+    whole = args.format == "md" and experiments is None and verdicts is None
+    if not whole:  # chosen rows, or records: no forest plot, no papers, no reading guide
+        text = chosen_register(summaries(root), args.format, experiments, verdicts)
+        if args.write is None:
+            sys.stdout.write(text)
+            return 0
+        path = writable_file(args.write)
+        if may_replace(path, text.encode(), args.force, root):
+            path.write_text(text)
+            print(f"claims register ({args.format}): {path}")
         return 0
-    path = Path(args.write)
-    writable_dir(path.parent, "--write")
-    if path.is_dir():
-        raise ValueError(f"--write {path}: a directory; give the path of a file")
+    if args.write is None:
+        sys.stdout.write(claims_markdown(root, f"attnbias claims --out {root}"))
+        return 0
+    path = writable_file(args.write)
     with tempfile.TemporaryDirectory() as drawing:
         # the forest plot is drawn aside first: it is placed only if the register is written
         found = summaries(root)
         claims = {name: summary.get("claims", []) for name, summary in found.items()}
         drawn = forest.draw(claims, Path(drawing), FOREST, formats=("png",))
         figure = f"figures/{FOREST}.png" if drawn else None
-        command = f"attnbias claims --out {args.out} --write {args.write}"
+        command = f"attnbias claims --out {root} --write {args.write}"
         encoded = register_markdown(found, command, figure).encode()
-        if path.exists() and not differs(path, encoded):
-            print(f"claims register: {path} (unchanged)")
+        if not may_replace(path, encoded, args.force, root):
             return 0
-        if path.exists() and not args.force:
-            raise ValueError(
-                f"--write {path}: the file exists and differs from the register of {root}; "
-                "--force replaces it"
-            )
         if drawn:
             (path.parent / "figures").mkdir(exist_ok=True)
             shutil.move(drawn[0], path.parent / "figures" / f"{FOREST}.png")
@@ -721,16 +794,43 @@ def write_claims_register(args) -> int:
     return 0
 
 
+def writable_file(write: str) -> Path:
+    """--write PATH as a file path whose directory can be written to; ValueError otherwise."""
+    path = Path(write)
+    writable_dir(path.parent, "--write")
+    if path.is_dir():
+        raise ValueError(f"--write {path}: a directory; give the path of a file")
+    return path
+
+
+def may_replace(path: Path, encoded: bytes, force: bool, root: Path) -> bool:
+    """Whether to write the register of `root` (`encoded`) to path: not if it holds those bytes
+    already (said); ValueError if it holds others, unless force."""
+    from .experiments.report import differs
+
+    if path.exists() and not differs(path, encoded):
+        print(f"claims register: {path} (unchanged)")
+        return False
+    if path.exists() and not force:
+        raise ValueError(
+            f"--write {path}: the file exists and differs from the register of {root}; "
+            "--force replaces it"
+        )
+    return True
+
+
 def making(root: Path) -> str:
     """The commands that make a results root with summaries, and the default root if it has
     some (e.g. after `attnbias reproduce`)."""
+    from .experiments.base import SYNTHETIC
+
     quoted = shlex.quote(str(root))
-    if root == Path("results"):
+    if root == Path(DEFAULT_OUT):
         text = "`attnbias reproduce` makes it (quick scale)"
     else:
         text = f"`attnbias reproduce --out {quoted}` makes it at quick scale"
     text += f", `attnbias reproduce all --full --out {quoted}` at the papers' scale"
-    default = Path("results")
+    default = Path(DEFAULT_OUT)
     if root != default and any((default / n / "summary.json").is_file() for n in SYNTHETIC):
         text += f"; ./{default} has summaries (those of `attnbias reproduce`): --out {default}"
     return text
@@ -739,6 +839,8 @@ def making(root: Path) -> str:
 def _run(
     config: dict, out: Path, reuse_from: Path | None = None, cluster=None, scale: str = ""
 ) -> dict:
+    from .experiments.base import run_experiment
+
     name = config["experiment"]
     print(f"== {name}{f' ({scale})' if scale else ''} → {out}", flush=True)
     start = time.perf_counter()
@@ -768,6 +870,8 @@ def outcome(summary: dict, seconds: float) -> str:
 def print_verdicts(summary: dict) -> None:
     """Each claim's verdict (a consistency check's in its own words) and, when inconclusive, why
     in brackets; the diverged runs the claims leave out; the quick-scale note."""
+    from .claims import NOT_SUPPORTED, reasons, verdict_word
+
     if "scale" in summary:
         print(f"  ({summary['scale']})")
     for claim in summary.get("claims", []):
@@ -851,6 +955,8 @@ def add_strict(c) -> None:
 
 def strict_exit(summaries: dict[str, dict], strict: bool) -> int:
     """0, or with --strict 1 when some claim is not supported or some run diverged (printed)."""
+    from .claims import SUPPORTED, status_of
+
     failures = [
         f"{name}: [{status_of(claim)}] {claim['claim']}"
         for name, summary in summaries.items()
@@ -873,6 +979,7 @@ def strict_exit(summaries: dict[str, dict], strict: bool) -> int:
 def solve_svm(args) -> int:
     import numpy as np
 
+    from .store import json_text
     from .svm import att_svm, optimal_tokens, selected_tokens, solver_memory
 
     if args.svm_out is not None:
@@ -954,6 +1061,7 @@ def export_table(args) -> int:
     import pyarrow.csv as pcsv
     import pyarrow.parquet as pq
 
+    from .experiments.base import experiment_names
     from .store import ResultsStore
 
     if args.name not in experiment_names():
@@ -964,12 +1072,12 @@ def export_table(args) -> int:
     path = Path(args.write) if args.write is not None else None
     if path is not None and (path.exists() or path.is_symlink()) and not args.force:
         raise ValueError(f"--write {path}: the file exists; --force replaces it")
-    where = Path(args.out) / args.name
+    where = results_dir(args.out) / args.name
     data = ResultsStore(where).current_file("metrics.parquet") if where.is_dir() else None
     if data is None:
         raise ValueError(
             f"{where} holds no published results of {args.name}; `attnbias reproduce "
-            f"{args.name}{'' if args.out == 'results' else ' --out ' + shlex.quote(args.out)}` "
+            f"{args.name}{'' if args.out is None else ' --out ' + shlex.quote(args.out)}` "
             "makes them"
         )
     try:
@@ -1018,6 +1126,8 @@ def export_table(args) -> int:
 def parse_norm(text: str) -> float | str:
     """--norm as att_svm takes it (the library's one reading of a norm's name, numbers given as
     text); ValueError listing the valid values."""
+    from . import metrics
+
     try:
         value = float(text)
     except ValueError:
@@ -1050,6 +1160,8 @@ def read_npz(path: Path, max_bytes: int) -> dict:
     with open(path, "rb") as f:
         if f.read(4) != b"PK\x03\x04":  # every .npz is a zip archive
             raise ValueError(f"{path} is not an .npz archive (np.savez writes one)")
+    from .npz import load_npz
+
     # counted as the float64 the solver converts them to: a float32 or int8 file doubles or more
     arrays = load_npz(path, max_bytes, "--max-array-mb", as_dtype="float64")
     for key in ("X", "z"):
@@ -1069,8 +1181,16 @@ def _tokens(how: str, arrays: dict, path: Path, selected, optimal):
     for source in order:
         if all(k in arrays for k in needs[source]):
             return sources[source]()
+    if how == "auto":  # the default: name the arrays, and the --alpha each one goes with
+        wanted = ", or ".join(
+            "+".join(needs[s]) + ("" if s == "alpha" else f" (--alpha {s})") for s in order
+        )
+        raise ValueError(
+            f"{path} has none of the arrays that give the tokens: {wanted} (it has "
+            f"{', '.join(sorted(arrays))})"
+        )
     wanted = " or ".join("+".join(needs[s]) for s in order)
-    raise ValueError(f"{path}: choosing tokens by {how!r} needs array(s) {wanted}")
+    raise ValueError(f"{path}: --alpha {how} needs array(s) {wanted}")
 
 
 if __name__ == "__main__":

@@ -21,8 +21,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from time import monotonic  # a name of this module: tests replace it with a clock
 
-from tqdm.auto import tqdm
-
 PACKAGE = "attnbias"
 PROGRESS_SECONDS_ENV = "ATTNBIAS_PROGRESS_SECONDS"
 PROGRESS_SECONDS = 30.0  # between progress lines when stderr is not a terminal
@@ -47,13 +45,21 @@ def progress_seconds() -> float:
     return seconds
 
 
+def bars() -> type:
+    """tqdm's bar class, imported when first needed: with asyncio, which it imports, it would
+    make up most of the command line's start-up (`attnbias --help`)."""
+    from tqdm.auto import tqdm
+
+    return tqdm
+
+
 class StderrHandler(logging.Handler):
     """Writes each record as one line to whatever sys.stderr is at that moment (a redirected or
     captured stream is followed), above any progress bar drawn there."""
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            tqdm.write(self.format(record), file=sys.stderr)
+            bars().write(self.format(record), file=sys.stderr)
         except Exception:  # logging's contract: a failing handler never raises
             self.handleError(record)
 
@@ -142,7 +148,7 @@ class Progress:
             return
         if stderr_is_terminal():
             label = desc if runs is None else f"{desc} ({runs:,} runs)"
-            self.bar = tqdm(total=total, initial=initial, desc=label, unit=unit, leave=leave)
+            self.bar = bars()(total=total, initial=initial, desc=label, unit=unit, leave=leave)
             return
         self.every = progress_seconds()
         what = f"{runs:,} runs, " if runs is not None else ""

@@ -26,6 +26,7 @@ from contextvars import ContextVar
 from pathlib import Path
 
 from .._validate import check_scalar
+from ..defaults import CONNECT_TIMEOUT
 from ..store import config_key
 
 logger = logging.getLogger(__name__)
@@ -37,9 +38,6 @@ INSTALL_DASK = "pip install 'attnbias[dask]' (in a clone: pip install -e '.[dask
 MIN_CHUNK = 256
 CHUNKS_PER_WORKER = 4  # a few chunks each, so a slow or lost worker delays the sweep little
 RETRIES = 2  # re-runs of a task that raised (a dead worker's tasks are re-run by the scheduler)
-# Seconds a scheduler has to answer `--scheduler`'s handshake: Dask's own connect waits
-# without bound on a peer that accepts the connection and never answers (an HTTP server).
-CONNECT_TIMEOUT = 10.0
 
 
 class WorkerCannotWrite(ValueError):

@@ -546,6 +546,7 @@ class Row:
     cells: tuple[str, ...]
     verdict: str
     consistency: bool = False
+    experiment: str = ""  # the experiment whose claim it is (`attnbias claims --experiment`)
 
 
 def verdict(claim: dict, summary: dict) -> str:
@@ -558,29 +559,50 @@ def cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def answered(found: dict[str, dict]) -> list[tuple[PaperClaim, dict | None, dict | None]]:
+    """The register's rows as (entry, its experiment's summary, the summary's claim that
+    answers it): one per matching claim, or one with claim None where none does (not run)."""
+    rows = []
+    for entry in REGISTER:
+        summary = found.get(entry.experiment)
+        hits = matching(entry, summary)
+        rows += [(entry, summary, claim) for claim in hits] or [(entry, summary, None)]
+    return rows
+
+
 def register_rows(found: dict[str, dict]) -> list[Row]:
     """One row per (register entry, matching claim of a summary): id, paper and where, the
     paper's statement, our rule, its threshold's source, the effect with its 95 % CI and n, the
     verdict, its sensitivity and the protocol differences."""
     rows = []
-    for entry in REGISTER:
-        summary = found.get(entry.experiment)
-        hits = matching(entry, summary)
+    for entry, summary, claim in answered(found):
         head = [entry.id, f"{entry.paper}, {entry.where}", entry.wording]
-        if not hits:
+        if claim is None:
             why = NOT_RUN_WHY.get(entry.experiment)
             status = NOT_RUN + (f" ({why})" if why else "")
             rows.append(Row(tuple(cell(c) for c in [*head, "", "", "", status, "",
                                                     entry.differences]), NOT_RUN,
-                            entry.consistency))  # fmt: skip
-        for claim in hits:
-            columns = verdict_columns(claim)
-            cells = [claim["id"], *head[1:], columns["rule"], columns["source"],
-                     columns["effect"], verdict(claim, summary), columns["sensitivity"],
-                     entry.differences]  # fmt: skip
-            rows.append(Row(tuple(cell(c) for c in cells), status_of(claim),
-                            is_consistency_check(claim)))  # fmt: skip
+                            entry.consistency, entry.experiment))  # fmt: skip
+            continue
+        columns = verdict_columns(claim)
+        cells = [claim["id"], *head[1:], columns["rule"], columns["source"],
+                 columns["effect"], verdict(claim, summary), columns["sensitivity"],
+                 entry.differences]  # fmt: skip
+        rows.append(Row(tuple(cell(c) for c in cells), status_of(claim),
+                        is_consistency_check(claim), entry.experiment))  # fmt: skip
     return rows
+
+
+TABLE_HEADER = (
+    "| id | paper, where | the paper says | our rule | threshold from | effect [95 % CI], n "
+    "| verdict | sensitivity | protocol differences |",
+    "|" + " --- |" * 9,
+)
+
+
+def table(rows: list[Row]) -> list[str]:
+    """The register's table of these rows (Markdown lines, header first)."""
+    return [*TABLE_HEADER, *("| " + " | ".join(row.cells) + " |" for row in rows)]
 
 
 def counts(rows: list[Row]) -> str:
@@ -664,11 +686,6 @@ def register_markdown(found: dict[str, dict], command: str, figure: str | None =
     rows = register_rows(found)
     paper = [row for row in rows if not row.consistency]
     checks = [row for row in rows if row.consistency]
-    header = [
-        "| id | paper, where | the paper says | our rule | threshold from | effect [95 % CI], n "
-        "| verdict | sensitivity | protocol differences |",
-        "|" + " --- |" * 9,
-    ]
     lines = [
         "# Claims register",
         "",
@@ -698,8 +715,7 @@ def register_markdown(found: dict[str, dict], command: str, figure: str | None =
             if figure
             else []
         ),
-        *header,
-        *["| " + " | ".join(row.cells) + " |" for row in paper],
+        *table(paper),
         "",
     ]
     if checks:
@@ -710,8 +726,7 @@ def register_markdown(found: dict[str, dict], command: str, figure: str | None =
             "",
             f"Checks: {counts(checks)}.",
             "",
-            *header,
-            *["| " + " | ".join(row.cells) + " |" for row in checks],
+            *table(checks),
             "",
         ]
     if missing := unregistered(found):

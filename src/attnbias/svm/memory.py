@@ -22,10 +22,10 @@ import math
 
 import numpy as np
 
+from ..defaults import DEFAULT_MAX_MEMORY_GB as DEFAULT_MAX_MEMORY_GB  # svm's name for it
 from .norms import MATRIX_NORMS
 
 GB = 10**9
-DEFAULT_MAX_MEMORY_GB = 8.0
 FLOAT = 8  # bytes of a float64
 
 

@@ -1,0 +1,12 @@
+"""Default limits that the command line shows in its help.
+
+They live in a module that imports nothing, so that `attnbias --help` needs neither torch nor
+cvxpy; `svm.memory` and `engine.cluster` take theirs from here.
+"""
+
+# An Att-SVM solve whose memory estimate exceeds this many GB is refused before it starts.
+DEFAULT_MAX_MEMORY_GB = 8.0
+
+# Seconds a scheduler has to answer `--scheduler`'s handshake: Dask's own connect waits
+# without bound on a peer that accepts the connection and never answers (an HTTP server).
+CONNECT_TIMEOUT = 10.0

@@ -1,0 +1,59 @@
+"""The command line's start-up (issue 31): parsing any command, and --help and --version,
+import none of the heavy packages; each command imports what it uses when it runs."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+HEAVY = ("torch", "numpy", "scipy", "cvxpy", "pyarrow", "pydantic", "matplotlib", "tqdm")
+COMMANDS = [
+    ["list"],
+    ["reproduce"],
+    ["reproduce", "md-local", "--quick", "--set", "lr=0.05", "--workers", "2"],
+    ["run", "md-local", "seeds=2", "--quick"],
+    ["config", "md-local", "--json"],
+    ["claims", "--experiment", "md-local", "--verdict", "inconclusive", "--format", "csv"],
+    ["export", "md-local"],
+    ["svm", "p.npz", "--norm", "1.75", "--json"],
+]
+
+
+def heavy_imported(code: str) -> list[str]:
+    """The heavy packages in sys.modules after running `code` in a fresh interpreter."""
+    found = f"sorted(m for m in {HEAVY!r} if m in sys.modules)"
+    probe = f"{code}\nimport json, sys\nprint(json.dumps({found}))"
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, check=True
+    )
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_building_the_parser_and_parsing_every_command_imports_nothing_heavy():
+    code = (
+        "from attnbias.cli import parse, parser\n"
+        "parser().format_help()\n"
+        f"for argv in {COMMANDS!r}:\n"
+        "    parse(argv)\n"
+    )
+    assert heavy_imported(code) == []
+
+
+@pytest.mark.parametrize("flag", ["--help", "--version"])
+def test_help_and_version_import_nothing_heavy(flag):
+    code = (
+        "import contextlib, io\n"
+        "from attnbias.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    try:\n"
+        f"        main([{flag!r}])\n"
+        "    except SystemExit as exit_:\n"
+        "        assert exit_.code == 0, exit_.code\n"
+    )
+    assert heavy_imported(code) == []
+
+
+def test_the_probe_sees_a_heavy_import():
+    """The check above can fail: a command that runs imports what it needs."""
+    assert "numpy" in heavy_imported("import attnbias.npz")
