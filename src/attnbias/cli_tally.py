@@ -106,7 +106,7 @@ def tally_lines(summaries: dict[str, dict], not_run: list[str] = ()) -> list[str
         cells = [f"{tally.verdicts[c]:{s}d}" for c, s in zip(COLUMNS, sizes)]
         checks = f"{checks_text(tally):{sizes[-1]}s}"
         why = why_text(tally)
-        return f"  {name:{width}s}  " + "  ".join([*cells, checks]) + (f"  {why}" if why else "")
+        return (f"  {name:{width}s}  " + "  ".join([*cells, checks, why])).rstrip()
 
     head = "  ".join(f"{h:>{s}s}" if h in COLUMNS else f"{h:{s}s}" for h, s in zip(heads, sizes))
     lines = [
