@@ -131,11 +131,14 @@ def test_get_loss_and_nuclear_norm_have_docstrings():
 
 
 def two_parameters():
-    return [torch.nn.Parameter(torch.ones(3, dtype=torch.float64)),
-            torch.nn.Parameter(torch.ones(2, dtype=torch.float64))]  # fmt: skip
+    # matrices: SpectralDescent takes nothing else
+    return [torch.nn.Parameter(torch.eye(3, 2, dtype=torch.float64)),
+            torch.nn.Parameter(torch.eye(2, dtype=torch.float64))]  # fmt: skip
 
 
-@pytest.mark.parametrize("name", ["NormalizedGD"])
+@pytest.mark.parametrize(
+    "name", ["NormalizedGD", "MirrorDescent", "SteepestDescent", "SignGD", "SpectralDescent"]
+)
 def test_step_returns_the_closures_loss_and_refuses_a_non_finite_gradient(name):
     import attnbias.optim
 
@@ -147,7 +150,27 @@ def test_step_returns_the_closures_loss_and_refuses_a_non_finite_gradient(name):
     assert opt.step(lambda: torch.tensor(2.0)).item() == 2.0
     assert opt.step() is None
     before = [w.detach().clone() for w in params]
-    params[0].grad = torch.tensor([1.0, float("nan"), 0.0], dtype=torch.float64)
+    params[0].grad = torch.full((3, 2), float("nan"), dtype=torch.float64)
     with pytest.raises(FloatingPointError, match="parameter 0 of group 0"):
         opt.step()
     assert all(torch.equal(w, b) for w, b in zip(params, before))  # no parameter changed
+
+
+def test_polyak_step_needs_the_loss_and_returns_it():
+    from attnbias.optim import PolyakStep
+
+    params = two_parameters()
+    opt = PolyakStep(params, lr=0.1)
+    assert opt.step.__doc__
+    for w in params:
+        w.grad = torch.ones_like(w)
+    with pytest.raises(ValueError, match="needs the loss"):
+        opt.step()
+    assert opt.step(lambda: torch.tensor(2.0)).item() == 2.0
+    opt.hand_loss(torch.tensor(3.0))
+    assert opt.step().item() == 3.0
+    before = [w.detach().clone() for w in params]
+    params[0].grad = torch.full((3, 2), float("nan"), dtype=torch.float64)
+    with pytest.raises(FloatingPointError, match="gradient of parameter 0 of group"):
+        opt.step(lambda: torch.tensor(2.0))
+    assert all(torch.equal(w, b) for w, b in zip(params, before))

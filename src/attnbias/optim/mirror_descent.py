@@ -156,6 +156,11 @@ class MirrorDescent(CheckedOptimizer):
     @step_function
     def step(self, closure=None):
         loss = evaluate(closure)
+        """One mirror-descent step of every parameter with a gradient (class docstring).
+        `closure`: optional, recomputes the loss (with gradients enabled) and returns it.
+        Returns that loss, or None without a closure, as torch.optim's optimisers do. A NaN or
+        infinite gradient raises FloatingPointError naming the parameter, and no parameter is
+        changed."""
         for index, group, params, grads in self.groups_with_grad():
             foreach = use_foreach(group, params)
             weights, grads = working_copies(params), gradients(group, grads, foreach)

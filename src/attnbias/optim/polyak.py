@@ -117,6 +117,10 @@ class PolyakStep(CheckedOptimizer):
     @step_function
     def step(self, closure=None):
         if closure is None and self.handed_loss is None:
+        """One Polyak step of every parameter with a gradient (class docstring), which needs
+        the loss: from `closure` (recomputes it with gradients enabled and returns it) or from
+        `hand_loss`; ValueError with neither. Returns that loss. A NaN or infinite gradient
+        raises FloatingPointError naming the parameter, and no parameter is changed."""
             raise ValueError(
                 "PolyakStep.step needs the loss: pass closure, a callable returning it "
                 "(optimizer.step(lambda: loss) if already computed), or call "

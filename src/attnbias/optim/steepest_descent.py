@@ -106,6 +106,11 @@ class _Steepest(CheckedOptimizer):
 
     @step_function
     def step(self, closure=None):
+        """One steepest-descent step of every parameter with a gradient (class docstring).
+        `closure`: optional, recomputes the loss (with gradients enabled) and returns it.
+        Returns that loss, or None without a closure, as torch.optim's optimisers do. A NaN or
+        infinite gradient raises FloatingPointError naming the parameter, and no parameter is
+        changed."""
         loss = evaluate(closure)
         name = type(self).__name__
         for index, group, params, grads in self.groups_with_grad():
