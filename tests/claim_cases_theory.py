@@ -43,6 +43,9 @@ def theory_cases() -> dict[str, list]:
     windows = ([1000, 10000], [10000, 100000])
     holds = np.ones(400, dtype=bool)
     half = np.tile([True, False], 200)
+    each = np.arange(400)  # every case its own seed
+    ten_seeds, forty_seeds = np.repeat(np.arange(10), 20), np.repeat(np.arange(40), 10)
+    one_bad_seed = np.r_[np.ones(180, dtype=bool), np.tile([True, False], 10)]
     text, quantity, source = "claim", "quantity", "source"
     return {
         "theory.exponent_below": [
@@ -118,10 +121,17 @@ def theory_cases() -> dict[str, list]:
             (INCONCLUSIVE, (across(0.5), 0.5, text, quantity, source), {}),
         ],
         "theory.fraction_above": [
-            (SUPPORTED, (holds, 0.95, text, quantity, source), {}),
-            (NOT_SUPPORTED, (half, 0.95, text, quantity, source), {}),
-            (INCONCLUSIVE, (holds[:20], 0.95, text, quantity, source), {}),
-            (NOT_APPLICABLE, (holds[:0], 0.95, text, quantity, source), {}),
+            (SUPPORTED, (holds, 0.95, text, quantity, source), {"clusters": each}),
+            (NOT_SUPPORTED, (half, 0.95, text, quantity, source), {"clusters": each}),
+            (INCONCLUSIVE, (holds[:20], 0.95, text, quantity, source), {"clusters": each[:20]}),
+            (NOT_APPLICABLE, (holds[:0], 0.95, text, quantity, source), {"clusters": each[:0]}),
+            # 200 cases on 10 seeds, one seed at half: as 200 independent cases the share
+            # 0.95 is above 0.9; clustered by seed (n = 10) it is not decided
+            (SUPPORTED, (one_bad_seed, 0.9, text, quantity, source), {"clusters": each[:200]}),
+            (INCONCLUSIVE, (one_bad_seed, 0.9, text, quantity, source), {"clusters": ten_seeds}),
+            # every seed's cases all hold: Clopper–Pearson over the 40 seeds, not the 400 cases
+            (SUPPORTED, (holds, 0.9, text, quantity, source), {"clusters": forty_seeds}),
+            (INCONCLUSIVE, (holds, 0.95, text, quantity, source), {"clusters": forty_seeds}),
         ],
         "theory.no_violations": [
             (SUPPORTED, (np.array([0.3, 0.0, np.nan, 2.0]), text, quantity, source), {}),
@@ -130,9 +140,11 @@ def theory_cases() -> dict[str, list]:
             (NOT_APPLICABLE, (np.array([]), text, quantity, source), {}),
         ],
         "theory.fraction_below": [
-            (SUPPORTED, (~holds, 0.1, text, quantity, source), {}),
-            (NOT_SUPPORTED, (half, 0.1, text, quantity, source), {}),
-            (INCONCLUSIVE, (~holds[:20], 0.1, text, quantity, source), {}),
-            (NOT_APPLICABLE, (holds[:0], 0.1, text, quantity, source), {}),
+            (SUPPORTED, (~holds, 0.1, text, quantity, source), {"clusters": each}),
+            (NOT_SUPPORTED, (half, 0.1, text, quantity, source), {"clusters": each}),
+            (INCONCLUSIVE, (~holds[:20], 0.1, text, quantity, source), {"clusters": each[:20]}),
+            (NOT_APPLICABLE, (holds[:0], 0.1, text, quantity, source), {"clusters": each[:0]}),
+            (SUPPORTED, (~one_bad_seed, 0.1, text, quantity, source), {"clusters": each[:200]}),
+            (INCONCLUSIVE, (~one_bad_seed, 0.1, text, quantity, source), {"clusters": ten_seeds}),
         ],
     }

@@ -92,7 +92,7 @@ def test_a_loss_at_the_float_floor_stays_supported_and_says_its_interval_is_the_
     groups = {k: claim_cases.ngd_group(1e-4, loss_final=1e-5, seed=s) for k, s in (
         ("GD", 0), ("NGD", 10), ("Polyak", 20), ("NGD-mom", 30))}  # fmt: skip
     groups["NGD"].values["loss"][:, -1] = 5e-324  # its last recorded loss underflowed
-    claim = ngd.joint_convergence(groups, "loss", 1e-3, "loss to zero")
+    claim = ngd.joint_convergence(groups, "loss", 1e-3, "loss to zero", ngd.LOSS_RATE)
     notes = [p.evidence.get("effect_note", "") for p in claim.parts]
     assert claim.status == SUPPORTED
     assert "floor" in notes[1] and not any(notes[k] for k in (0, 2, 3))

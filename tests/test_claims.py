@@ -7,10 +7,12 @@ import numpy as np
 import pytest
 
 import claim_cases
+import claim_cases_rates
 import claim_cases_real
 from attnbias.claims import INCONCLUSIVE, NOT_APPLICABLE, STATUSES
 from attnbias.experiments import (
     atlas,
+    joint_rates,
     kq_nuclear,
     local_global,
     md_joint,
@@ -18,8 +20,10 @@ from attnbias.experiments import (
     md_plain,
     ngd_fixed,
     ngd_joint,
+    ngd_rates,
     text_finetune,
     text_md,
+    trajectory_lemmas,
     vision,
 )
 from attnbias.experiments.base import load_config
@@ -109,12 +113,16 @@ def synthetic_claims():
                                       "fastest": "Polyak", "target_alignment": 0.95,
                                       "target_loss": 1e-3}),
         "kq-nuclear": kq_nuclear.claims({kq_nuclear.KQ: claim_cases.kq_alignment(),
-                                         kq_nuclear.DIRECT: claim_cases.kq_alignment(0.9, 0.99)}),
+                                         kq_nuclear.DIRECT: claim_cases.kq_alignment(0.9, 0.99)},
+                                        np.linspace(-0.7, -0.3, claim_cases.SEEDS)),
         "atlas": atlas.claims(atlas_groups, claim_cases.LABELS, claim_cases.OWN,
                               {"Adam": "SignGD", "Muon": "SpectralDescent"}, 0.05, 0.1, -0.25),
         "md-plain": md_plain.claims(claim_cases.md_groups(), claim_cases.md_own(),
                                     load_config("md-plain", quick=True)),
         "local-global": local_global.claims(*claim_cases.local_global_inputs()),
+        "ngd-rates": ngd_rates.claims(*claim_cases_rates.ngd_rates_inputs()),
+        "joint-rates": joint_rates.claims(*claim_cases_rates.joint_rates_inputs()),
+        "trajectory-lemmas": trajectory_lemmas.claims(*claim_cases_rates.trajectory_inputs()),
     }  # fmt: skip
 
 
@@ -146,7 +154,7 @@ SYNTHETIC_VERDICTS = {
     "ngd-fixed/score-saturation": "N/NS",
     "ngd-joint/loss-to-zero": "I/ISSS",
     "ngd-joint/v-aligns": "I/IISSSSSS",
-    "ngd-joint/W-aligns": "I/IISSSSSS",
+    "ngd-joint/W-aligns": "S/SSSS",
     "ngd-joint/all-beat-gd": "S/SSSSSSSSS",
     "ngd-joint/polyak-fastest": "N/SSSSSSSNN",
     "kq-nuclear/kq-nuclear-svm": "S",
@@ -164,8 +172,27 @@ SYNTHETIC_VERDICTS = {
     "local-global/assumption1-gaussian": "S",
     "local-global/global-example1": "S/S",
     "local-global/global-example1-every-R": "N/SSNS",
-    "local-global/local-gaussian": "S/SS",
+    "local-global/local-gaussian": "I/SI",
     "local-global/not-global-gaussian": "S",
+    "ngd-rates/thm1-rate": "S",
+    "ngd-rates/asymptotic-exponent": "S/SS",
+    "ngd-rates/window-stable": "S/SS",
+    "ngd-rates/thm7-polyak-rate": "S",
+    "ngd-rates/polyak-cap-slows": "S",
+    "ngd-rates/eq12-norm-growth": "S",
+    "ngd-rates/eq12-upper-bound": "S",
+    "ngd-rates/eq12-linear-in-lr": "S/SS",
+    "ngd-rates/lemma1-rate": "I/SI",  # the token-scale cases' rate ∝ √margin
+    "ngd-rates/lemma1-vs-margin-geometry": "S/SS",
+    "ngd-rates/lemma1-vs-margin": "N/NS",
+    "joint-rates/thm3-slower": "S",
+    "joint-rates/thm3-norm-growth": "S",
+    "joint-rates/thm3-rate": "S",
+    "joint-rates/thm4-v-margin": "S/SS",
+    "trajectory-lemmas/lemma5": "N",
+    "trajectory-lemmas/lemma6": "S",
+    "trajectory-lemmas/lemma13-gap": "S",
+    "trajectory-lemmas/lemma13-score": "S",
 }
 LETTER = {"supported": "S", "not supported": "N", "inconclusive": "I", "not applicable": "A"}
 

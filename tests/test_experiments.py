@@ -80,9 +80,10 @@ CONFIG_KEYS = {
     "text-finetune": ("985360b6c6333778", "5f760b3a1ece9479"),  # device field; runs keep keys
     "vision": ("b30257da6f68bbef", "eceb4f58a047da25"),  # device field; 10 seeds
     "ngd-rates": ("4e0fd04d2584906b", "5882ebaee9c4b771"),  # the geometry margin sweep
-    "local-global": ("88f1fe1ee6deffee", "3d5a115d6cfe80a2"),
+    # issue 29: 40 seeds (the starts clustered by seed), Assumption 1 on 1,000 problems
+    "local-global": ("fa123c16d1ad20ac", "3d5a115d6cfe80a2"),
     "md-plain": ("fe3aa4f33857bbfe", "21ddee3f79ac4452"),
-    "joint-rates": ("e568acc39244f962", "00a28c9738a7b2a9"),
+    "joint-rates": ("38dbaa88fd80ff7d", "00a28c9738a7b2a9"),  # 48 seeds: thm3-rate decided
     "trajectory-lemmas": ("d8129fbb8a31cf6a", "823f90c22dcac812"),  # level gone: violations
     # issue 29 class 5: both momentum orders, Nesterov and a rate sweep; closer takes a list
     "reexamine-muon": ("f2ca99785220244f", "aef0a16c022d36ab"),

@@ -643,6 +643,45 @@ def proportion_effect(
     return remade_by(effect, proportion_effect, successes, n, unit=unit)
 
 
+def clustered_proportion_effect(
+    holds, clusters, *, unit: str = "seeds", confidence: float = CONFIDENCE
+) -> Effect:
+    """The share of cases where a property holds, the cases of one cluster (a seed: its data
+    and W₀) not independent: the pooled share Σk/Σm with a cluster bootstrap interval that
+    resamples whole clusters (scipy.stats.bootstrap over the per-cluster (k, m), BCa, else
+    percentile); n counts clusters. One case per cluster: the exact Clopper–Pearson interval.
+    Every cluster with the same share (all held, say): resampling clusters shows no spread,
+    so the interval is Clopper–Pearson over the clusters, each one unit (conservative, as if
+    its cases were one)."""
+    holds = np.asarray(holds, dtype=bool).ravel()
+    clusters = np.asarray(clusters).ravel()
+    if holds.shape != clusters.shape:
+        raise ValueError(
+            f"clustered_proportion_effect: clusters must give one label per case, got "
+            f"{clusters.size} labels for {holds.size} cases"
+        )
+    labels = list(dict.fromkeys(clusters.tolist()))
+    k = np.array([holds[clusters == label].sum() for label in labels], dtype=np.float64)
+    m = np.array([np.sum(clusters == label) for label in labels], dtype=np.float64)
+    if len(labels) == 0 or np.all(m == 1):
+        return proportion_effect(int(k.sum()), len(labels), unit=unit, confidence=confidence)
+    shares = k / m
+    if np.ptp(shares) == 0:
+        held = round(float(shares[0]) * len(labels))
+        effect = proportion_effect(held, len(labels), unit=unit, confidence=confidence)
+        method = "Clopper–Pearson over clusters (no spread between them)"
+    else:
+        effect = bootstrap_effect((k, m), _pooled_share, paired=True, unit=unit,
+                                  confidence=confidence)  # fmt: skip
+        method = effect.method.replace("paired", "cluster")
+    return remade_by(replace(effect, method=method), clustered_proportion_effect, holds,
+                     clusters, unit=unit)  # fmt: skip
+
+
+def _pooled_share(k, m, axis=-1):
+    return np.sum(k, axis=axis) / np.sum(m, axis=axis)
+
+
 def slope_effect(x, y, *, unit: str = "points", confidence: float = CONFIDENCE) -> Effect:
     """The least-squares slope of y on x with its 95 % t interval (scipy.stats.linregress);
     for one fitted line (a per-seed slope's spread is `mean_effect` of the slopes)."""

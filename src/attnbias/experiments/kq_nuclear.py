@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
+import numpy as np
 from pydantic import Field
 
 from ..claims import Claim, identified
@@ -18,7 +19,7 @@ from ..data import GENERATORS
 from ..engine import Algorithm, RunSpec
 from ..figures import save_figure
 from . import plotting
-from .runs import SweepConfig, curves, random_init, seeds, sweep, sweep_summary
+from .runs import SweepConfig, curves, loglog_slope, random_init, seeds, sweep, sweep_summary
 from .verdicts import ngd as rules
 
 DESCRIPTION = (
@@ -79,18 +80,32 @@ def run(config: Config, out: Path) -> dict:
         name: {m: c.final(f"alignment/{m}") for m in ("2", "nuc")} for name, c in groups.items()
     }
     summary = {
-        "claims": claims(final),
+        "claims": claims(final, misalignment_slopes(groups[KQ], "nuc")),
         **sweep_summary(report),
     }
     return plotting.with_figures(summary, lambda: figure(groups, out))
 
 
-def claims(final) -> list[Claim]:
+# ours: W = KQᵀ's misalignment with the nuclear SVM falls (a level, 0.99 alignment, is reached
+# by some seeds only after 10⁴–10⁵ steps: at 2·10⁴ steps the mean was 0.991, its CI
+# straddling 0.99)
+KEEPS_FALLING = -0.1
+
+
+def misalignment_slopes(c, norm: str) -> np.ndarray:
+    """Per run: the log–log slope in t of 1 − alignment with the `norm` SVM over the second
+    half of the run."""
+    return np.array([loglog_slope(c.steps, row, 0.5)
+                     for row in 1.0 - c.values[f"alignment/{norm}"]])  # fmt: skip
+
+
+def claims(final, slopes) -> list[Claim]:
     """W = KQᵀ against the nuclear-norm SVM, W against the Frobenius one, per seed
-    (experiments/verdicts/ngd.py)."""
+    (experiments/verdicts/ngd.py); `slopes`: misalignment_slopes of W = KQᵀ with the nuclear
+    SVM."""
     return identified("kq-nuclear", [
         rules.closer_to(final[KQ], "nuc", "2", KQ),
-        rules.aligned_with(final[KQ]["nuc"], KQ, "nuclear", 0.99),
+        rules.keeps_aligning(slopes, KQ, "nuclear", KEEPS_FALLING),
         rules.closer_to(final[DIRECT], "2", "nuc", DIRECT),
     ], ("kq-nuclear-svm", "kq-converges-nuclear", "direct-frobenius-svm"))  # fmt: skip
 

@@ -107,11 +107,24 @@ def exponents(c: Curves, metric: str, window) -> np.ndarray:
     return polylog_exponents(c.steps, c.values[metric], window)
 
 
+def polylog_reach(c: Curves, metric: str, window, level: float) -> float:
+    """The step by which the mean `metric`, falling from its last value at its own fitted rate
+    (log t)^b (b: the mean exponent over `window`), reaches `level`; NaN for a rate that does
+    not fall."""
+    b = float(np.nanmean(exponents(c, metric, window)))
+    last = float(np.mean(c.values[metric][:, -1]))
+    if not b < 0 or not last > 0:
+        return float("nan")
+    return float(np.exp(np.log(c.steps[-1]) * (level / last) ** (1.0 / b)))
+
+
 def claims(groups: dict[str, Curves], own: dict[str, str], config: Config) -> list[Claim]:
     fit, (early, late) = list(config.fit_window), [list(w) for w in config.windows]
     bound = polylog_bound(fit)
+    reach = {name: polylog_reach(groups[name], metric, fit, CONVERGED)
+             for name, metric in own.items()}  # fmt: skip
     nearest = (
-        md_rules.own_p_nearest(groups, own, converged_below=CONVERGED)
+        md_rules.own_p_nearest(groups, own, converged_below=CONVERGED, reach=reach)
         if len(own) > 1
         else not_applicable("each run ends nearest its own p's SVM", "one p: nothing to compare")
     )

@@ -85,11 +85,15 @@ def run(config: Config, out: Path) -> dict:
 SLUGS = ("loss-to-zero", "v-aligns", "W-aligns", "all-beat-gd", "polyak-fastest")
 # ours: converging, not only near: a misalignment falls by 10× after the first steps
 FALL = 10.0
+# ours: W's misalignment falls at least like 1/‖W_t‖ as ‖W_t‖ grows (−2: a bounded residual)
+DIRECTION_SLOPE = -1.0
 
 
 def claims(groups, config) -> list[Claim]:
     """The NGD paper's §4 claims (Fig. 3; verdicts: experiments/verdicts/ngd.py). Convergence
-    holds for GD too (the paper proves it); speed is what sets NGD, Polyak and joint-NGD apart."""
+    holds for GD too (the paper proves it); speed is what sets NGD, Polyak and joint-NGD apart.
+    W's direction is judged against ‖W_t‖, not by a level: under joint training ‖W_t‖ grows
+    like log t, so from a random start a misalignment level is out of reach of any run."""
     baseline, fastest = config["baseline"], config["fastest"]
     target, target_loss = config["target_alignment"], config["target_loss"]
     if len(groups) < 2:
@@ -104,16 +108,18 @@ def claims(groups, config) -> list[Claim]:
         ]
     out = [
         rules.joint_convergence(groups, "loss", target_loss,
-                                f"The loss goes to 0: every algorithm ends below {target_loss:g}"),
+                                f"The loss goes to 0: every algorithm ends below {target_loss:g}",
+                                rules.LOSS_RATE),
         rules.joint_convergence(groups, "1-alignment_v/2", 1.0 - target,
                                 "The head v converges in direction to the head SVM of the "
                                 f"optimal tokens: alignment ≥ {target:g} and a misalignment "
                                 f"{FALL:g}× smaller than at the second step, for every "
-                                "algorithm", fall=FALL),
-        rules.joint_convergence(groups, "1-alignment/2", 1.0 - target,
-                                "W converges in direction to the Att-SVM of the optimal tokens: "
-                                f"alignment ≥ {target:g} and a misalignment {FALL:g}× smaller "
-                                "than at the second step, for every algorithm", fall=FALL),
+                                "algorithm", rules.MISALIGNMENT_RATE, fall=FALL),
+        rules.direction_converges(groups, "1-alignment/2", DIRECTION_SLOPE,
+                                  "W converges in direction to the Att-SVM of the optimal "
+                                  "tokens: as ‖W_t‖ grows its misalignment falls at least like "
+                                  f"‖W_t‖^{DIRECTION_SLOPE:g} (log–log slope over the second "
+                                  "half of the steps where ‖W_t‖ grows), for every algorithm"),
         *speed,
     ]  # fmt: skip
     return identified("ngd-joint", out, SLUGS)

@@ -29,13 +29,17 @@ def own_p(
 
 
 def own_p_nearest(
-    groups: dict[str, Curves], own: dict[str, str], converged_below: float | None = None
+    groups: dict[str, Curves],
+    own: dict[str, str],
+    converged_below: float | None = None,
+    reach: dict[str, float] | None = None,
 ) -> Claim:
     """For the SVM of each p, every other algorithm ends farther from it than the algorithm of
     that p: per seed, other's divergence over own's > 1 (runs share data and W₀ by seed). The
     theorem is about the limit: with `converged_below`, the SVM of a p whose own runs end
     (mean) at or above that divergence, not yet converged, makes its comparisons
-    inconclusive."""
+    inconclusive; `reach` (algorithm → step), where known, says by which step the run's own
+    rate would bring it there: a run that long would decide it."""
     source = "the paper: the limit is the SVM of the algorithm's own p, not another's"
     parts, rows = [], {}
     for name, metric in own.items():
@@ -43,7 +47,7 @@ def own_p_nearest(
         own_final = float(over_runs(np.mean, final(groups[name], metric)))
         unmet = (
             [f"{name} has not converged: its own {metric} ends at {own_final:.3g} "
-             f"(≥ {converged_below:g})"]
+             f"(≥ {converged_below:g})" + until(name, converged_below, reach)]
             if converged_below is not None and not own_final < converged_below
             else []
         )  # fmt: skip
@@ -60,6 +64,15 @@ def own_p_nearest(
         parts=parts,
         evidence=rows,
     )
+
+
+def until(name: str, level: float, reach: dict[str, float] | None) -> str:
+    """The unmet reason's tail: by which step the run's own fitted rate reaches `level`."""
+    step = (reach or {}).get(name)
+    if step is None or not np.isfinite(step):
+        return ""
+    return (f"; at its own fitted rate it reaches {level:g} only by step {step:.2g}: runs that "
+            "long would decide it")  # fmt: skip
 
 
 def selects_and_classifies(groups: dict[str, Curves], level: float = 0.99) -> Claim:

@@ -4,6 +4,8 @@ the saturation rate of Lemma 1."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ...claims import (
@@ -17,6 +19,7 @@ from ...claims import (
 )
 from ..runs import Curves, loglog_slope
 from .common import common_level, described, final, paired, steps_to_reach, values
+from .theory import polylog_misalignment_order
 
 MISALIGNMENT = "1-alignment/2"
 LABELS = {
@@ -27,6 +30,19 @@ LABELS = {
 }
 FIXED_HEAD_METRICS = ("loss", MISALIGNMENT, "1-score/opt")
 JOINT_METRICS = ("loss", MISALIGNMENT, "1-alignment_v/2")
+
+
+def loss_order(t):
+    """GD's loss on separable data falls like 1/t (Soudry et al.)."""
+    return 1.0 / np.asarray(t, dtype=np.float64)
+
+
+# The slowest rate the theory gives each joint-training metric (order, its name): what tells a
+# run too short to reach a level from one stuck above it (`still_falling`). A direction's
+# misalignment: the square of Soudry et al.'s poly-log distance rate (Thm 3, "comparable to
+# linear models trained with standard GD").
+LOSS_RATE = (loss_order, "the rate 1/t (GD's loss on separable data)")
+MISALIGNMENT_RATE = (polylog_misalignment_order, "Thm 3's rate (log log t / log t)²")
 
 
 def converges(c: Curves, name: str, target: float, text: str, source: str) -> Claim:
@@ -217,16 +233,24 @@ def closer_to(final_alignment: dict[str, np.ndarray], near: str, far: str, who: 
     )
 
 
-def aligned_with(alignment: np.ndarray, who: str, svm: str, target: float) -> Claim:
-    """The final alignment with an SVM, mean over seeds, exceeds `target`: convergence, not
-    only being the closer of two."""
-    rule = Rule(f"final alignment of {who} with the {svm} SVM, mean over seeds", ">", target,
-                "ours: alignment 0.99 taken as converged in direction", centre=1.0)  # fmt: skip
+def keeps_aligning(slopes: np.ndarray, who: str, svm: str, bound: float) -> Claim:
+    """Converging in direction to an SVM, not only near it at the last step: per run, the
+    log–log slope in t of the misalignment 1 − alignment with that SVM over the second half of
+    the run (`slopes`), mean over seeds, is below `bound` (< 0). A run heading for another
+    limit has a misalignment with this SVM that levels off at a positive floor: slope → 0."""
+    slopes = np.asarray(slopes, dtype=np.float64)
+    bad = int(np.sum(~np.isfinite(slopes)))
+    rule = Rule(f"log–log slope in t of 1 − alignment of {who} with the {svm} SVM over the "
+                "second half of the run, mean over seeds", "<", bound,
+                "ours: a misalignment levelling off at a positive floor (another limit) has "
+                f"slope → 0; {bound:g} leaves room for noise")  # fmt: skip
     return Claim(
-        f"{who} converges in direction to the {svm}-norm Att-SVM (alignment > {target:g})",
+        f"{who} converges in direction to the {svm}-norm Att-SVM: its misalignment with it "
+        f"keeps falling like a power of t (log–log slope below {bound:g} over the second half)",
         rule=rule,
-        effect=mean_effect(alignment),
-        evidence=described({who: alignment}),
+        effect=mean_effect(slopes),
+        unmet=[f"{bad} of {slopes.size} runs have no finite slope"] if bad else [],
+        evidence=described({who: slopes}),
     )
 
 
@@ -251,22 +275,46 @@ def met_early(c: Curves, metric: str, target: float) -> list[str]:
     return []
 
 
-def still_falling(c: Curves, metric: str, target: float) -> list[str]:
-    """The precondition that a run which ends above the level has ended on its own: a mean
-    final value at or above `target` while every run still fell over the second half of its
-    steps says the runs were cut first (a step cap); while some runs stood still there (the
-    loss underflowed float64, so a loss-normalised step has no value) the float floor ended
-    them. Neither says the runs do not converge."""
+def steps_to_level(order, t_from: float, ratio: float) -> float:
+    """The first step t ≥ t_from at which order(t) / order(t_from) has fallen to `ratio`
+    (bisection on log t; `order` decreasing there); inf when not before step e^700."""
+    start = float(order(t_from))
+    lo, hi = math.log(t_from), 700.0
+    if not order(math.exp(hi)) / start <= ratio:
+        return math.inf
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if order(math.exp(mid)) / start <= ratio else (mid, hi)
+    return math.exp(hi)
+
+
+def still_falling(c: Curves, metric: str, target: float, order, rate: str) -> list[str]:
+    """Does a mean final `metric` at or above `target` refute convergence, or were the runs too
+    short to tell? The stated rule: `order(t)` is the theorem's rate for the metric (`rate`
+    names it), with its constant fixed by each run's own value at the half step. Every run
+    still falling over the second half: if the rate, carried from the half step to the last,
+    would take the mean below `target`, the runs are stuck above it and the interval decides
+    (a refutation); if not, they end before the level: inconclusive, naming the step where the
+    rate would cross it. Some run frozen over the second half (the loss underflowed float64,
+    so a loss-normalised step has no value): the float floor ended it, inconclusive. A run
+    that rose: the interval decides."""
     v, steps = values(c, metric), c.steps
     if v.size == 0 or np.mean(v[:, -1]) < target:
         return []
     half = int(np.argmin(np.abs(steps - steps[-1] / 2)))
-    if half >= v.shape[1] - 1:
+    if half >= v.shape[1] - 1 or steps[half] <= 0:
         return []
     if np.all(v[:, -1] < v[:, half]):
+        ratio = float(order(steps[-1]) / order(steps[half]))
+        start = float(np.mean(v[:, half]))
+        if start * ratio < target:
+            return []  # the rate crosses the level within the run: stuck above it refutes
+        cross = steps_to_level(order, float(steps[half]), target / start)
         return [
             f"above {target:g} at the last step ({steps[-1]}) but still falling (every run "
-            f"lower than at step {steps[half]}): the runs end before the level"
+            f"lower than at step {steps[half]}), and at {rate} from there the mean reaches "
+            f"{target:g} only by step {cross:.2g}: the runs are too short to decide; a run "
+            "that long would"
         ]
     frozen = int(np.sum(np.ptp(v[:, half:], axis=1) == 0))
     if frozen:
@@ -289,17 +337,24 @@ def falls(c: Curves, name: str, metric: str, factor: float, unmet=()) -> Claim:
 
 
 def joint_convergence(
-    groups: dict[str, Curves], metric: str, target: float, text: str, fall: float | None = None
+    groups: dict[str, Curves],
+    metric: str,
+    target: float,
+    text: str,
+    rate: tuple,
+    fall: float | None = None,
 ) -> Claim:
     """Every algorithm, GD included (the NGD paper proves GD's global convergence in its data
-    model too), ends with its mean final `metric` below `target`. With `fall`, each must also
-    fall by that factor from its second recorded step (`falls`); a level every run is below
-    already there tests nothing, and is then not applicable (the fall decides)."""
+    model too), ends with its mean final `metric` below `target`. `rate`: (order, its name),
+    the theorem's rate for the metric, which tells runs too short to reach the level from runs
+    stuck above it (`still_falling`). With `fall`, each must also fall by that factor from its
+    second recorded step (`falls`); a level every run is below already there tests nothing,
+    and is then not applicable (the fall decides)."""
     label = LABELS.get(metric, metric)
     source = f"ours: {label} below {target:g} (config) taken as converged"
     parts = []
     for name, c in groups.items():
-        early, ending = met_early(c, metric, target), still_falling(c, metric, target)
+        early, ending = met_early(c, metric, target), still_falling(c, metric, target, *rate)
         level = Claim("", rule=Rule(f"final {label} of {name}, mean over seeds", "<", target,
                                     source),
                       effect=mean_effect(final(c, metric)), unmet=early or ending,
@@ -313,6 +368,50 @@ def joint_convergence(
     return Claim(
         text, parts=parts, evidence=described({n: final(c, metric) for n, c in groups.items()})
     )
+
+
+def last_moving_step(norms: np.ndarray, steps: np.ndarray) -> float:
+    """The last recorded step at which a run's ‖W_t‖ still changed (after it the run stood
+    still: its loss underflowed float64)."""
+    moved = np.flatnonzero(np.diff(norms) != 0)
+    return float(steps[moved[-1] + 1]) if moved.size else 0.0
+
+
+def misalignment_in_norm(c: Curves, metric: str) -> np.ndarray:
+    """Per run: the log–log slope of `metric` (a misalignment) against ‖W_t‖ over the second
+    half of the steps at which ‖W_t‖ still grew; NaN without 3 such points where both are
+    positive and the norm changes."""
+    mis, norms = values(c, metric), values(c, "norm/2")
+    out = np.full(mis.shape[0], np.nan)
+    for k in range(mis.shape[0]):
+        end = last_moving_step(norms[k], c.steps)
+        keep = (c.steps >= end / 2) & (c.steps <= end) & (mis[k] > 0) & (norms[k] > 0)
+        if keep.sum() >= 3 and np.ptp(norms[k][keep]) > 0:
+            out[k] = np.polyfit(np.log(norms[k][keep]), np.log(mis[k][keep]), 1)[0]
+    return out
+
+
+def direction_converges(groups: dict[str, Curves], metric: str, bound: float, text: str) -> Claim:
+    """W_t converges in direction to W_mm when its misalignment goes to 0 as ‖W_t‖ grows: per
+    run, the log–log slope of the misalignment against ‖W_t‖ over the second half of the steps
+    where ‖W_t‖ still grows, mean over seeds, is below `bound` for every algorithm. W_t growing
+    along W_mm beside a bounded residual (the part of W₀ no gradient reaches) gives −2; growth
+    along another direction gives 0. This decides where a level does not: under joint
+    training ‖W_t‖ grows like log t, so a misalignment level is reached only after
+    astronomically many steps, while the slope is measured in any run where ‖W_t‖ grows."""
+    label = LABELS.get(metric, metric)
+    source = ("ours: −2 for growth along W_mm beside a bounded residual, 0 for another "
+              "direction; below −1 read as converging to W_mm")  # fmt: skip
+    parts = []
+    for name, c in groups.items():
+        slopes = misalignment_in_norm(c, metric)
+        bad = int(np.sum(~np.isfinite(slopes)))
+        unmet = [f"{bad} of {slopes.size} runs: ‖W_t‖ grew at fewer than 3 recorded steps "
+                 "(frozen: the float64 floor)"] if bad else []  # fmt: skip
+        rule = Rule(f"log–log slope of the {label} in ‖W_t‖, {name}", "<", bound, source)
+        parts.append(Claim("", rule=rule, effect=mean_effect(slopes), unmet=unmet,
+                           evidence=described({name: slopes})))  # fmt: skip
+    return Claim(text, parts=parts)
 
 
 def sooner_on_every_metric(groups, pairs, source: str) -> list[Claim]:

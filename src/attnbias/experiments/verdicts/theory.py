@@ -16,8 +16,8 @@ from ...claims import (
     Claim,
     Rule,
     clustered_mean_effect,
+    clustered_proportion_effect,
     mean_effect,
-    proportion_effect,
     ratio_effect,
     violations_effect,
     violations_rule,
@@ -292,19 +292,37 @@ def mean_above(values: np.ndarray, level: float, text: str, quantity: str, sourc
 
 
 def fraction_above(
-    holds: np.ndarray, level: float, text: str, quantity: str, source: str, **evidence
+    holds: np.ndarray,
+    level: float,
+    text: str,
+    quantity: str,
+    source: str,
+    *,
+    clusters,
+    unit: str = "seeds",
+    **evidence,
 ) -> Claim:
-    """The fraction of cases (runs, steps) where a property holds exceeds `level` (exact
-    Clopper–Pearson interval); not applicable when there is no case."""
+    """The fraction of cases (runs, starts) where a property holds exceeds `level`. `clusters`:
+    each case's seed; cases of one seed share its data (and W₀), so the interval is over
+    seeds (claims.clustered_proportion_effect: n counts seeds; `unit` names them). Not
+    applicable when there is no case."""
+    return _fraction(holds, ">", level, text, quantity, source, clusters, unit, evidence, 1.0)
+
+
+def _fraction(holds, comparison, level, text, quantity, source, clusters, unit, evidence,
+              centre=0.0):  # fmt: skip
     holds = np.asarray(holds, dtype=bool).ravel()
     if holds.size == 0:
         return Claim(text, None, {"not_applicable": "no case to count", **evidence})
+    clusters = np.asarray(clusters).ravel()
     return Claim(
         text,
-        rule=Rule(quantity, ">", level, source, centre=1.0),  # the share that fails is scaled
-        effect=proportion_effect(int(holds.sum()), int(holds.size), unit="cases"),
-        evidence={"holds": int(holds.sum()), "cases": int(holds.size), **evidence},
-    )
+        # centre 1 for a share above a level: the share that fails is what is scaled
+        rule=Rule(quantity, comparison, level, source, centre=centre),
+        effect=clustered_proportion_effect(holds, clusters, unit=unit),
+        evidence={"holds": int(holds.sum()), "cases": int(holds.size),
+                  "seeds": sorted(set(clusters.tolist())), **evidence},
+    )  # fmt: skip
 
 
 def no_violations(margins, text: str, quantity: str, source: str, **evidence) -> Claim:
@@ -324,15 +342,16 @@ def no_violations(margins, text: str, quantity: str, source: str, **evidence) ->
 
 
 def fraction_below(
-    holds: np.ndarray, level: float, text: str, quantity: str, source: str, **evidence
+    holds: np.ndarray,
+    level: float,
+    text: str,
+    quantity: str,
+    source: str,
+    *,
+    clusters,
+    unit: str = "seeds",
+    **evidence,
 ) -> Claim:
-    """The fraction of cases where a property holds is below `level`."""
-    holds = np.asarray(holds, dtype=bool).ravel()
-    if holds.size == 0:
-        return Claim(text, None, {"not_applicable": "no case to count", **evidence})
-    return Claim(
-        text,
-        rule=Rule(quantity, "<", level, source),
-        effect=proportion_effect(int(holds.sum()), int(holds.size), unit="cases"),
-        evidence={"holds": int(holds.sum()), "cases": int(holds.size), **evidence},
-    )
+    """The fraction of cases where a property holds is below `level` (cases clustered by
+    seed, as `fraction_above`)."""
+    return _fraction(holds, "<", level, text, quantity, source, clusters, unit, evidence)
