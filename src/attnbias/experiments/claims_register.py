@@ -498,14 +498,14 @@ UNTESTED = [
              "can install offline; text-finetune tests the same statements on MiniLM"),
     Untested("NGD", "Fig. 7", "the ViT comparison on CIFAR-10", "CIFAR-10 does not ship in an "
              "installable package here; vision uses MNIST and Fashion-MNIST"),
-    Untested("MD", "IMDb, 4 and 6 blocks/heads", "the same ordering of ℓp-MD for 4 and 6 "
-             "blocks", "a 2-core machine runs one size; on a GPU: attnbias run with layers = heads "
     Untested("NGD", "Lemma 13 (iii)", "joint training: the ratio of any two samples' losses is "
              "bounded by a constant", "not testable as stated: the constant is lost from the "
              "text and no finite run refutes a bound whose constant is unknown; the runs also "
              "omit the time-dependent step factor the lemma assumes (lost too). "
              "trajectory-lemmas reports the ratio's growth as a description "
              "(summary: lemma13_loss_ratio); the constant and the factor would make it a test"),
+    Untested("MD", "IMDb, 4 and 6 blocks/heads", "the same ordering of ℓp-MD for 4 and 6 "
+             "blocks", "a 2-core machine runs one size; on a GPU: attnbias run with layers = heads "
              "= 4 or 6 over the [paper] table of text-md.toml"),
 ]  # fmt: skip
 
