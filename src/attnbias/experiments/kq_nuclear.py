@@ -14,7 +14,7 @@ import numpy as np
 from pydantic import Field
 
 from ..claims import Claim, identified
-from ..config import Loss, Positive, PositiveInt
+from ..config import Loss, Positive, PositiveInt, integer
 from ..data import GENERATORS
 from ..engine import Algorithm, RunSpec
 from ..figures import save_figure
@@ -33,7 +33,7 @@ class Config(SweepConfig):
         description="tokens of the SVMs: 'optimal' or 'selected' (by each final W)"
     )
     n: PositiveInt = Field(description="samples")
-    T: PositiveInt = Field(description="tokens per sample")
+    T: integer(ge=2) = Field(description="tokens per sample (one leaves the SVM no constraint)")
     d: PositiveInt = Field(description="dimension")
     loss: Loss = Field(description="margin loss")
     init_scale: Positive = Field(description="K₀, Q₀ entries ~ N(0, init_scale²)")

@@ -59,6 +59,9 @@ class Config(SweepConfig):
         for name in ("example1_shape", "gaussian_shape"):
             if len(getattr(self, name)) != 3:
                 raise ValueError(f"{name} must be [n, T, d], got {list(getattr(self, name))!r}")
+        for name in ("example1_shape", "gaussian_shape"):
+            if getattr(self, name)[1] < 2:  # one token leaves the Att-SVM no constraint
+                raise ValueError(f"{name} needs T >= 2 tokens, got {list(getattr(self, name))!r}")
         n, T, d = self.example1_shape
         if n * T > d:
             raise ValueError(f"example1_shape needs d >= n*T = {n * T}, got {d}")

@@ -74,6 +74,9 @@ class Config(SweepConfig):
             raise ValueError(
                 "example1_shape must be [n, T, d] and dm_shape [n, d, opt_norm, noise]"
             )
+        if self.example1_shape[1] < 2:  # one token leaves the Att-SVM no constraint
+            shape = list(self.example1_shape)
+            raise ValueError(f"example1_shape needs T >= 2 tokens, got {shape!r}")
         for a in self.algorithms:
             if a.momentum:
                 raise ValueError(f"algorithm {a.name!r}: momentum runs cannot be continued")
@@ -353,7 +356,7 @@ def loss_ratio_description(joint: dict, config: Config) -> dict:
     return {
         "log_log_slope": [float(x) for x in ratio_growth(joint["log_ratio"], window)],
         "window": window,
-        "largest_ratio": float(np.exp(largest)),
+        "largest_ratio_log10": float(largest / np.log(10.0)),  # the ratio itself may overflow
         "not_tested_because": RATIO_UNTESTABLE,
     }
 
