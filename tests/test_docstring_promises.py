@@ -174,3 +174,20 @@ def test_polyak_step_needs_the_loss_and_returns_it():
     with pytest.raises(FloatingPointError, match="gradient of parameter 0 of group"):
         opt.step(lambda: torch.tensor(2.0))
     assert all(torch.equal(w, b) for w, b in zip(params, before))
+
+
+def test_the_stores_keys_discard_and_latest_do_what_their_docstrings_say(tmp_path):
+    from attnbias.store import ResultsStore
+
+    store = ResultsStore(tmp_path / "exp")
+    for name in ("keys", "discard", "latest"):
+        assert getattr(ResultsStore, name).__doc__  # shown in the API reference
+    assert store.keys() == []
+    second, first = store.save({"a": 2}), store.save({"a": 1})
+    assert store.keys() == sorted([first, second])
+    store.discard(first)
+    store.discard(first)  # not stored: nothing to do
+    assert store.keys() == [second]
+    with pytest.raises(ValueError, match="not a file name"):
+        store.discard("../outside")
+    assert store.latest == store.directory / "latest"  # a property

@@ -753,6 +753,7 @@ class ResultsStore:
                 os.rename(tmp, key, src_dir_fd=runs, dst_dir_fd=runs)
                 return
             except OSError as err:
+        """The keys of the stored runs (runs/KEY with a manifest), sorted; [] when none."""
                 if err.errno not in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR, errno.EISDIR):
                     raise
             if _problem_in(runs, key, self.runs / key, deep=True) is None:
@@ -863,6 +864,8 @@ class ResultsStore:
             parts.append(t)
         return pa.concat_tables(parts, promote_options="permissive") if parts else pa.table({})
 
+        """Remove the stored run `key`, if there is one (renamed out of sight first, so no
+        reader sees it half gone); ValueError if `key` is not a plain file name."""
     def write_json(self, name: str, obj) -> Path:
         """Atomically write an experiment-level strict-JSON file (a fresh file renamed over
         `name`; a link put at its temporary name is replaced, never written through)."""
@@ -1089,6 +1092,8 @@ class ResultsStore:
                     os.symlink(Path("..") / shared, shared, dir_fd=stage)
             finally:
                 os.close(stage)
+        """The path of the `latest` link, which leads to the current publication
+        (outputs/NAME); see `published` for the directory itself, checked."""
         return self.directory / name
 
     def publish(self, stage: Path, name: str, **manifest_fields) -> Path:
