@@ -3,8 +3,15 @@
 One fixed batch, one process, each optimiser on its own copy of the model; the optimisers take
 turns round by round (in a fresh random order each round) so background load hits them alike.
 For each we time optimizer.step() alone and the whole iteration (zero_grad + forward + backward
-+ step), and report medians and their ratios to SGD, against the goals of issue 20, point 2
-(issue 7 asked 1.03× of SNGD and SPS; p-GD's "virtually no overhead").
++ step), and report medians and their ratios to SGD, against the goals of issue 31, goal 5
+(issue 20 point 2 and issue 7 before it).
+
+The goals are stated in whole iterations, so that is what is judged: "iter/SGD" is the median
+over the rounds of each round's ratio of the two iterations (paired: a round's load hits both),
+not a step's time added to SGD's iteration. The two differ when an optimiser slows the forward
+and backward passes too (mirror descent keeps θ and a copy of w, twice the model, in memory the
+passes then read through colder caches), or when the copies of the model differ by their place
+in memory: "SGD (second copy)", a second model trained with SGD, shows how large that is.
 
 Thread counts are pinned through OMP/MKL/OpenBLAS environment variables before torch is
 imported (torch.set_num_threads alone leaves BLAS pools and inter-op threads free), so runs on
@@ -54,11 +61,13 @@ from attnbias.data.text import rotten_tomatoes  # noqa: E402
 from attnbias.real.minilm import MiniLMClassifier, encode, load_tokenizer  # noqa: E402
 from attnbias.real.train import make_optimizer, optimizer_label  # noqa: E402
 
-# full iteration time relative to SGD's (issue 20, point 2)
-GOALS = {"SNGD": 1.05, "SPS": 1.05, "ℓ1.1-MD": 1.05, "ℓ1.1-MD (normalized)": 1.10}
+# full iteration time relative to SGD's (issue 31, goal 5)
+GOALS = {"SNGD": 1.015, "SPS": 1.017, "ℓ1.1-MD": 1.05, "ℓ1.1-MD (normalized)": 1.10}
+CONTROL = "SGD (second copy)"
 
 OPTIMIZERS = [
     {"name": "sgd", "lr": 0.1},
+    {"name": "sgd", "lr": 0.1, "control": True},
     {"name": "adam", "lr": 1e-4},
     {"name": "sngd", "lr": 0.1},
     {"name": "sps", "lr_max": 0.1, "c": 0.5},
@@ -68,6 +77,8 @@ OPTIMIZERS = [
 
 
 def label(config) -> str:
+    if config.get("control"):
+        return CONTROL
     return optimizer_label(config) + (" (normalized)" if config.get("normalize") else "")
 
 
@@ -110,7 +121,8 @@ def main(args: argparse.Namespace) -> None:
     optimizers = []
     for c in OPTIMIZERS:
         model = copy.deepcopy(base)
-        optimizers.append((label(c), model, make_optimizer(model.parameters(), c)))
+        config = {k: v for k, v in c.items() if k != "control"}
+        optimizers.append((label(c), model, make_optimizer(model.parameters(), config)))
 
     for _, model, optimizer in optimizers:  # warm-up: allocations, optimiser state
         iteration(model, optimizer, batch, labels)
@@ -124,30 +136,36 @@ def main(args: argparse.Namespace) -> None:
             times[name][1].append(step)
 
     median = {n: (statistics.median(f), statistics.median(s)) for n, (f, s) in times.items()}
+    # each round's iteration against SGD's in the same round
+    paired = {
+        n: statistics.median(a / b for a, b in zip(f, times["SGD"][0]))
+        for n, (f, _) in times.items()
+    }
     sgd_full, sgd_step = median["SGD"]
     print(f"MiniLM (22.7M parameters) on {args.device}, "
           f"batch {args.batch_size}×{batch['input_ids'].shape[1]} "
           f"tokens, median of {args.rounds} rounds; threads pinned to {args.threads} "
           f"({', '.join(THREAD_VARIABLES)} set before importing torch)")  # fmt: skip
-    # iteration times of identical models differ by a few percent (placement in memory, the
-    # machine's other load): SGD's iteration plus the difference of the steps isolates what
-    # the optimiser adds
+    # iter/SGD: the whole iteration, paired by round (what the goals are stated in); the
+    # last column is SGD's iteration plus the difference of the steps: the step's own cost,
+    # blind to what the optimiser does to the forward and backward passes
     print(f"{'optimiser':<22}{'step ms':>9}{'iter ms':>9}{'step/SGD':>10}{'iter/SGD':>10}"
-          f"{'SGD iter+Δstep':>16}  goal")  # fmt: skip
+          f"{'SGD iter+Δstep':>16}  goal (iter/SGD)")  # fmt: skip
     results = []
     for name, (full, step) in median.items():
         row = {"optimizer": name, "step_ms": 1e3 * step, "iteration_ms": 1e3 * full,
-               "step_vs_sgd": step / sgd_step, "iteration_vs_sgd": full / sgd_full,
+               "step_vs_sgd": step / sgd_step, "iteration_vs_sgd": paired[name],
+               "median_iterations_vs_sgd": full / sgd_full,
                "step_added_vs_sgd": (sgd_full + step - sgd_step) / sgd_full}  # fmt: skip
         goal = GOALS.get(name)
         verdict = ""
         if goal is not None:
             row["goal_iteration_vs_sgd"] = goal
             row["goal_met"] = row["iteration_vs_sgd"] <= goal
-            verdict = f"≤ {goal:.2f}× {'met' if row['goal_met'] else 'NOT met'}"
+            verdict = f"≤ {goal:.3f}× {'met' if row['goal_met'] else 'NOT met'}"
         results.append(row)
         print(f"{name:<22}{row['step_ms']:>9.1f}{row['iteration_ms']:>9.1f}"
-              f"{row['step_vs_sgd']:>9.2f}×{row['iteration_vs_sgd']:>9.2f}×"
+              f"{row['step_vs_sgd']:>9.2f}×{row['iteration_vs_sgd']:>9.3f}×"
               f"{row['step_added_vs_sgd']:>15.3f}×", verdict)  # fmt: skip
     met = sum(row.get("goal_met", False) for row in results)
     print(f"goals met: {met} of {len(GOALS)}")

@@ -498,27 +498,28 @@ def quick_two_norm_divisors(
     was recomputed. `culprit` as for `check_finite`."""
     norms = unscaled_two_norms(grads)
     dtypes = [g.dtype for g in grads]
-    tops = _limits(dtypes, "max", norms.device)
     if normalize == "per_tensor":
         kinds, sizes = dtypes, norms
-        floors = [underflow_floor(g.numel(), t) for g, t in zip(grads, dtypes)]
+        each = totals = norms.tolist()  # the one host sync
     else:  # one D in the dtype the tensors' norms promote to, as F.divisors's
-        kinds = [functools.reduce(torch.promote_types, dtypes)]
-        sizes = lp_norm(norms).reshape(1)
-        floors = [math.hypot(*(underflow_floor(g.numel(), t) for g, t in zip(grads, dtypes)))]
+        kinds = [promoted(tuple(dtypes))]
+        sizes, each, totals = global_two_norm(norms)
+    # what follows decides on the host, in float64 as the tensors hold it
+    floors = [underflow_floor(g.numel(), t) for g, t in zip(grads, dtypes)]
+    if normalize == "per_tensor":
+        tops = [finfo_max(t) for t in dtypes]
+    else:
+        floors = [math.hypot(*floors)]
         # each tensor's norm must fit its own dtype too, as the scale-safe ones do
-        largest = norms.new_tensor(torch.finfo(kinds[0]).max)  # in norms' float64, not float32
-        tops = torch.where(norms <= tops, largest, -1.0).amin().reshape(1)
-    floors = torch.tensor(floors, dtype=torch.float64, device=sizes.device)
-    fits = (sizes >= floors) & (sizes <= tops)  # False for NaN
-    factors = sizes / eta
-    normal = fits & normal_numbers(factors, kinds)
-    fits, normal = torch.stack((fits, normal)).tolist()  # the one host sync
+        own = all(n <= finfo_max(t) for n, t in zip(each, dtypes))  # False for NaN
+        tops = [finfo_max(kinds[0]) if own else -1.0]
+    fits = [floor <= size <= top for size, floor, top in zip(totals, floors, tops)]
+    normal = [ok and quotient_is_normal(size, eta, t) for ok, size, t in zip(fits, totals, kinds)]
     if normalize == "global" and not fits[0]:
         divisors = F.divisors(grads, "global")
         check_finite(optimizer, divisors, culprit)
         return divisors, [None] * len(grads)
-    divisors, factors = one_per_run(sizes, kinds), one_per_run(factors, kinds)
+    divisors, factors = one_per_run(sizes, kinds), one_per_run(sizes / eta, kinds)
     if normalize == "global":
         divisors, factors, normal = (x * len(grads) for x in (divisors, factors, normal))
     redo = [k for k, good in enumerate(fits) if not good]  # (per_tensor only, by now)
@@ -527,6 +528,37 @@ def quick_two_norm_divisors(
     if redo:
         check_finite(optimizer, [divisors[k] for k in redo], culprit)
     return divisors, [f if good else None for f, good in zip(factors, normal)]
+
+
+def global_two_norm(norms: torch.Tensor) -> tuple[torch.Tensor, list[float], list[float]]:
+    """`lp_norm(norms).reshape(1)`, the scale-safe ℓ2 norm of the tensors' norms (float64,
+    ≥ 0 or NaN), and the values of both on the host. On a GPU in one host sync; on the CPU,
+    where reading a value costs no synchronisation, the norms are read first and, where
+    their largest is a positive finite number, `lp_norm`'s scaling by it is taken with that
+    number: the same operations on the same values (five instead of a dozen)."""
+    if norms.device.type != "cpu":
+        sizes = lp_norm(norms).reshape(1)
+        values = torch.cat((norms, sizes)).tolist()
+        return sizes, values[:-1], values[-1:]
+    each = norms.tolist()
+    top = max(each, default=0.0)
+    if not (0.0 < top < math.inf) or any(math.isnan(n) for n in each):
+        sizes = lp_norm(norms).reshape(1)
+        return sizes, each, sizes.tolist()
+    scaled = torch.div(norms, top)  # (abs: the norms are ≥ 0 already)
+    sizes = scaled.mul_(scaled).sum(0, keepdim=True).sqrt_().mul_(top)
+    return sizes, each, sizes.tolist()
+
+
+@functools.cache
+def promoted(dtypes: tuple[torch.dtype, ...]) -> torch.dtype:
+    """The dtype that tensors of these dtypes promote to."""
+    return functools.reduce(torch.promote_types, dtypes)
+
+
+@functools.cache
+def finfo_max(dtype: torch.dtype) -> float:
+    return torch.finfo(dtype).max
 
 
 # Tensors up to this many entries have their norms taken together: rows padded with zeros
@@ -572,26 +604,32 @@ def quick_factors(
     tensors."""
     kinds = [d.dtype for d in divisors]
     sizes = torch.stack([d.reshape(-1)[0] for d in divisors]).double()
-    factors = sizes / eta
-    finite, normal = torch.stack((torch.isfinite(sizes), normal_numbers(factors, kinds))).tolist()
-    if not all(finite):
+    values = sizes.tolist()  # the one host sync
+    if not all(math.isfinite(size) for size in values):
         raise not_finite(optimizer, culprit)
-    factors = one_per_run(factors, kinds)
+    normal = [quotient_is_normal(size, eta, t) for size, t in zip(values, kinds)]
+    factors = one_per_run(sizes / eta, kinds)
     return [f if good else None for f, good in zip(factors, normal)]
 
 
-def normal_numbers(values: torch.Tensor, dtypes: list[torch.dtype]) -> torch.Tensor:
-    """Which of the (float64) values are normal numbers of their dtype, with a margin of 2
-    for the rounding into it (NaN: False)."""
-    size, device = values.abs(), values.device
-    tiny, top = _limits(dtypes, "tiny", device), _limits(dtypes, "max", device)
-    return (size >= 2 * tiny) & (size <= top / 2)
+def quotient_is_normal(size: float, eta: float, dtype: torch.dtype) -> bool:
+    """`normal_number` of size/η, as float64 tensors divide (η = 0, a scheduler's warm-up:
+    ∞ or NaN, never normal)."""
+    return eta != 0.0 and normal_number(size / eta, dtype)
 
 
-def _limits(dtypes: list[torch.dtype], name: str, device) -> torch.Tensor:
-    """torch.finfo(t).tiny or .max of each dtype, as a float64 tensor."""
-    values = [getattr(torch.finfo(t), name) for t in dtypes]
-    return torch.tensor(values, dtype=torch.float64, device=device)
+def normal_number(value: float, dtype: torch.dtype) -> bool:
+    """Whether `value` (a float64) is a normal number of `dtype`, with a margin of 2 for the
+    rounding into it (NaN: False)."""
+    tiny, top = normal_range(dtype)
+    return tiny <= abs(value) <= top
+
+
+@functools.cache
+def normal_range(dtype: torch.dtype) -> tuple[float, float]:
+    """(2·tiny, max/2) of the dtype: `normal_number`'s bounds."""
+    info = torch.finfo(dtype)
+    return 2 * info.tiny, info.max / 2
 
 
 def one_per_run(values: torch.Tensor, dtypes: list[torch.dtype]) -> list[torch.Tensor]:
@@ -602,13 +640,13 @@ def one_per_run(values: torch.Tensor, dtypes: list[torch.dtype]) -> list[torch.T
 
 
 def largest_magnitudes(optimizer: str, tensors: list[torch.Tensor], culprit) -> list[float]:
-    """max|x| of each tensor (0 for an empty one), from torch.aminmax (one pass, no
-    temporary; on a GPU, where torch has them, two multi-tensor kernels for all tensors), with
-    one host sync for all; FloatingPointError (as `check_finite` raises) where a tensor is
-    not finite."""
+    """max|x| of each tensor (0 for an empty one), with one host sync for all: where torch
+    has them, two multi-tensor calls for all tensors (`largest_entries`); else torch.aminmax
+    of each (one pass, no temporary). FloatingPointError (as `check_finite` raises) where a
+    tensor is not finite."""
     present = [t for t in tensors if t.numel()]
-    if present and hasattr(torch, "_foreach_max") and all(t.is_cuda for t in present):
-        tops = iter(torch.stack(torch._foreach_max(torch._foreach_abs(present))).tolist())
+    if present and hasattr(torch, "_foreach_max"):
+        tops = iter(torch.stack(largest_entries(present)).tolist())
     else:
         extremes = [v for t in present for v in torch.aminmax(t)]
         tops = iter(torch.stack(extremes).abs().view(-1, 2).amax(1).tolist() if extremes else ())
@@ -616,6 +654,15 @@ def largest_magnitudes(optimizer: str, tensors: list[torch.Tensor], culprit) -> 
     if not all(math.isfinite(size) for size in sizes):
         raise not_finite(optimizer, culprit)
     return sizes
+
+
+def largest_entries(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
+    """max|x| of each (non-empty) tensor, 0-d each, NaN where it holds one: two multi-tensor
+    calls where torch has torch._foreach_max (on the CPU a quarter of the time of their ℓ∞
+    norms, which torch takes slowly there), else one reduction of each."""
+    if hasattr(torch, "_foreach_max"):
+        return list(torch._foreach_max(torch._foreach_abs(tensors)))
+    return [t.abs().amax() for t in tensors]
 
 
 def split_quick(factors: list, divisors: list | None, lr) -> list[tuple]:
@@ -637,19 +684,42 @@ def normalized_step_(
     momentum the factors' part divides by them as numbers (the same roundings as
     `F.step_foreach_`'s addcdiv: g/F in the tensor's dtype, then the subtraction) where all
     tensors and factors share one dtype (a float64 factor of "global" with float32 tensors
-    divides in float64 there: kept)."""
+    divides in float64 there: kept). On the CPU the factors' part is `F.step_`'s addcdiv of
+    each tensor in one multi-tensor call (torch loops over the tensors in C++ there)."""
     for part, values, eta in split_quick(factors, divisors, lr):
         w, g, d, b = pick((weights, grads, values, buffers), part)
-        if foreach and values is factors and momentum == 0.0 and one_dtype(d, g):
+        quick = values is factors and momentum == 0.0
+        if quick and foreach and one_dtype(d, g):
             # w − g/F with each F a number of the host (one sync for all): two multi-tensor
             # kernels; tensors F would need one kernel per tensor (they broadcast)
             scalars = torch.cat([f.reshape(1).double() for f in d]).tolist()
             torch._foreach_add_(w, torch._foreach_div(g, scalars), alpha=-1.0)
+        elif quick and on_cpu(w):
+            # F is a normal number (never 0: `F.step_`'s "no step at zero" has nothing to
+            # do), and a (1,) tensor broadcasts over a tensor with its run axis
+            torch._foreach_addcdiv_(w, g, d, value=-1.0)
         elif foreach:
             F.step_foreach_(w, g, d, eta, momentum=momentum, buffers=b)
         else:
             scratch = [s for (s,) in workspace.views(w, 1)]
             F.step_(w, g, d, eta, momentum=momentum, buffers=b, scratch=scratch)
+
+
+# Groups of up to this many entries take the torch._foreach_* kernels on the CPU too (where
+# they are the same step bit for bit): their temporaries are small, and one call for all the
+# tensors saves the per-tensor Python calls that are most of a small model's step.
+SMALL_GROUP = 1 << 20
+
+
+def small_on_cpu(tensors: list[torch.Tensor]) -> bool:
+    """Whether the tensors are all on the CPU, SMALL_GROUP entries or fewer in all."""
+    return on_cpu(tensors) and sum(t.numel() for t in tensors) <= SMALL_GROUP
+
+
+def on_cpu(tensors: list[torch.Tensor]) -> bool:
+    """Whether every tensor is on the CPU (where torch._foreach_* ops loop over the tensors,
+    calling each tensor's own kernel: the same results as a loop of ours, bit for bit)."""
+    return all(t.device.type == "cpu" for t in tensors)
 
 
 def one_dtype(factors: list[torch.Tensor], tensors: list[torch.Tensor]) -> bool:
@@ -722,8 +792,14 @@ def refresh_edited_(dual: torch.Tensor, edited: torch.Tensor, w: torch.Tensor, p
 
 def same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
     """torch.equal(a, b) for tensors of one shape and dtype (NaN ≠ NaN, 0 = −0); numpy's
-    comparison on the CPU, several times faster on large tensors."""
-    if a.device.type == "cpu" and b.device.type == "cpu" and a.dtype in NUMPY_DTYPES:
+    comparison on the CPU, several times faster on large tensors (small ones: torch's, which
+    costs less to call)."""
+    if (
+        a.device.type == "cpu"
+        and b.device.type == "cpu"
+        and a.dtype in NUMPY_DTYPES
+        and a.numel() > SMALL_TENSOR
+    ):
         return bool(np.array_equal(a.numpy(), b.numpy()))
     return torch.equal(a, b)
 

@@ -328,7 +328,11 @@ def _prepared(divisors: list, grads: list[torch.Tensor]) -> list[torch.Tensor]:
     else:
         fixed = [_no_step_at_zero(x) for x in distinct]
     by_id = {id(x): y for x, y in zip(distinct, fixed)}
-    return [per_run(by_id[id(x)], g) for x, g in zip(divisors, grads)]
+    # a one-element divisor broadcasts as it is (a class's tensors: R = 1), without a view
+    return [
+        y if y.numel() == 1 else per_run(y, g)
+        for y, g in ((by_id[id(x)], g) for x, g in zip(divisors, grads))
+    ]
 
 
 def _no_step_at_zero(d: torch.Tensor) -> torch.Tensor:

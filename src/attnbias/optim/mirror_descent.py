@@ -44,6 +44,7 @@ from ._common import (
     quick_two_norm_divisors,
     remember_weights,
     scatter_rows_,
+    small_on_cpu,
     split_quick,
     step_function,
     torch_arguments,
@@ -155,12 +156,12 @@ class MirrorDescent(CheckedOptimizer):
 
     @step_function
     def step(self, closure=None):
-        loss = evaluate(closure)
         """One mirror-descent step of every parameter with a gradient (class docstring).
         `closure`: optional, recomputes the loss (with gradients enabled) and returns it.
         Returns that loss, or None without a closure, as torch.optim's optimisers do. A NaN or
         infinite gradient raises FloatingPointError naming the parameter, and no parameter is
         changed."""
+        loss = evaluate(closure)
         for index, group, params, grads in self.groups_with_grad():
             foreach = use_foreach(group, params)
             weights, grads = working_copies(params), gradients(group, grads, foreach)
@@ -252,7 +253,7 @@ class MirrorDescent(CheckedOptimizer):
             scratch = [b for (b,) in self.workspace.views(w_part, 1)]
             F.step_(
                 w_part, g_part, d_part, rate, p=p, duals=theta_part, scratch=scratch,
-                copies=c_part, foreach=foreach,
+                copies=c_part, foreach=foreach or small_on_cpu(w_part),
             )  # fmt: skip
         for k, (w_k, theta_k) in done.items():
             if rows[k] is None:

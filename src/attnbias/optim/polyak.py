@@ -24,6 +24,7 @@ from ._common import (
     gather_rows,
     gradients,
     guarded,
+    on_cpu,
     quick_two_norm_divisors,
     scatter_rows_,
     step_function,
@@ -116,11 +117,11 @@ class PolyakStep(CheckedOptimizer):
 
     @step_function
     def step(self, closure=None):
-        if closure is None and self.handed_loss is None:
         """One Polyak step of every parameter with a gradient (class docstring), which needs
         the loss: from `closure` (recomputes it with gradients enabled and returns it) or from
         `hand_loss`; ValueError with neither. Returns that loss. A NaN or infinite gradient
         raises FloatingPointError naming the parameter, and no parameter is changed."""
+        if closure is None and self.handed_loss is None:
             raise ValueError(
                 "PolyakStep.step needs the loss: pass closure, a callable returning it "
                 "(optimizer.step(lambda: loss) if already computed), or call "
@@ -170,7 +171,8 @@ class PolyakStep(CheckedOptimizer):
                 weights[part] = guarded(group_params, weights[part], step)
                 decay_(weights[part], shrinks[index], foreach)
                 w = gather_rows(weights[part], rows[part])
-                take_step = F.step_foreach_ if foreach else F.step_  # η = 1: one pass
+                # η = 1: one pass (on the CPU torch loops over the tensors in C++)
+                take_step = F.step_foreach_ if foreach or on_cpu(w) else F.step_
                 take_step(as_runs(w), g[part], [d] * len(w), 1.0)
                 scatter_rows_(weights[part], rows[part], w)
                 write_back("PolyakStep", index, group_params, weights[part])

@@ -31,6 +31,7 @@ from ._common import (
     evaluate,
     gradients,
     guarded,
+    largest_entries,
     normalized_step_,
     quick_two_norm_divisors,
     step_function,
@@ -114,8 +115,8 @@ class _Steepest(CheckedOptimizer):
         loss = evaluate(closure)
         name = type(self).__name__
         for index, group, params, grads in self.groups_with_grad():
-            tops = [g.abs().amax() for g in grads]
-            check_finite(name, tops, (index, params, grads))
+            # max|g| of each tensor: finite exactly where g is
+            check_finite(name, largest_entries(grads), (index, params, grads))
             foreach = use_foreach(group, params)
             shrink = decay_factor(name, index, group)
             # |Δ| ≤ 1: a step moves an entry by at most η

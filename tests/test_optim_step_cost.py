@@ -1,0 +1,128 @@
+"""What a step of a small model costs in torch operator calls (issue 31, goal 4: a step on a
+50 k-parameter layer is per-call overhead, not arithmetic), and that the cheaper paths are the
+same steps bit for bit."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from attnbias.norms import lp_norm
+from attnbias.optim import MirrorDescent, NormalizedGD, PolyakStep, SignGD, _common
+
+
+class OperatorCount(TorchDispatchMode):
+    """Counts the torch operators called (those that reach the dispatcher from Python)."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.calls += 1
+        return func(*args, **(kwargs or {}))
+
+
+def small_layer() -> list[torch.nn.Parameter]:
+    """A width-64 encoder layer (49,984 parameters in 12 tensors) with gradients."""
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(64, 4, 256, dropout=0.0, batch_first=True)
+    layer(torch.randn(2, 5, 64)).square().mean().backward()
+    return list(layer.parameters())
+
+
+# Operator calls a step made before the quick paths of issue 31 → the most allowed now:
+# NormalizedGD 116, PolyakStep 140, SignGD 106, ℓ1.1 mirror descent 199.
+MOST_CALLS = {
+    "NormalizedGD": (lambda ps: NormalizedGD(ps, lr=1e-3), 60),
+    "PolyakStep": (lambda ps: PolyakStep(ps, lr=1e-3), 100),
+    "SignGD": (lambda ps: SignGD(ps, lr=1e-3), 95),
+    "MirrorDescent p=1.1": (lambda ps: MirrorDescent(ps, lr=1e-3, p=1.1), 125),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MOST_CALLS))
+def test_a_small_models_step_makes_few_operator_calls(name):
+    make, most = MOST_CALLS[name]
+    params = small_layer()
+    optimizer = make(params)
+    loss = torch.tensor(1.0)
+    optimizer.step(lambda: loss)  # state built
+    with OperatorCount() as count:
+        optimizer.step(lambda: loss)
+    assert count.calls <= most, f"{name}: {count.calls} operator calls"
+
+
+NORMS = [
+    [3.0, 4.0, 0.0],
+    [0.0, 0.0],
+    [1e-300, 3e-310, 2e-300],
+    [1e300, 1e300, 5e299],
+    [1.7e308, 1.7e308],
+    [2.5],
+    [math.nan, 1.0],
+    [math.inf, 1.0],
+    [math.inf, math.nan],
+    [0.1 * k for k in range(1, 40)],
+]
+
+
+@pytest.mark.parametrize("values", NORMS)
+def test_the_global_norm_read_on_the_host_is_lp_norm_bit_for_bit(values):
+    norms = torch.tensor(values, dtype=torch.float64)
+    expected = lp_norm(norms).reshape(1)
+    sizes, each, totals = _common.global_two_norm(norms)
+    assert sizes.dtype == torch.float64 and sizes.shape == (1,)
+    assert torch.equal(sizes, expected) or (sizes.isnan().all() and expected.isnan().all())
+    assert each == norms.tolist() or any(math.isnan(v) for v in values)
+    assert totals == sizes.tolist() or math.isnan(totals[0])
+
+
+def test_random_global_norms_are_lp_norm_bit_for_bit():
+    generator = torch.Generator().manual_seed(3)
+    for _ in range(200):
+        k = int(torch.randint(1, 30, (1,), generator=generator))
+        scale = 10.0 ** float(torch.empty(1).uniform_(-300, 300, generator=generator))
+        norms = torch.rand(k, generator=generator, dtype=torch.float64) * scale
+        assert torch.equal(_common.global_two_norm(norms)[0], lp_norm(norms).reshape(1))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("p", [1.1, 1.5])
+def test_a_small_group_on_the_cpu_takes_the_foreach_step_bit_for_bit(p, dtype, monkeypatch):
+    """Plain mirror descent of a small CPU group steps in torch._foreach_* calls: the same
+    weights and dual iterates as the per-tensor loop, edits between steps included."""
+
+    def three_steps():
+        generator = torch.Generator().manual_seed(5)
+        params = [
+            torch.nn.Parameter(torch.randn(shape, generator=generator, dtype=dtype))
+            for shape in [(30, 7), (7,), (5000,)]
+        ]
+        optimizer = MirrorDescent(params, lr=0.05, p=p)
+        for step in range(3):
+            for w in params:
+                w.grad = torch.randn(w.shape, generator=generator, dtype=dtype)
+            if step == 2:
+                params[0].data[0] = 0.25
+            optimizer.step()
+        return [w.detach().clone() for w in params], [optimizer.state[w]["dual"] for w in params]
+
+    fused = three_steps()
+    monkeypatch.setattr(_common, "SMALL_GROUP", 0)
+    loop = three_steps()
+    for a, b in zip(fused[0] + fused[1], loop[0] + loop[1]):
+        assert torch.equal(a, b)
+
+
+def test_signgd_refuses_a_nonfinite_gradient_naming_the_parameter():
+    params = [torch.nn.Parameter(torch.ones(3)), torch.nn.Parameter(torch.ones(2, 2))]
+    for w in params:
+        w.grad = torch.ones_like(w)
+    params[1].grad[1, 0] = math.inf
+    with pytest.raises(FloatingPointError, match=r"parameter 1 of group 0 \(shape \(2, 2\)\)"):
+        SignGD(params, lr=0.1).step()
+    assert all(torch.equal(w, torch.ones_like(w)) for w in params)
