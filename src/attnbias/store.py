@@ -651,6 +651,7 @@ class ResultsStore:
             os.close(runs)
 
     def keys(self) -> list[str]:
+        """The keys of the stored runs (runs/KEY with a manifest), sorted; [] when none."""
         try:
             with self._open("runs") as runs:
                 # Hidden names are writers' staging and discarded directories, never runs.
@@ -753,7 +754,6 @@ class ResultsStore:
                 os.rename(tmp, key, src_dir_fd=runs, dst_dir_fd=runs)
                 return
             except OSError as err:
-        """The keys of the stored runs (runs/KEY with a manifest), sorted; [] when none."""
                 if err.errno not in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR, errno.EISDIR):
                     raise
             if _problem_in(runs, key, self.runs / key, deep=True) is None:
@@ -762,6 +762,8 @@ class ResultsStore:
         raise OSError(f"could not store run {key}: another process keeps replacing it")
 
     def discard(self, key: str) -> None:
+        """Remove the stored run `key`, if there is one (renamed out of sight first, so no
+        reader sees it half gone); ValueError if `key` is not a plain file name."""
         if not plain_name(key):
             raise ValueError(f"discard: key {key!r} is not a file name")
         try:
@@ -864,8 +866,6 @@ class ResultsStore:
             parts.append(t)
         return pa.concat_tables(parts, promote_options="permissive") if parts else pa.table({})
 
-        """Remove the stored run `key`, if there is one (renamed out of sight first, so no
-        reader sees it half gone); ValueError if `key` is not a plain file name."""
     def write_json(self, name: str, obj) -> Path:
         """Atomically write an experiment-level strict-JSON file (a fresh file renamed over
         `name`; a link put at its temporary name is replaced, never written through)."""
@@ -980,6 +980,8 @@ class ResultsStore:
 
     @property
     def latest(self) -> Path:
+        """The path of the `latest` link, which leads to the current publication
+        (outputs/NAME); see `published` for the directory itself, checked."""
         return self.directory / "latest"
 
     def published(self) -> Path | None:
@@ -1092,8 +1094,6 @@ class ResultsStore:
                     os.symlink(Path("..") / shared, shared, dir_fd=stage)
             finally:
                 os.close(stage)
-        """The path of the `latest` link, which leads to the current publication
-        (outputs/NAME); see `published` for the directory itself, checked."""
         return self.directory / name
 
     def publish(self, stage: Path, name: str, **manifest_fields) -> Path:
