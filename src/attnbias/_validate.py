@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import torch
 
@@ -121,17 +123,32 @@ def check_scalar(
     else:
         if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
             raise TypeError(f"{name} must be {_kind_name(kind)}, got {type(x).__name__} {x!r}")
-        if kind is int and not float(x).is_integer():
-            raise TypeError(f"{name} must be an integer, got {x!r}")
-        value = float(x)
-        x = int(x) if kind is int else value
-    if np.isnan(value) or (np.isinf(value) and not allow_inf):
+        if isinstance(x, (int, np.integer)):
+            value = int(x)  # exact, whatever its size: float() of 10**400 is an OverflowError
+            if kind is not int and abs(value) > sys.float_info.max:
+                raise ValueError(f"{name} must be finite, got {_shown(value)}")
+            x = value if kind is int else float(value)
+        else:
+            value = float(x)
+            if kind is int and not value.is_integer():
+                raise TypeError(f"{name} must be an integer, got {x!r}")
+            x = int(value) if kind is int else value
+    if isinstance(value, float) and (np.isnan(value) or (np.isinf(value) and not allow_inf)):
         raise ValueError(f"{name} must be finite, got {value}")
     if low is not None and (value < low or (value == low and not include_low)):
-        raise ValueError(f"{name} must be {'>=' if include_low else '>'} {low:g}, got {value:g}")
+        rule = f"{'>=' if include_low else '>'} {low:g}"
+        raise ValueError(f"{name} must be {rule}, got {_shown(value)}")
     if high is not None and (value > high or (value == high and not include_high)):
-        raise ValueError(f"{name} must be {'<=' if include_high else '<'} {high:g}, got {value:g}")
+        rule = f"{'<=' if include_high else '<'} {high:g}"
+        raise ValueError(f"{name} must be {rule}, got {_shown(value)}")
     return x
+
+
+def _shown(value: float | int) -> str:
+    """A number for a one-line message: an int of any size as a float would print it."""
+    if isinstance(value, int) and abs(value) > sys.float_info.max:
+        return f"{'a negative' if value < 0 else 'an'} integer of {len(str(abs(value)))} digits"
+    return f"{float(value):g}"
 
 
 def _kind_name(kind: type) -> str:

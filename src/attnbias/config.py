@@ -100,6 +100,8 @@ def real(**bounds) -> Any:
 
 PositiveInt = integer(ge=1)
 NonNegativeInt = integer(ge=0)
+# tokens per sample: an Att-SVM constrains the selected token against at least one other
+Tokens = integer(ge=2)
 Positive = real(gt=0)
 NonNegative = real(ge=0)
 Fraction = real(ge=0, lt=1)  # in [0, 1)

@@ -16,7 +16,15 @@ import pyarrow.parquet as pq
 import torch
 from pydantic import Field
 
-from ..config import Device, ExperimentConfig, Loss, NonNegativeInt, Positive, PositiveInt
+from ..config import (
+    Device,
+    ExperimentConfig,
+    Loss,
+    NonNegativeInt,
+    Positive,
+    PositiveInt,
+    Tokens,
+)
 from ..engine import memory
 from ..engine.cluster import active_cluster
 from ..engine.spec import RunSpec
@@ -61,7 +69,7 @@ class GaussianUnitConfig(SweepConfig):
     """Fields of the experiments on gaussian_unit data from a random W₀ (md-local, atlas)."""
 
     n: PositiveInt = Field(description="samples")
-    T: PositiveInt = Field(description="tokens per sample")
+    T: Tokens = Field(description="tokens per sample (at least 2)")
     d: PositiveInt = Field(description="dimension")
     loss: Loss = Field(description="margin loss")
     init_scale: Positive = Field(description="W₀ entries ~ N(0, init_scale²)")
@@ -73,7 +81,7 @@ class OptimalTokenConfig(SweepConfig):
     reexamine-polyak)."""
 
     n: PositiveInt = Field(description="samples")
-    T: PositiveInt = Field(description="tokens per sample")
+    T: Tokens = Field(description="tokens per sample (at least 2)")
     d: PositiveInt = Field(description="dimension (≥ n·T)")
     opt_score: Positive = Field(description="score γ of the optimal tokens (others score 0)")
     loss: Loss = Field(description="margin loss")
