@@ -1,10 +1,14 @@
 """Compare two results roots experiment by experiment: summary.json (but for the fields that
 time the run or name the code), config.json and the keys of the stored runs must be identical.
 
-    python benchmarks/compare_summaries.py BEFORE AFTER [--ignore KEY ...]
+    python benchmarks/compare_summaries.py BEFORE AFTER [--ignore KEY ...] [--rtol R --atol A]
 
 A refactor that claims "no change in results" runs `attnbias reproduce --quick --out BEFORE` on
-the old code and `--out AFTER` on the new, then this; exit code 1 if anything differs.
+the old code and `--out AFTER` on the new, then this; exit code 1 if anything differs. A change
+that claims results within a bound (another rounding: the engine's compiled step against its
+torch step, `ATTNBIAS_ENGINE_BACKEND=torch` for BEFORE) passes --rtol/--atol: two numbers then
+agree where |a − b| ≤ atol + rtol·max(|a|, |b|); everything else (verdicts, counts, keys)
+must still be identical.
 """
 
 from __future__ import annotations
@@ -27,19 +31,27 @@ def without(value, ignored: set[str]):
     return value
 
 
-def differences(a, b, path: str = "") -> list[str]:
-    """Where two JSON values differ (NaN equals NaN: both mean "not measured")."""
+def differences(a, b, path: str = "", rtol: float = 0.0, atol: float = 0.0) -> list[str]:
+    """Where two JSON values differ (NaN equals NaN: both mean "not measured"); floats within
+    atol + rtol·max(|a|, |b|) of each other agree."""
     if isinstance(a, dict) and isinstance(b, dict):
         out = [
             f"{path}/{k}: only in {'before' if k in a else 'after'}" for k in a.keys() ^ b.keys()
         ]
         for k in a.keys() & b.keys():
-            out += differences(a[k], b[k], f"{path}/{k}")
+            out += differences(a[k], b[k], f"{path}/{k}", rtol, atol)
         return out
     if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        return [d for i, (x, y) in enumerate(zip(a, b)) for d in differences(x, y, f"{path}[{i}]")]
-    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
-        return []
+        return [
+            d
+            for i, (x, y) in enumerate(zip(a, b))
+            for d in differences(x, y, f"{path}[{i}]", rtol, atol)
+        ]
+    if isinstance(a, float) and isinstance(b, float):
+        if math.isnan(a) and math.isnan(b):
+            return []
+        if math.isclose(a, b, rel_tol=rtol, abs_tol=atol):
+            return []
     return [] if a == b else [f"{path}: {a!r} → {b!r}"]
 
 
@@ -47,7 +59,9 @@ def runs(root: Path) -> list[str]:
     return sorted(p.name for p in (root / "runs").iterdir()) if (root / "runs").is_dir() else []
 
 
-def compare(before: Path, after: Path, ignored: set[str]) -> dict[str, list[str]]:
+def compare(
+    before: Path, after: Path, ignored: set[str], rtol: float = 0.0, atol: float = 0.0
+) -> dict[str, list[str]]:
     """experiment → its differences (empty: identical)."""
     names = sorted({p.parent.name for root in (before, after) for p in root.glob("*/summary.json")})
     found = {}
@@ -60,7 +74,7 @@ def compare(before: Path, after: Path, ignored: set[str]) -> dict[str, list[str]
                 continue
             left = without(json.loads(a.read_text()), ignored)
             right = without(json.loads(b.read_text()), ignored)
-            problems += [f"{file}{d}" for d in differences(left, right)]
+            problems += [f"{file}{d}" for d in differences(left, right, "", rtol, atol)]
         if runs(before / name) != runs(after / name):
             problems.append("the stored runs' keys differ")
         found[name] = problems
@@ -72,8 +86,12 @@ def main(argv=None) -> int:
     p.add_argument("before", type=Path)
     p.add_argument("after", type=Path)
     p.add_argument("--ignore", nargs="*", default=[], help="further keys to leave out")
+    p.add_argument("--rtol", type=float, default=0.0, help="numbers' relative tolerance")
+    p.add_argument("--atol", type=float, default=0.0, help="numbers' absolute tolerance")
     args = p.parse_args(argv)
-    found = compare(args.before, args.after, {*IGNORED, *args.ignore})
+    if not (args.rtol >= 0 and args.atol >= 0):
+        p.error("--rtol and --atol must be >= 0")
+    found = compare(args.before, args.after, {*IGNORED, *args.ignore}, args.rtol, args.atol)
     for name, problems in found.items():
         print(f"{name:14s} {'identical' if not problems else f'{len(problems)} difference(s)'}")
         for line in problems[:20]:

@@ -105,9 +105,9 @@ def advance(
     has_momentum, smallest, low, high,
 ):  # fmt: skip
     """`steps` steps of every run, in place (W, θ, the momentum buffer; θ is W's when not
-    `mirror`). Returns the first run whose dual iterate θ⁺ left the range the torch step
-    redoes in the log domain (p > 2: not a normal number in [low, high]; any p: not finite),
-    or -1: the caller then restores the state and steps with torch."""
+    `mirror`). Returns -1, or the first run whose dual iterate θ⁺ left the range the torch
+    step redoes in the log domain (p > 2: not a normal number in [low, high]; any p: not
+    finite), after which the caller restores the state and steps with torch."""
     R, n, T, d = X.shape
     Wz = np.empty((n, d))
     logits = np.empty((n, T))
