@@ -8,6 +8,7 @@ from dataclasses import asdict
 import numpy as np
 
 from attnbias.claims import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED, verdict_text
+from attnbias.experiments.theory_measures import steps_to_level
 from attnbias.experiments.verdicts import ngd
 from claim_cases import falling, frozen, growing
 
@@ -28,9 +29,9 @@ def test_a_run_the_rate_could_not_have_brought_to_the_level_is_inconclusive_and_
 
 
 def test_the_step_named_is_where_the_rate_crosses():
-    cross = ngd.steps_to_level(ngd.loss_order, 1000.0, 0.25)
+    cross = steps_to_level(ngd.loss_order, 1000.0, 0.25)
     assert np.isclose(cross, 4000.0, rtol=1e-9)
-    assert ngd.steps_to_level(lambda t: np.ones_like(np.asarray(t, float)), 10.0, 0.5) == np.inf
+    assert steps_to_level(lambda t: np.ones_like(np.asarray(t, float)), 10.0, 0.5) == np.inf
 
 
 def test_frozen_runs_stay_inconclusive_for_the_float_floor():

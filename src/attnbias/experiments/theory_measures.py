@@ -102,6 +102,20 @@ def order_exponent(order, window, polylog: bool = False) -> float:
     return float(np.polyfit(x, np.log(order(t)), 1)[0])
 
 
+def steps_to_level(order, t_from: float, ratio: float) -> float:
+    """The first step t ≥ t_from at which order(t) / order(t_from) has fallen to `ratio`
+    (bisection on log t; `order` decreasing there); inf when not before step e^700. It names
+    the step a run would need, in a verdict's reason: a number, not a decision."""
+    start = float(order(t_from))
+    lo, hi = math.log(t_from), 700.0
+    if not order(math.exp(hi)) / start <= ratio:
+        return math.inf
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if order(math.exp(mid)) / start <= ratio else (mid, hi)
+    return math.exp(hi)
+
+
 def growth_slopes(steps, rows, window) -> np.ndarray:
     """Per run: the least-squares slope of the value against t over the window (‖W_t‖ ≈ κt
     gives κ)."""

@@ -4,8 +4,6 @@ the saturation rate of Lemma 1."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ...claims import (
@@ -18,6 +16,7 @@ from ...claims import (
     ratio_effect,
 )
 from ..runs import Curves, loglog_slope
+from ..theory_measures import steps_to_level
 from .common import common_level, described, final, paired, steps_to_reach, values
 from .theory import polylog_misalignment_order
 
@@ -273,19 +272,6 @@ def met_early(c: Curves, metric: str, target: float) -> list[str]:
         return [f"below {target:g} already at step {c.steps[column]}: the threshold does not "
                 "test convergence"]  # fmt: skip
     return []
-
-
-def steps_to_level(order, t_from: float, ratio: float) -> float:
-    """The first step t ≥ t_from at which order(t) / order(t_from) has fallen to `ratio`
-    (bisection on log t; `order` decreasing there); inf when not before step e^700."""
-    start = float(order(t_from))
-    lo, hi = math.log(t_from), 700.0
-    if not order(math.exp(hi)) / start <= ratio:
-        return math.inf
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        lo, hi = (lo, mid) if order(math.exp(mid)) / start <= ratio else (mid, hi)
-    return math.exp(hi)
 
 
 def still_falling(c: Curves, metric: str, target: float, order, rate: str) -> list[str]:
