@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnbias.engine import RunBatch, compiled, simulate, union_grid
+from attnbias.engine import Algorithm, RunBatch, compiled, simulate, union_grid
 from test_engine_fused import MIRROR, STEEPEST, specs_of
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -91,6 +91,17 @@ def test_a_stretch_that_needs_the_log_domain_redo_is_torchs_bit_for_bit(needs_re
         else:
             assert not np.array_equal(fast[r], reference[r])
             assert relative_gap(fast[r], reference[r]).max() <= compiled.RUN_RTOL
+
+
+@needs_numba
+def test_a_polyak_step_at_or_below_its_optimal_loss_is_no_step_as_in_torch():
+    """L − L* ≤ 0: Polyak's divisor divides by 0 (∞: no step), as IEEE arithmetic does, not
+    a ZeroDivisionError."""
+    specs = specs_of([Algorithm("Polyak-above", "polyak", 5.0, f_star=100.0)], "W", 10)
+    fast, _ = trajectories(specs, "compiled")
+    reference, _ = trajectories(specs, "torch")
+    assert np.array_equal(fast[0], reference[0])
+    assert (fast[0] == fast[0][0]).all()  # no step
 
 
 @needs_numba

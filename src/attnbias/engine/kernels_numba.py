@@ -18,9 +18,11 @@ from numba import njit
 # loss, polyak)
 LOGISTIC, EXPONENTIAL, CORRELATION = 0, 1, 2
 NONE, PER_TENSOR, GLOBAL, LOSS, POLYAK = 0, 1, 2, 3, 4
+# (every function with error_model="numpy": x/0 is ±inf or NaN as in torch, not a Python
+# ZeroDivisionError; Polyak's L − L* = 0 divides by it)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def kind_of(e):
     """How `power` raises to e > 0: (kind, k) with kind 0: x, 1: x², 2: √x, 3: x^k (whole
     k ≤ 64), 4: x^k·√x (k ≥ 1), 5: pow (as `norms.power_` and `fused.half_power_`)."""
@@ -38,7 +40,7 @@ def kind_of(e):
     return 5, 0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def power(x, e, kind, k):
     """x^e for x ≥ 0, (kind, k) = kind_of(e)."""
     if kind == 0:
@@ -54,14 +56,14 @@ def power(x, e, kind, k):
     return x**e
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def softplus(x):
     if x > 0.0:
         return x + math.log1p(math.exp(-x))
     return math.log1p(math.exp(x))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def loss_value(u, loss):
     if loss == LOGISTIC:
         return softplus(-u)
@@ -70,7 +72,7 @@ def loss_value(u, loss):
     return -u
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def log_abs_derivative(u, loss):
     if loss == LOGISTIC:
         return -softplus(u)
@@ -79,7 +81,7 @@ def log_abs_derivative(u, loss):
     return 0.0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def scale_safe_norm(G, q, kind, k, smallest):
     """‖G‖_q as m·‖G/m‖_q, m = max|G| (`fused.lp_norm`); (kind, k) = kind_of(q)."""
     top = 0.0
@@ -99,7 +101,7 @@ def scale_safe_norm(G, q, kind, k, smallest):
     return power(total, 1.0 / q, root, whole) * top
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def advance(
     W, theta, buf, X, z, yh, rule, p, lr, cap, momentum, c, f_star, loss, steps, mirror,
     has_momentum, smallest, low, high,
