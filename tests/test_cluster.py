@@ -377,13 +377,12 @@ def test_real_data_runs_are_one_task_each_and_a_retry_resumes_from_the_checkpoin
     store = ResultsStore(tmp_path)
 
     def train_fn(checkpoints):  # pickled by value: it runs on a worker
-        checkpoints.mkdir(parents=True, exist_ok=True)
-        half = checkpoints / "half-way"
-        if not half.exists():  # the first try checkpoints, then its worker dies
-            half.write_text(str(os.getpid()))
+        half = checkpoints.read("half-way", 100)
+        if half is None:  # the first try checkpoints, then its worker dies
+            checkpoints.write("half-way", str(os.getpid()).encode())
             os._exit(1)
         metrics = tidy([0, 1], {"loss": [1.0, 0.5]})
-        return metrics, {}, {"resumed_from": int(half.read_text()), "pid": os.getpid()}
+        return metrics, {}, {"resumed_from": int(half), "pid": os.getpid()}
 
     with using(client):
         records = [run_once(store, {"seed": s}, tmp_path, train_fn) for s in (1, 2)]

@@ -7,6 +7,9 @@ import sys
 import numpy as np
 import torch
 
+# In a module without torch (the store reads JSON with it); config imports it from here.
+from .nesting import check_nesting as check_nesting
+
 # numpy kinds as_tensor converts: bool, integers, floats, and objects (Python numbers)
 REAL_KINDS = "biufO"
 
@@ -173,40 +176,3 @@ def check_p(p, name: str = "p", minimum: float = 1.0, strict: bool = False) -> f
 def check_positive(x, name: str, allow_zero: bool = False) -> float:
     """A finite number > 0 (>= 0 with allow_zero)."""
     return check_scalar(x, name, low=0.0, include_low=allow_zero)
-
-
-def nesting_depth(text: str) -> int:
-    """The deepest nesting of [ ] and { } in a TOML or JSON text, outside strings and comments
-    (a parser recurses once a level: 50,000 levels end in RecursionError). TOML's string forms
-    are a superset of JSON's, and a parser reads from the start, so where this reading and a
-    parser's part (invalid text) the parser has already stopped."""
-    depth = deepest = i = 0
-    n = len(text)
-    while i < n:
-        c = text[i]
-        if c in "\"'":
-            quote = text[i : i + 3] if text[i : i + 3] in ('"""', "'''") else c
-            i += len(quote)
-            while i < n and not text.startswith(quote, i):
-                i += 2 if text[i] == "\\" and quote[0] == '"' else 1  # '…' has no escapes
-            i += len(quote)
-            continue
-        if c == "#":
-            end = text.find("\n", i)
-            i = n if end < 0 else end
-            continue
-        if c in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif c in "]}":
-            depth -= 1
-        i += 1
-    return deepest
-
-
-def check_nesting(text: str, what: str, limit: int) -> None:
-    """ValueError naming `what` when `text` (TOML or JSON) nests deeper than `limit`, checked
-    before any parser recurses into it."""
-    depth = nesting_depth(text)
-    if depth > limit:
-        raise ValueError(f"{what} nests {depth} levels deep (at most {limit} are read)")

@@ -38,15 +38,18 @@ import os
 import re
 import secrets
 import stat
-from collections.abc import Iterator, Mapping
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc  # not loaded by `import pyarrow`
 import pyarrow.parquet as pq
 
+from .nesting import check_nesting
 from .npz import load_npz
 from .provenance import environment
 
@@ -70,6 +73,15 @@ say it first, docs/SECURITY.md); a larger one makes the run damaged."""
 MAX_PUBLISHED_FILE_BYTES = 256 * 10**6
 # A manifest is read whole, up to this size (a publication's lists its runs' keys).
 MAX_MANIFEST_BYTES = 64 * 10**6
+MAX_JSON_BYTES = 64 * 10**6
+"""A run's config.json or info.json is read only up to this many bytes."""
+MAX_JSON_NESTING = 64
+"""JSON the store reads (a run's config.json and info.json, a manifest, a summary) nests at
+most this deep, checked before it is parsed: what attnbias writes nests 9 levels at most, and
+json's parser recurses once a level (100,000 levels are a RecursionError)."""
+MAX_METRICS_BYTES = 2 * 10**9
+"""A stored run's metrics.parquet is read only if its table takes at most this many bytes
+decoded, as its metadata declares it (read_parquet)."""
 
 # The store's own temporary names, exactly (8 random characters; keys and publication names
 # are config_key's 16 hex digits), with the PID of the process that made them.
@@ -116,6 +128,19 @@ class UnsafeStore(ValueError):
     (a ValueError: on the command line a usage error, exit code 2)."""
 
 
+class UnsafeCheckpoint(UnsafeStore):
+    """A run's checkpoint directory or file that is not one attnbias wrote: not followed, not
+    loaded (real.train and CheckpointDirectory raise it)."""
+
+
+class FileTooLarge(ValueError):
+    """A file larger than the bytes its reader takes (`size`: what it holds, `limit`)."""
+
+    def __init__(self, shown, size: int, limit: int):
+        super().__init__(f"{shown} has {size} bytes, more than the {limit} read")
+        self.size, self.limit = size, limit
+
+
 def refused(problem: str) -> UnsafeStore:
     """The UnsafeStore naming `problem`: something the store did not make, left as it is."""
     return UnsafeStore(
@@ -154,12 +179,85 @@ def open_file_at(dir_fd: int, name: str, shown) -> int:
 
 
 def read_at(dir_fd: int, name: str, limit: int, shown) -> bytes:
-    """The bytes of a regular file in dir_fd, refused (ValueError) if larger than `limit`."""
+    """The bytes of a regular file in dir_fd, refused (FileTooLarge) if larger than `limit`,
+    also if it grew past it after it was measured: never more than limit + 1 are read."""
     with os.fdopen(open_file_at(dir_fd, name, shown), "rb") as f:
         size = os.fstat(f.fileno()).st_size
         if size > limit:
-            raise ValueError(f"{shown} has {size} bytes, more than the {limit} read")
-        return f.read(limit + 1)[:limit]
+            raise FileTooLarge(shown, size, limit)
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise FileTooLarge(shown, len(data), limit)
+    return data
+
+
+def parse_json(data: bytes, shown, limit: int = MAX_JSON_BYTES):
+    """The JSON value of a file's bytes; ValueError naming `shown` if they are more than
+    `limit` bytes, not UTF-8, nested deeper than MAX_JSON_NESTING (checked before the parser
+    recurses into them) or not JSON."""
+    if len(data) > limit:
+        raise FileTooLarge(shown, len(data), limit)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{shown} is not UTF-8 text ({err})") from err
+    check_nesting(text, str(shown), MAX_JSON_NESTING)
+    return json.loads(text)
+
+
+def read_parquet(f, shown, limit: int = MAX_METRICS_BYTES) -> pa.Table:
+    """The table of the Parquet file open in f, read only if it takes at most `limit` bytes
+    decoded: first as its metadata declares (every column chunk's size unpacked, and each
+    row's fixed-width values), then its text columns, read as dictionaries (each distinct
+    value once), as the dense columns they become. ValueError naming `shown` otherwise,
+    before that much is allocated."""
+    source = pq.ParquetFile(f)
+    meta, schema = source.metadata, source.schema_arrow
+    unpacked = sum(
+        meta.row_group(g).column(c).total_uncompressed_size
+        for g in range(meta.num_row_groups)
+        for c in range(meta.num_columns)
+    )
+    row = sum(_value_bytes(column.type) for column in schema)
+    declared = max(unpacked, math.ceil(meta.num_rows * row))
+    if declared > limit:
+        raise ValueError(
+            f"{shown}: its metadata gives {declared:,} bytes decoded ({meta.num_rows:,} rows), "
+            f"more than the {limit:,} read"
+        )
+    text = [i for i, column in enumerate(schema) if _is_text(column.type)]
+    if not text:
+        return source.read()
+    table = pq.ParquetFile(f, read_dictionary=[schema[i].name for i in text]).read()
+    dense = table.nbytes
+    for i in text:
+        for chunk in table.column(i).chunks:  # each value's bytes and offset, once per row
+            lengths = pc.binary_length(chunk.dictionary)
+            values = pc.sum(pc.take(lengths, chunk.indices)).as_py() or 0
+            dense += values + 8 * (len(chunk) + 1) - chunk.nbytes
+    if dense > limit:
+        raise ValueError(
+            f"{shown}: its table takes {dense:,} bytes decoded, more than the {limit:,} read"
+        )
+    for i in text:
+        table = table.set_column(i, schema[i], table.column(i).cast(schema[i].type))
+    return table
+
+
+def _is_text(kind: pa.DataType) -> bool:
+    return any(
+        test(kind)
+        for test in (pa.types.is_string, pa.types.is_binary, pa.types.is_large_string,
+                     pa.types.is_large_binary)
+    )  # fmt: skip
+
+
+def _value_bytes(kind: pa.DataType) -> float:
+    """The least bytes one value of a column of this type takes decoded (a text's offset)."""
+    try:
+        return kind.bit_width / 8
+    except ValueError:  # not fixed-width: an offset of 4 bytes at least
+        return 4
 
 
 def write_new_at(dir_fd: int, name: str, data: bytes | None = None, writer=None) -> None:
@@ -178,8 +276,12 @@ def replace_at(dir_fd: int, name: str, data: bytes | None = None, writer=None) -
     """Write `name` in dir_fd atomically: a fresh temporary file renamed over it."""
     tmp = f".{name}.{os.getpid()}.tmp"
     remove_at(dir_fd, tmp)  # a leftover of ours, or a link someone put there (itself)
-    write_new_at(dir_fd, tmp, data, writer)
-    os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    try:
+        write_new_at(dir_fd, tmp, data, writer)
+        os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:  # a writer that failed (or a rename refused) leaves no partial file
+        remove_at(dir_fd, tmp)
+        raise
 
 
 def remove_at(dir_fd: int, name: str, depth: int = 0) -> None:
@@ -411,7 +513,7 @@ def _manifest_fields(data: bytes) -> dict:
     """A manifest's whole table, its "files" checked (see parse_manifest) and its "runs", if
     any, a list of names; ValueError if it has another shape."""
     try:
-        manifest = json.loads(data)
+        manifest = parse_json(data, MANIFEST, MAX_MANIFEST_BYTES)
         files = manifest["files"]
     except (ValueError, KeyError, TypeError) as err:
         raise ValueError(f"unreadable manifest ({err})") from err
@@ -799,9 +901,19 @@ class ResultsStore:
                 with f:
                     return parse(f)
 
+            def read_json(name, default):
+                try:
+                    return parse_json(read_at(fd, name, MAX_JSON_BYTES, d / name), d / name)
+                except FileNotFoundError:
+                    return default
+
             try:
-                config = read("config.json", json.load, None)
-                metrics = read("metrics.parquet", pq.read_table, None)
+                config = read_json("config.json", None)
+                metrics = read(
+                    "metrics.parquet",
+                    lambda f: read_parquet(f, d / "metrics.parquet", MAX_METRICS_BYTES),
+                    None,
+                )
                 arrays = read(
                     "arrays.npz",
                     lambda f: load_npz(
@@ -812,7 +924,7 @@ class ResultsStore:
                     ),
                     {},
                 )
-                info = read("info.json", json.load, {})
+                info = read_json("info.json", {})
             except (OSError, ValueError, EOFError, pa.ArrowException) as err:
                 raise DamagedRun(f"run {key} in {self.runs} cannot be read: {err}") from err
         if config is None:
@@ -1135,6 +1247,109 @@ class ResultsStore:
                 pass
         self._stages.pop(stage_name, None)
         return final
+
+    # --- checkpoints ------------------------------------------------------------------------
+
+    def checkpoints(self, key: str) -> CheckpointDirectory:
+        """The checkpoint directory of run `key`: checkpoints/KEY of the experiment directory,
+        reached from its handles at each use (a staging directory's checkpoints link is not
+        followed)."""
+        if not plain_name(key):
+            raise ValueError(f"checkpoints: key {key!r} is not a file name")
+        return CheckpointDirectory(
+            self.directory / "checkpoints" / key, partial(self._open, "checkpoints")
+        )
+
+
+class CheckpointDirectory:
+    """A run's checkpoint directory (a store's checkpoints/KEY: ResultsStore.checkpoints; or
+    a directory of your own: `at`), whose files are read and written only through a handle of
+    it opened afresh at each use, never through a symbolic link, and only while it is the
+    directory first used: a link or anything but a directory at its name, or another
+    directory put there while the run trained, is refused (UnsafeCheckpoint) and never
+    followed or written into. Made when it is first written to.
+
+    open_parent(create=...): a context manager giving a handle of the directory above it
+    (made if missing when `create`; FileNotFoundError if missing otherwise)."""
+
+    def __init__(self, path: Path, open_parent: Callable[..., AbstractContextManager[int]]):
+        self.path = Path(path)
+        self.open_parent = open_parent
+        self.identity: tuple[int, int] | None = None  # (device, inode) of its first use
+
+    @classmethod
+    def at(cls, path: str | os.PathLike) -> CheckpointDirectory:
+        """The checkpoint directory `path` of your own: the components above its last are
+        followed (they are yours, as --out is), the last one never is."""
+        path = Path(path)
+        if path.name in ("", ".", ".."):
+            raise ValueError(f"checkpoint directory {path}: name the directory itself")
+        return cls(path, partial(_directory_by_path, path.parent))
+
+    @contextmanager
+    def handle(self, create: bool = False) -> Iterator[int]:
+        """A handle of the directory (made if missing with `create`); FileNotFoundError if it
+        is missing, UnsafeCheckpoint if it is not the directory first used."""
+        try:
+            with self.open_parent(create=create) as parent:
+                if create:
+                    _make_directory(parent, self.path.name)
+                fd = open_directory(self.path.name, parent, self.path)
+        except UnsafeStore as err:
+            raise UnsafeCheckpoint(
+                f"checkpoint directory: {err} (a run that loses its checkpoints trains again "
+                "from the start)"
+            ) from err
+        try:
+            found = _identity(fd)
+            if self.identity is None:
+                self.identity = found
+            elif found != self.identity:
+                raise UnsafeCheckpoint(
+                    f"checkpoint directory {self.path} was replaced by another while the run "
+                    "trained; it is not written into: remove it to train this run from the start"
+                )
+            yield fd
+        finally:
+            os.close(fd)
+
+    def read(self, name: str, limit: int) -> bytes | None:
+        """The bytes of its regular file `name` (never through a link: OSError, ELOOP), None
+        if there is none; FileTooLarge if it holds more than `limit` bytes."""
+        try:
+            with self.handle() as fd:
+                return read_at(fd, name, limit, self.path / name)
+        except FileNotFoundError:
+            return None
+
+    def write(self, name: str, data: bytes | None = None, writer=None) -> None:
+        """Write its file `name` atomically (replace_at: bytes `data`, or what writer(binary
+        file) writes), making the directory if missing."""
+        if not plain_name(name):
+            raise ValueError(f"checkpoint file {name!r} is not a file name")
+        with self.handle(create=True) as fd:
+            replace_at(fd, name, data, writer)
+
+    def remove(self) -> None:
+        """Remove the directory and what it holds (a link at its name is removed itself), if
+        the directory above it can be reached without following a link."""
+        try:
+            with self.open_parent(create=False) as parent:
+                remove_at(parent, self.path.name)
+        except (FileNotFoundError, UnsafeStore):
+            pass
+
+
+@contextmanager
+def _directory_by_path(path: Path, create: bool = False) -> Iterator[int]:
+    """A handle of the directory `path`, followed through links (a path of the user's own)."""
+    if create:
+        path.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
 
 
 def _make_directory(dir_fd: int, name: str) -> bool:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.metadata
-import json
 import logging
 import math
 import subprocess
@@ -30,7 +29,15 @@ from .. import __version__
 from ..claims import STATUSES, Claim, reasons, status_of, verdict_columns, verdict_word
 from ..config import ExperimentConfig, LooseConfig, read_toml, resolve
 from ..engine.cluster import using
-from ..store import ResultsStore, StoreReadOnly, UnsafeStore, config_key, json_text
+from ..store import (
+    MAX_PUBLISHED_FILE_BYTES,
+    ResultsStore,
+    StoreReadOnly,
+    UnsafeStore,
+    config_key,
+    json_text,
+    parse_json,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -378,11 +385,12 @@ def published_summary(store: ResultsStore, identity: dict) -> dict | None:
 def read_summary(data: bytes, shown: Path) -> dict:
     """A published summary.json's content; ValueError naming `shown` if it is not a summary
     attnbias writes: a JSON object whose claims, figures, diverged runs and tables have the
-    shape that the commands reading it (verdicts, --strict, --report) rely on."""
+    shape that the commands reading it (verdicts, --strict, --report) rely on (its nesting is
+    bounded before it is parsed: store.parse_json)."""
     try:
-        summary = json.loads(data)
+        summary = parse_json(data, shown, MAX_PUBLISHED_FILE_BYTES)
         problem = _summary_problem(summary)
-    except (ValueError, TypeError, KeyError, AttributeError, IndexError, RecursionError) as err:
+    except (ValueError, TypeError, KeyError, AttributeError, IndexError) as err:
         problem = f"{type(err).__name__}: {err}"
     if problem is not None:
         raise ValueError(f"{shown} is not a summary attnbias writes ({problem})")

@@ -5,10 +5,8 @@ loop of text-finetune and vision, reading stored runs back, and the summary's to
 
 from __future__ import annotations
 
+import io
 import math
-import os
-import shutil
-import tempfile
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +33,15 @@ from ..npz import load_npz
 from ..real.adapters import torch_device
 from ..real.records import history_table, layer_norms
 from ..real.train import TensorData, checkpoint_directory, seed_everything, to_device, train
-from ..store import DIVERGED, FINISHED, ResultsStore, RunRecord, config_key, diverged_runs
+from ..store import (
+    DIVERGED,
+    FINISHED,
+    CheckpointDirectory,
+    ResultsStore,
+    RunRecord,
+    config_key,
+    diverged_runs,
+)
 
 
 class RealConfig(ExperimentConfig):
@@ -96,10 +102,16 @@ def run_status(diverged: bool, steps_run: int) -> dict:
 
 
 def run_once(
-    store: ResultsStore, run_config: dict, out: Path, train_fn: Callable[[Path], tuple]
+    store: ResultsStore,
+    run_config: dict,
+    out: Path,
+    train_fn: Callable[[CheckpointDirectory], tuple],
 ) -> RunRecord:
-    """The stored run for run_config, training it first (train_fn(checkpoint_dir) → (metrics,
-    arrays, info)) unless an intact finished run with that config is already in the store.
+    """The stored run for run_config, training it first (train_fn(checkpoints) → (metrics,
+    arrays, info), checkpoints: the run's checkpoint directory in the store,
+    ResultsStore.checkpoints) unless an intact finished run with that config is already in the
+    store. `out`: the experiment's `out`, which `store` is the store of (the checkpoints are
+    reached from the store's handles, never through a path under `out`).
 
     On the active Dask cluster (engine/cluster.py) the training is one task and the record
     returned is a RemoteRun, read from the store when first used: an experiment submits all
@@ -107,31 +119,27 @@ def run_once(
     key = config_key(run_config)
     if not store.heal([key]):  # neither missing nor damaged (reported, then redone)
         return store.load(key)
-    checkpoints = Path(out) / "checkpoints" / key
     cluster = active_cluster()
     if cluster is None:
-        return train_and_store(store.root, run_config, key, checkpoints, train_fn)
-    # Workers may run elsewhere: absolute paths, no link resolved (the worker's store opens
-    # the experiment directory without following one).
+        return train_and_store(store.root, run_config, key, train_fn)
+    # Workers may run elsewhere: an absolute path, no link resolved (the worker's store opens
+    # the experiment directory, and the run's checkpoint directory in it, following none).
     root = store.directory.absolute()
-    (Path(out) / "checkpoints").mkdir(parents=True, exist_ok=True)
-    checkpoints = root / "checkpoints" / key
     cluster.check_writable(root)
     future = cluster.submit(
-        train_and_store, root, run_config, key, checkpoints, train_fn, name=task_name("run", [key])
+        train_and_store, root, run_config, key, train_fn, name=task_name("run", [key])
     )
     return RemoteRun(key, run_config, future)
 
 
-def train_and_store(
-    root: Path, run_config: dict, key: str, checkpoints: Path, train_fn: Callable
-) -> RunRecord:
+def train_and_store(root: Path, run_config: dict, key: str, train_fn: Callable) -> RunRecord:
     """Train one run (resuming from its checkpoints) and store it; its record. Also a task."""
     store = ResultsStore(root)
+    checkpoints = store.checkpoints(key)
     if not store.has(key):  # a retried task whose earlier try stored it
         metrics, arrays, info = train_fn(checkpoints)
         store.save(run_config, metrics, arrays, info, key=key)
-    shutil.rmtree(checkpoints, ignore_errors=True)  # the stored run supersedes them
+    checkpoints.remove()  # the stored run supersedes them
     return store.load(key)
 
 
@@ -194,18 +202,17 @@ class ValidationChooser:
     evaluation it scores the validation and the test set (val_/test_ loss and accuracy) and
     keeps the test predictions of the evaluation chosen so far on validation alone
     (`chosen_evaluation`'s order): the checkpoint the run reports. With a directory (the run's
-    checkpoint directory) they are kept in chosen.npz there too, so a resumed run still has
-    them."""
+    checkpoint directory, as train's checkpoint_dir takes it) they are kept in chosen.npz there
+    too, so a resumed run still has them."""
 
     def __init__(self, validation: TensorData, test: TensorData, directory=None,
                  batch_size: int = 256, device="cpu"):  # fmt: skip
         self.validation, self.test = validation, test
-        self.directory = None if directory is None else Path(directory)
+        self.directory = None if directory is None else checkpoint_directory(directory)
         self.batch_size, self.device = batch_size, device
         self.chosen = {"val_accuracy": -math.inf, "val_loss": math.inf, "test_predicted": None}
-        path = None if self.directory is None else self.directory / CHOSEN_FILE
-        if path is not None and path.is_file():
-            self.chosen = self.read(path)
+        if self.directory is not None:
+            self.chosen = self.read() or self.chosen
 
     def __call__(self, model) -> dict[str, float]:
         val, val_loss = predict(model, self.validation, self.batch_size, self.device)
@@ -221,26 +228,30 @@ class ValidationChooser:
             self.chosen = {"val_accuracy": row["val_accuracy"], "val_loss": val_loss,
                            "test_predicted": test}  # fmt: skip
             if self.directory is not None:
-                self.write(checkpoint_directory(self.directory) / CHOSEN_FILE)
+                self.write()
         return row
 
-    def write(self, path: Path) -> None:
-        """chosen.npz, atomically, through a fresh temporary file."""
-        fd, partial = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                np.savez(f, **{k: np.asarray(v) for k, v in self.chosen.items()})
-            os.replace(partial, path)
-        finally:
-            if os.path.lexists(partial):
-                os.unlink(partial)
+    def write(self) -> None:
+        """chosen.npz in the directory, atomically (CheckpointDirectory.write)."""
+        arrays = {k: np.asarray(v) for k, v in self.chosen.items()}
+        self.directory.write(CHOSEN_FILE, writer=lambda f: np.savez(f, **arrays))
 
-    def read(self, path: Path) -> dict:
-        """The chosen state a resumed run left, read without following a link; ValueError if it
-        is not one this class writes for this test set."""
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-        with os.fdopen(fd, "rb") as f:
-            arrays = load_npz(path, 64 * len(self.test) + 10**6, "removing the file", f)
+    def read(self) -> dict | None:
+        """The chosen state a resumed run left in the directory (None: none), its bytes read
+        from the directory's handle without following a link, at most those of this test
+        set's; ValueError if it is not one this class writes for this test set."""
+        path = self.directory.path / CHOSEN_FILE
+        limit = 64 * len(self.test) + 10**6
+        try:
+            data = self.directory.read(CHOSEN_FILE, limit)
+        except OSError as err:
+            raise ValueError(
+                f"{path} cannot be read ({err.strerror or err}; a symbolic link is never "
+                "followed): remove it"
+            ) from err
+        if data is None:
+            return None
+        arrays = load_npz(path, limit, "removing the file", io.BytesIO(data))
         predicted = arrays.get("test_predicted")
         if set(arrays) != {"val_accuracy", "val_loss", "test_predicted"} or (
             predicted.shape != (len(self.test),)
@@ -351,7 +362,13 @@ class Loaded:
 
 
 def train_compared(
-    make_model, data, run_config: dict, checkpoints: Path, desc: str, device="cpu", **options
+    make_model,
+    data,
+    run_config: dict,
+    checkpoints: CheckpointDirectory,
+    desc: str,
+    device="cpu",
+    **options,
 ):
     """Train make_model() (built after seeding with the run's seed, then moved to device) on
     data = (train, test) with the run's optimizer, tracking layer norms: the (metrics, arrays,

@@ -7,18 +7,19 @@ if it had never stopped.
 
 Checkpoints hold only tensors and plain values (the history as a dict of lists), so they are
 loaded with torch.load(weights_only=True): a planted checkpoint can fail to load, never run
-code (docs/SECURITY.md).
+code. They are read and written through a handle of their directory opened afresh at each use
+(store.CheckpointDirectory), never through a symbolic link, and read only up to the bytes a
+checkpoint of the run can take (docs/SECURITY.md).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import io
 import logging
 import math
 import os
 import pickle
-import stat
-import tempfile
 import time
 import zipfile
 from collections.abc import Callable, Mapping
@@ -32,6 +33,7 @@ from torch import nn
 
 from ..engine.algorithms import TABLE_NAMES, Algorithm
 from ..log import Progress
+from ..store import CheckpointDirectory, FileTooLarge, UnsafeCheckpoint
 
 logger = logging.getLogger(__name__)
 
@@ -155,40 +157,33 @@ def evaluate(
     return {"loss": loss / len(data), "accuracy": correct / len(data)}
 
 
-class UnsafeCheckpoint(ValueError):
-    """A checkpoint that is not one this code wrote: not loaded (a ValueError: on the command
-    line a usage error, exit code 2)."""
+LAST_CHECKPOINT = "last.pt"
 
 
-def checkpoint_directory(directory: Path) -> Path:
-    """The run's checkpoint directory, created if need be; UnsafeCheckpoint if something else
-    (a symbolic link, a file) is at its name: it would lead the checkpoints elsewhere."""
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        directory.mkdir()
-    except FileExistsError:
-        pass
-    mode = os.lstat(directory).st_mode
-    if not stat.S_ISDIR(mode):
-        kind = "a symbolic link" if stat.S_ISLNK(mode) else "not a directory"
-        raise UnsafeCheckpoint(
-            f"checkpoint directory {directory} is {kind}; the trainer never makes one and will "
-            "not follow it: remove it to train this run from the start"
-        )
-    return directory
+def checkpoint_directory(directory) -> CheckpointDirectory:
+    """A run's checkpoint directory: `directory` if it is a CheckpointDirectory (a results
+    store's, ResultsStore.checkpoints), else the directory of your own at that path
+    (CheckpointDirectory.at: its last component is never a symbolic link)."""
+    if isinstance(directory, CheckpointDirectory):
+        return directory
+    return CheckpointDirectory.at(directory)
 
 
-def save_checkpoint(path: Path, state: dict) -> None:
-    """Write a checkpoint atomically (a kill mid-write leaves the previous one intact), through
-    a fresh temporary file: never through a link someone put at a fixed name."""
-    fd, partial = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save(state, f)
-        os.replace(partial, path)
-    finally:
-        if os.path.lexists(partial):
-            os.unlink(partial)
+def checkpoint_file(where) -> tuple[CheckpointDirectory, str]:
+    """(directory, file name) of a checkpoint given as a checkpoint directory (its
+    LAST_CHECKPOINT) or as a file's path."""
+    if isinstance(where, CheckpointDirectory):
+        return where, LAST_CHECKPOINT
+    return CheckpointDirectory.at(Path(where).parent), Path(where).name
+
+
+def save_checkpoint(where, state: dict) -> None:
+    """Write a checkpoint atomically (a kill mid-write leaves the previous one intact) into
+    `where` (a checkpoint directory: its LAST_CHECKPOINT, or a file's path), through a fresh
+    temporary file made from the directory's handle: never through a link someone put there,
+    nor into a directory that replaced it (UnsafeCheckpoint)."""
+    directory, name = checkpoint_file(where)
+    directory.write(name, writer=lambda f: torch.save(state, f))
 
 
 # A checkpoint holds the model, the optimiser's state (at most two tensors per parameter
@@ -206,54 +201,58 @@ def checkpoint_bytes(model: nn.Module) -> int:
     return CHECKPOINT_MODEL_COPIES * size + CHECKPOINT_SLACK_BYTES
 
 
-def size_problem(f, max_bytes: int) -> str | None:
-    """Why the checkpoint in open file f is too large to read (its size, and the sizes its zip
-    archive declares for its members once unpacked), or None; f is left at its start."""
+def size_problem(data: bytes, max_bytes: int) -> str | None:
+    """Why the checkpoint `data` (a file's bytes) is too large to load (its size, and the sizes
+    its zip archive declares for its members once unpacked), or None."""
     limit = f"more than the {max_bytes:,} a checkpoint of this run can take"
-    size = os.fstat(f.fileno()).st_size
-    if size > max_bytes:
-        return f"it takes {size:,} bytes, {limit}"
+    if len(data) > max_bytes:
+        return f"it takes {len(data):,} bytes, {limit}"
     try:
-        with zipfile.ZipFile(f) as archive:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
             unpacked = sum(info.file_size for info in archive.infolist())
     except (zipfile.BadZipFile, OSError, ValueError) as err:
         return f"it is not the zip archive torch.save writes ({err})"
-    finally:
-        f.seek(0)
     if unpacked > max_bytes:
         return f"it unpacks to {unpacked:,} bytes, {limit}"
     return None
 
 
-def load_checkpoint(path: Path, device, max_bytes: int = MAX_CHECKPOINT_BYTES) -> dict | None:
-    """A checkpoint written by save_checkpoint, or None if there is none. Loaded with
-    weights_only=True (tensors and plain values only: nothing in it can run code) from a
-    regular file opened without following a symbolic link, after its size and the sizes its
-    archive declares are found within max_bytes; UnsafeCheckpoint for anything else."""
+def load_checkpoint(where, device, max_bytes: int = MAX_CHECKPOINT_BYTES) -> dict | None:
+    """The checkpoint save_checkpoint wrote into `where` (a checkpoint directory, or a file's
+    path), or None if there is none. Its bytes are read from a regular file opened from the
+    directory's handle without following a symbolic link, at most max_bytes of them, and
+    loaded with weights_only=True (tensors and plain values only: nothing in it can run code)
+    once the sizes its archive declares are found within max_bytes too; UnsafeCheckpoint for
+    anything else."""
+    directory, name = checkpoint_file(where)
+    path = directory.path / name
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except FileNotFoundError:
-        return None
+        data = directory.read(name, max_bytes)
+    except FileTooLarge as err:
+        limit = f"more than the {max_bytes:,} a checkpoint of this run can take"
+        raise UnsafeCheckpoint(
+            f"checkpoint {path} was not loaded: it takes {err.size:,} bytes, {limit}; remove it"
+        ) from err
     except OSError as err:
         raise UnsafeCheckpoint(
-            f"checkpoint {path} cannot be opened ({err.strerror}; a symbolic link is never "
-            "followed): remove it to train this run from the start"
+            f"checkpoint {path} cannot be opened ({err.strerror or err}; a symbolic link is "
+            "never followed, only a regular file is read): remove it to train this run from "
+            "the start"
         ) from err
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise UnsafeCheckpoint(f"checkpoint {path} is not a regular file: remove it")
-        problem = size_problem(f, max_bytes)
-        if problem is not None:
-            raise UnsafeCheckpoint(f"checkpoint {path} was not loaded: {problem}; remove it")
-        try:
-            state = torch.load(f, weights_only=True, map_location=device)
-        except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError) as err:
-            reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-            raise UnsafeCheckpoint(
-                f"checkpoint {path} is not a checkpoint this version writes and was not loaded "
-                f"(it holds more than tensors and plain values: {reason}); remove it to train "
-                "this run from the start"
-            ) from err
+    if data is None:
+        return None
+    problem = size_problem(data, max_bytes)
+    if problem is not None:
+        raise UnsafeCheckpoint(f"checkpoint {path} was not loaded: {problem}; remove it")
+    try:
+        state = torch.load(io.BytesIO(data), weights_only=True, map_location=device)
+    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError) as err:
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise UnsafeCheckpoint(
+            f"checkpoint {path} is not a checkpoint this version writes and was not loaded "
+            f"(it holds more than tensors and plain values: {reason}); remove it to train "
+            "this run from the start"
+        ) from err
     if not isinstance(state, dict) or not CHECKPOINT_KEYS <= state.keys():
         raise UnsafeCheckpoint(f"checkpoint {path} lacks {sorted(CHECKPOINT_KEYS)}: remove it")
     return state
@@ -272,7 +271,7 @@ def train(
     batch_size: int,
     seed: int,
     eval_every: int | None = None,
-    checkpoint_dir: str | os.PathLike | None = None,
+    checkpoint_dir: str | os.PathLike | CheckpointDirectory | None = None,
     checkpoint_every: int | None = None,
     extra_metrics: Callable[[nn.Module], Mapping[str, float]] | None = None,
     eval_batch_size: int = 256,
@@ -286,7 +285,8 @@ def train(
     optimizer: a make_optimizer config. Every `eval_every` steps (default: one epoch) and at the
     end, the test loss/accuracy and `extra_metrics(model)` are recorded (step 0 too). With a
     checkpoint_dir, state is saved every `checkpoint_every` steps (default: one epoch) and at the
-    end, and training resumes from the latest checkpoint there. device: where the model and
+    end, and training resumes from the latest checkpoint there (a path, or a results store's
+    ResultsStore.checkpoints(key): see checkpoint_directory). device: where the model and
     each batch go (the data stay where they are). target_train_accuracy: stop at the end of the
     first epoch whose minibatches were classified at least this well (history.reached_target);
     `steps` is then only the cap.
@@ -297,10 +297,10 @@ def train(
     model.to(device)
     opt = make_optimizer(model.parameters(), optimizer)
     history, step = History(), 0
-    checkpoint = None
+    checkpoints = None
     if checkpoint_dir:
-        checkpoint = checkpoint_directory(Path(checkpoint_dir)) / "last.pt"
-        state = load_checkpoint(checkpoint, device, checkpoint_bytes(model))
+        checkpoints = checkpoint_directory(checkpoint_dir)
+        state = load_checkpoint(checkpoints, device, checkpoint_bytes(model))
         if state is not None:
             try:
                 model.load_state_dict(state["model"])
@@ -309,8 +309,8 @@ def train(
                 history, step = History.from_state(state["history"]), int(state["step"])
             except (KeyError, TypeError, ValueError, RuntimeError) as err:
                 raise UnsafeCheckpoint(
-                    f"checkpoint {checkpoint} does not fit this run ({err}); remove it to train "
-                    "this run from the start"
+                    f"checkpoint {checkpoints.path / LAST_CHECKPOINT} does not fit this run "
+                    f"({err}); remove it to train this run from the start"
                 ) from err
 
     def record_eval():
@@ -323,10 +323,10 @@ def train(
         history.evals.append(row)
 
     def save():
-        if checkpoint is not None:
+        if checkpoints is not None:
             state = dict(model=model.state_dict(), optimizer=opt.state_dict(), step=step)
             state.update(rng=torch.get_rng_state(), history=history.to_state())
-            save_checkpoint(checkpoint, state)
+            save_checkpoint(checkpoints, state)
 
     if step == 0:
         record_eval()
