@@ -106,14 +106,16 @@ def frozen(final: float) -> dict[str, Curves]:
     return out
 
 
-def growing(slope, frozen_from: int | None = None) -> dict[str, Curves]:
+def growing(slope, frozen_from: int | None = None, flat_until: int = 0) -> dict[str, Curves]:
     """Groups whose ‖W_t‖ grows like t^0.2 and whose misalignment is ‖W_t‖^slope (a number or
-    one per seed); with `frozen_from`, ‖W_t‖ and the misalignment stop at that recorded step."""
+    one per seed); with `frozen_from`, ‖W_t‖ and the misalignment stop at that recorded step;
+    with `flat_until`, the misalignment stays flat before that step (a transient)."""
     slope = np.broadcast_to(np.asarray(slope, dtype=np.float64), (SEEDS,))
     norm = power_law(5.0, 0.2, scatter=0.01)
     if frozen_from is not None:
         norm[:, frozen_from:] = norm[:, [frozen_from]]
-    mis = 0.3 * (norm / norm[:, :1]) ** slope[:, None]
+    knee = int(np.searchsorted(STEPS, flat_until))
+    mis = 0.3 * (np.maximum(norm, norm[:, [knee]]) / norm[:, [knee]]) ** slope[:, None]
     return {k: group(alignment__2=1.0 - mis, norm__2=norm) for k in ("GD", "NGD")}
 
 
@@ -326,6 +328,8 @@ def cases() -> dict[str, list]:
             # misalignment flat while ‖W_t‖ grows: another direction
             (NOT_SUPPORTED, (growing(0.0), "1-alignment/2", -1.0, "W"), {}),
             (INCONCLUSIVE, (growing(straddling(-1.0)), "1-alignment/2", -1.0, "W"), {}),
+            # flat until step 900, then ∝ ‖W_t‖^-2: the second half of the steps decides
+            (SUPPORTED, (growing(-2.0, flat_until=900), "1-alignment/2", -1.0, "W"), {}),
             # ‖W_t‖ stops at the second recorded step: nothing to fit
             (INCONCLUSIVE, (growing(-2.0, frozen_from=2), "1-alignment/2", -1.0, "W"), {}),
         ],
