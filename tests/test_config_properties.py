@@ -353,6 +353,13 @@ def test_a_rate_of_1e300_ends_in_finished_finite_or_diverged_runs(tmp_path, name
     st.sampled_from([1, 2]),
     st.sampled_from([1, 2]),
 )
+@example("md-local", 1, 1)
+@pytest.mark.xfail(
+    strict=True,
+    reason="md-local n = 1, T = 2, d = 1: after training, engine/measure.py:73 raises "
+    "'optimal token of sample 0 is tied between tokens 0 and 1' (d = 1 ties the tokens; "
+    "no field named); an ngd-fixed shape also fails (not yet isolated)",
+)
 def test_degenerate_shapes_and_one_step_runs_end_in_a_summary_or_one_line(
     tmp_path_factory, name, n, d
 ):
