@@ -120,6 +120,9 @@ def margin_fractions(records, config: Config) -> dict[str, np.ndarray]:
             continue
         problem = dm(**shape, seed=record.config["data"]["seed"])
         v, v_mm = record.arrays["final_v"], record.arrays["v_mm_2"]
+        largest = np.max(np.abs(v))
+        if largest > 0:  # the margin is scale-free; near the float range opt @ v is not
+            v = v / largest
         opt = problem.X[np.arange(config.n), problem.opt]
         margin = np.min(problem.y * (opt @ v)) / np.linalg.norm(v)
         name = record.config["algorithm"]["name"]

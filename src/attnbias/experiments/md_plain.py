@@ -10,6 +10,7 @@ the SVM of every p.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -111,8 +112,10 @@ def polylog_reach(c: Curves, metric: str, window, level: float) -> float:
     """The step by which the mean `metric`, falling from its last value at its own fitted rate
     (log t)^b (b: the mean exponent over `window`), reaches `level`; NaN for a rate that does
     not fall."""
-    b = float(np.nanmean(exponents(c, metric, window)))
-    last = float(np.mean(c.values[metric][:, -1]))
+    with warnings.catch_warnings():  # no runs, or too few steps in the window: NaN, no warning
+        warnings.simplefilter("ignore", RuntimeWarning)
+        b = float(np.nanmean(exponents(c, metric, window)))
+        last = float(np.mean(c.values[metric][:, -1]))
     if not b < 0 or not last > 0:
         return float("nan")
     return float(np.exp(np.log(c.steps[-1]) * (level / last) ** (1.0 / b)))
