@@ -84,3 +84,18 @@ def test_the_written_register_shows_its_forest_plot(tmp_path):
     found = {"md-local": {"claims": summary_claims()["md-local"]}}
     text = claims_register.register_markdown(found, "c", "figures/claims_forest.png")
     assert text.count("![every measured claim part") == 1
+
+
+def test_points_are_grouped_by_experiment_and_the_paper_their_entry_cites():
+    from attnbias.experiments import claims_register
+
+    part = {"rule": {"threshold": 1.0, "comparison": ">"}, "status": "supported",
+            "effect": {"estimate": 3.0, "low": 2.0, "high": 4.0, "n": 5}}  # fmt: skip
+    found = {
+        "text-md": {"claims": [{**part, "id": "text-md/best-accuracy"},
+                               {**part, "id": "text-md/sparsity-scale-free"}]},
+        "vision": {"claims": [{**part, "id": "vision/norm-growth-mnist"}]},
+    }  # fmt: skip
+    groups = [p.group for p in forest.points(claims_register.forest_claims(found))]
+    assert groups == ["text-md · MD", "text-md · ours", "vision · NGD"]
+    assert [p.group for p in forest.points({"x": [{**part, "id": "x/a"}]})] == ["x"]

@@ -747,7 +747,13 @@ def write_claims_register(args) -> int:
     from .cli_claims import VERDICTS, chosen, chosen_register
     from .experiments import forest
     from .experiments.base import experiment_names
-    from .experiments.claims_register import FOREST, claims_markdown, register_markdown, summaries
+    from .experiments.claims_register import (
+        FOREST,
+        claims_markdown,
+        forest_claims,
+        register_markdown,
+        summaries,
+    )
 
     experiments = chosen(args.experiment, experiment_names(), "--experiment")
     verdicts = chosen(args.verdict, list(VERDICTS), "--verdict")
@@ -779,8 +785,7 @@ def write_claims_register(args) -> int:
     with tempfile.TemporaryDirectory() as drawing:
         # the forest plot is drawn aside first: it is placed only if the register is written
         found = summaries(root)
-        claims = {name: summary.get("claims", []) for name, summary in found.items()}
-        drawn = forest.draw(claims, Path(drawing), FOREST, formats=("png",))
+        drawn = forest.draw(forest_claims(found), Path(drawing), FOREST, formats=("png",))
         figure = f"figures/{FOREST}.png" if drawn else None
         command = f"attnbias claims --out {root} --write {args.write}"
         encoded = register_markdown(found, command, figure).encode()

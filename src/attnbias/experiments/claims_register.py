@@ -683,11 +683,20 @@ def write_claims(root: str | Path, path: str | Path, command: str) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     found = summaries(Path(root))
-    claims = {name: summary.get("claims", []) for name, summary in found.items()}
-    drawn = forest.draw(claims, path.parent / "figures", FOREST, formats=("png",))
+    drawn = forest.draw(forest_claims(found), path.parent / "figures", FOREST, formats=("png",))
     figure = f"figures/{FOREST}.png" if drawn else None
     path.write_text(register_markdown(found, command, figure))
     return path
+
+
+def forest_claims(found: dict[str, dict]) -> dict[str, list[dict]]:
+    """The claims of the summaries `found`, by experiment, each marked with the paper its
+    register entry cites ("paper"), so that the forest plot groups by experiment and paper."""
+    out = {}
+    for name, summary in found.items():
+        papers = {c.get("id"): entry.paper for entry in REGISTER for c in matching(entry, summary)}
+        out[name] = [{**c, "paper": papers.get(c.get("id"), "")} for c in summary.get("claims", [])]
+    return out
 
 
 def claims_markdown(root: str | Path, command: str) -> str:

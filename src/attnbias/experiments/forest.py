@@ -86,15 +86,18 @@ def points(claims_by_experiment: dict[str, list[dict]]) -> list[Point]:
                     continue
                 suffix = f" #{k + 1}" if len(parts) > 1 else ""
                 label = f"{claim.get('id') or experiment}{suffix}"
-                out.append(Point(label, experiment, part.get("status", INCONCLUSIVE), *where))
+                paper = claim.get("paper")  # the paper its register entry cites, where given
+                group = f"{experiment} · {paper}" if paper else experiment
+                out.append(Point(label, group, part.get("status", INCONCLUSIVE), *where))
     return out
 
 
 CAPTION = (
-    "Every measured claim part, grouped by experiment: its estimate and 95 % interval on one "
-    "axis where the rule's threshold is 0 and the claim's side is to the right (circles: "
-    "log10 of value over threshold; squares: the difference from the threshold scaled to its "
-    "largest size; triangles at the edge: beyond ±6), coloured by the part's verdict."
+    "Every measured claim part, grouped by experiment and the paper its claim cites: its "
+    "estimate and 95 % interval on one axis where the rule's threshold is 0 and the claim's "
+    "side is to the right (circles: log10 of value over threshold; squares: the difference "
+    "from the threshold scaled to its largest size; triangles at the edge: beyond ±6), "
+    "coloured by the part's verdict."
 )
 
 
