@@ -279,6 +279,8 @@ def trained(name: str, overrides: dict, out) -> dict | None:
         return None
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no "Mean of empty slice", no overflow
+        # a figure's layout that cannot fit is cosmetic, not a number (reexamine-muon at 1e-300)
+        warnings.filterwarnings("ignore", "constrained_layout not applied", UserWarning)
         try:
             summary = run_experiment(config, out)
         except SweepTooLarge as err:
