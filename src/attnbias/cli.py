@@ -21,7 +21,7 @@ from pathlib import Path
 # start-up stay well under a second. torch, numpy, scipy, cvxpy (through experiments, claims,
 # svm, store) are imported by the commands that use them (tests/test_cli_startup.py).
 from . import __version__, log
-from .defaults import CONNECT_TIMEOUT, DEFAULT_MAX_MEMORY_GB
+from .defaults import CONNECT_TIMEOUT, DEFAULT_MAX_MEMORY_GB, INSTALL_REAL
 
 try:
     import tomllib
@@ -36,7 +36,6 @@ NORMS = (
     "nuc (nuclear: sum of singular values)"
 )
 LONG_MINUTES = 3  # `reproduce` states the scale and estimated time of longer experiments
-INSTALL_REAL = "pip install 'attnbias[real]' (in a clone: pip install -e '.[real]')"
 
 # Python modules of the `real` extra each real-data experiment needs; an experiment module may
 # also define check_data(config), which raises DataMissingError saying what to install.

