@@ -134,4 +134,12 @@ def solve_max_margin(A, norm_type, labels, lifted=None, conic=None, rank_one=Non
             RuntimeWarning,
             stacklevel=3,
         )
-    return Solved(w / scale, lam / scale, status, kkt, time.perf_counter() - start, solver)
+    with np.errstate(over="ignore"):  # checked below: rows this short put w beyond float64
+        w, lam = w / scale, lam / scale
+    if not (np.isfinite(w).all() and np.isfinite(lam).all()):
+        raise SVMSolveError(
+            f"the max-margin solution (norm {norm_type}) lies beyond the float64 range: the "
+            f"constraint vectors are {scale:.3g} long, so w is about 1/{scale:.3g}; scale the "
+            "inputs up"
+        )
+    return Solved(w, lam, status, kkt, time.perf_counter() - start, solver)
