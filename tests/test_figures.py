@@ -17,7 +17,7 @@ from matplotlib.mathtext import MathTextParser
 
 from attnbias.experiments import SYNTHETIC, atlas, load_config, plotting, run_experiment
 from attnbias.experiments.runs import Curves
-from attnbias.figures import FORMATS, save_figure, thin_log_minor_ticks
+from attnbias.figures import FORMATS, drawing_formats, save_figure, thin_log_minor_ticks
 from attnbias.store import FIGURE_SUFFIXES, MANIFEST, manifest_problem
 from test_experiments import TINY
 
@@ -77,7 +77,8 @@ def check_outputs(summary: dict, out: Path) -> None:
 
 
 def run_tiny(name: str, tmp_path: Path, saved) -> dict:
-    summary = run_experiment(load_config(name, quick=True, overrides=TINY[name]), tmp_path)
+    config = load_config(name, quick=True, overrides=TINY[name])
+    summary = run_experiment(config, tmp_path, figure_formats=FORMATS)  # PNG alone by default
     assert saved, "no figure was saved"
     for fig, formats in saved.items():
         assert problems(fig) == [], formats
@@ -119,7 +120,8 @@ def test_atlas_heatmap_marks_each_own_norm_cell(tmp_path, saved):
         })
         for name in names
     }  # fmt: skip
-    paths = atlas.figure(groups, labels, own, tmp_path)
+    with drawing_formats(FORMATS):
+        paths = atlas.figure(groups, labels, own, tmp_path)
     assert {Path(p).name for p in paths} == {
         f"{stem}.{ext}" for stem in ("atlas", "atlas-curves") for ext in FORMATS
     }
@@ -214,9 +216,9 @@ def test_vector_files_beside_the_png_same_bytes_each_time(tmp_path):
             ax.set_yscale("log")
         return fig
 
-    paths = save_figure(draw(), tmp_path / "a", "f")
+    paths = save_figure(draw(), tmp_path / "a", "f", formats=FORMATS)
     assert [Path(p).suffix for p in paths] == list(FIGURE_SUFFIXES) == [".png", ".pdf", ".svg"]
-    again = save_figure(draw(), tmp_path / "b", "f")
+    again = save_figure(draw(), tmp_path / "b", "f", formats=FORMATS)
     for first, second in zip(paths, again):  # no dates, no random ids: reproducible bytes
         assert Path(first).read_bytes() == Path(second).read_bytes(), first
     assert save_figure(draw(), tmp_path, "g", formats=("svg",)) == [str(tmp_path / "g.svg")]
@@ -247,7 +249,8 @@ def test_atlas_figure_with_every_run_diverged_still_draws(tmp_path):
     steps = np.array([0, 1, 10])
     empty = {f"gap/{lab}": np.empty((0, 3)) for lab in ("2", "inf")}
     groups = {"NGD": Curves(steps, empty, diverged=2), "SignGD": Curves(steps, empty, diverged=2)}
-    paths = atlas.figure(groups, ["2", "inf"], {"NGD": "2", "SignGD": "inf"}, tmp_path)
+    with drawing_formats(FORMATS):
+        paths = atlas.figure(groups, ["2", "inf"], {"NGD": "2", "SignGD": "inf"}, tmp_path)
     assert {Path(p).name for p in paths} == {
         f"{stem}.{ext}" for stem in ("atlas", "atlas-curves") for ext in FORMATS
     }

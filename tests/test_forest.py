@@ -67,7 +67,8 @@ def test_every_measured_part_is_a_point_with_its_verdict(tmp_path):
         ("md-local/b #2", "not supported"),
     ]  # the unmeasured part and the claim with no parts are not drawn
     assert drawn[2].high < 0 < drawn[1].low
-    paths = forest.draw(summary_claims(), tmp_path)
+    assert [p.rsplit(".", 1)[1] for p in forest.draw(summary_claims(), tmp_path)] == ["png"]
+    paths = forest.draw(summary_claims(), tmp_path, formats=("png", "pdf", "svg"))
     assert sorted(p.rsplit(".", 1)[1] for p in paths) == ["pdf", "png", "svg"]
     assert forest.draw({"x": []}, tmp_path / "none") == []
 

@@ -176,7 +176,7 @@ def test_quick_experiment_runs_and_resumes(tmp_path, name):
     summary = run_experiment(config, tmp_path)
     assert summary["claims"] and all(c["status"] in STATUSES for c in summary["claims"])
     assert (tmp_path / "summary.json").exists()
-    assert list(tmp_path.glob("*.png")) and list(tmp_path.glob("*.pdf"))
+    assert list(tmp_path.glob("*.png")) and not list(tmp_path.glob("*.pdf"))  # PNG by default
     runs = sorted(p.name for p in (tmp_path / "runs").iterdir())
     assert not (tmp_path / "checkpoints").exists() or not any((tmp_path / "checkpoints").iterdir())
     again = run_experiment(config, tmp_path)  # every run is stored: nothing retrains

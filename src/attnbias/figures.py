@@ -1,10 +1,15 @@
-"""Saving figures: every figure of the package is written by `save_figure`, as PNG (for the
-Markdown reports) and as PDF and SVG (vector, for a paper), in the formats the results store
-publishes (`store.FIGURE_SUFFIXES`)."""
+"""Saving figures: every figure of the package is written by `save_figure`, as PNG (what the
+Markdown reports embed) and, when asked for, as PDF and SVG (vector, for a paper): the formats
+the results store publishes (`store.FIGURE_SUFFIXES`). A sweep draws PNG alone by default
+(each vector format costs another rendering of every figure); `drawing_formats` (the command
+line's `--figure-formats png,pdf,svg`) chooses others for what is drawn inside it."""
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
+from collections.abc import Iterable, Iterator
 from functools import partial
 from pathlib import Path
 
@@ -20,6 +25,9 @@ from .store import FIGURE_SUFFIXES, write_into
 logger = logging.getLogger(__name__)
 
 FORMATS = tuple(suffix[1:] for suffix in FIGURE_SUFFIXES)
+# What a run draws unless asked for more: the PNG the reports embed.
+DEFAULT_FORMATS = ("png",)
+_formats = contextvars.ContextVar("figure_formats", default=DEFAULT_FORMATS)
 # Minor ticks of a log axis at 2 and 5 times each power of ten: matplotlib's 2, 3, ..., 9 made
 # the minor ticks about a third of the drawing time of md-local's twelve log-log panels.
 LOG_MINOR_SUBS = (2.0, 5.0)
@@ -27,15 +35,54 @@ LOG_MINOR_SUBS = (2.0, 5.0)
 _METADATA = {"png": {}, "pdf": {"CreationDate": None, "ModDate": None}, "svg": {"Date": None}}
 
 
-def save_figure(fig, out: str | Path, name: str, dpi: int = 130, formats=FORMATS) -> list[str]:
-    """Write out/name.<format> for each of `formats` (default: png, pdf, svg), close the
-    figure; returns their paths. Each file is written fresh and renamed in through a handle of
-    `out` (store.write_into: never through a link; a staging directory through its store's
-    handles). The layout is computed once and then frozen, so each further format costs one
-    rendering, not another layout pass."""
-    unknown = [f for f in formats if f not in FORMATS]
-    if unknown or not formats:
-        raise ValueError(f"save_figure: formats must be some of {FORMATS}, got {formats!r}")
+def checked_formats(formats, name: str = "formats") -> tuple[str, ...]:
+    """`formats` as a tuple of some of FORMATS (a comma-separated string is split), in the
+    order given, each once; TypeError or ValueError naming `name` otherwise."""
+    if isinstance(formats, str):
+        formats = [f.strip() for f in formats.split(",")]
+    if not isinstance(formats, Iterable) or not all(isinstance(f, str) for f in formats):
+        raise TypeError(f"{name} must be format names, some of {FORMATS}, got {formats!r}")
+    chosen = tuple(dict.fromkeys(formats))
+    unknown = [f for f in chosen if f not in FORMATS]
+    if unknown or not chosen:
+        raise ValueError(
+            f"{name} must be some of {', '.join(FORMATS)}, comma-separated, got {unknown or ''!r}"
+        )
+    return chosen
+
+
+def current_formats() -> tuple[str, ...]:
+    """The formats `save_figure` draws when it is not told: DEFAULT_FORMATS, or those of the
+    innermost `drawing_formats`."""
+    return _formats.get()
+
+
+@contextlib.contextmanager
+def drawing_formats(formats) -> Iterator[tuple[str, ...]]:
+    """Inside it, `save_figure` draws `formats` (checked: `checked_formats`) by default."""
+    token = _formats.set(checked_formats(formats))
+    try:
+        yield _formats.get()
+    finally:
+        _formats.reset(token)
+
+
+def lacking_formats(paths: Iterable[str], formats: Iterable[str]) -> bool:
+    """Whether some figure among `paths` (files named NAME.FORMAT) lacks one of `formats`."""
+    drawn: dict[str, set[str]] = {}
+    for path in paths:
+        drawn.setdefault(str(Path(path).with_suffix("")), set()).add(Path(path).suffix[1:])
+    return any(not set(formats) <= found for found in drawn.values())
+
+
+def save_figure(fig, out: str | Path, name: str, dpi: int = 130, formats=None) -> list[str]:
+    """Write out/name.<format> for each of `formats` (default: `current_formats()`, PNG
+    unless a `drawing_formats` chose others), close the figure; returns their paths. Each
+    file is written fresh and renamed in through a handle of `out` (store.write_into: never
+    through a link; a staging directory through its store's handles). The layout is computed
+    once and then frozen, so each further format costs one rendering, not another layout
+    pass."""
+    formats = current_formats() if formats is None else checked_formats(formats)
     out = Path(out)
     paths = [out / f"{name}.{ext}" for ext in formats]
     logger.info("drawing figure %s (%s)", name, ", ".join(formats))

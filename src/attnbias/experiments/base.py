@@ -281,25 +281,33 @@ def run_experiment(
     out: str | Path,
     reuse_from: str | Path | None = None,
     cluster=None,
+    figure_formats=None,
 ) -> dict:
     """Run the experiment a resolved config names and publish its outputs under out (see
     store.py for the layout); returns the summary.
 
     If out already publishes this config, made by this code version from runs that are all
-    still stored, that summary is returned without loading a run (out may be read-only).
+    still stored, with its figures in each of `figure_formats`, that summary is returned
+    without loading a run (out may be read-only).
     Otherwise out is locked (StoreBusy if another process writes it), damaged runs are redone,
     and config, summary, metrics table and figures are written to a staging directory and
     published together. reuse_from: another results directory (it may be read-only) whose
     intact runs are copied in first instead of being trained again. cluster: an
     engine.cluster.Cluster or a distributed.Client: the experiment's sweep chunks, or
     training runs, are sent to its workers, which write into out (a directory they all
-    reach); the outputs are the same as in-process (docs/CLUSTER.md)."""
+    reach); the outputs are the same as in-process (docs/CLUSTER.md). figure_formats: the
+    formats figures are drawn in (`figures.checked_formats`; default: `figures.current_formats()`,
+    PNG alone unless a `figures.drawing_formats` chose others)."""
+    # (imported here: matplotlib is loaded only by commands that draw)
+    from ..figures import checked_formats, current_formats, drawing_formats, lacking_formats
+
+    formats = current_formats() if figure_formats is None else checked_formats(figure_formats)
     config = validate_config(config)
     out = Path(out)
     store = ResultsStore(out)
     identity = {"config_hash": config_key(config.to_dict()), "code_version": code_version()}
     current = published_summary(store, identity)
-    if current is not None:
+    if current is not None and not lacking_formats(current.get("figures", []), formats):
         return current
     check_memory = getattr(config, "check_memory", None)  # before any problem or run is built
     if check_memory is not None:
@@ -308,7 +316,7 @@ def run_experiment(
         with store.lock():
             if reuse_from is not None:
                 store.copy_runs_from(ResultsStore(reuse_from))
-            with using(cluster):
+            with using(cluster), drawing_formats(formats):
                 return publish_run(store, config, identity)
     except StoreReadOnly as err:
         raise StoreReadOnly(

@@ -108,7 +108,7 @@ def draw(
     formats: tuple[str, ...] | None = None,
     title: str = "Claims register",
 ):
-    """Draw the forest plot, headed `title`, into out/name.<format> (default: png, pdf, svg);
+    """Draw the forest plot, headed `title`, into out/name.<format> (formats: as `save_figure`'s);
     returns the paths written (none when no part was measured)."""
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
@@ -159,4 +159,4 @@ def draw(
         fontsize=10,
         pad=34,
     )
-    return save_figure(fig, out, name, **({"formats": formats} if formats else {}))
+    return save_figure(fig, out, name, formats=formats)
