@@ -1,9 +1,13 @@
 """Hostile inputs, third round (issue 28): what a careless user and a hostile co-user still
 found. Each test fails without its fix."""
 
+import copy
+
 import numpy as np
 import pytest
+import torch
 
+from attnbias.optim import MirrorDescent
 from attnbias.svm import SVMSolveError, att_svm
 
 
@@ -26,3 +30,42 @@ def test_a_solution_beyond_the_float64_range_is_refused_not_reported_optimal():
     reference = att_svm(**feasible_problem(), norm=2)
     assert result.status == "optimal"
     assert result.norm == pytest.approx(reference.norm * 1e300, rel=1e-9)
+
+
+def stepped_mirror_descent():
+    """A MirrorDescent (p = 3) on two parameters after two steps, and its parameters."""
+    torch.manual_seed(0)
+    params = [torch.nn.Parameter(torch.randn(3, 4, dtype=torch.float64)) for _ in range(2)]
+    opt = MirrorDescent(params, lr=0.1, p=3.0)
+    for _ in range(2):
+        opt.zero_grad()
+        sum((w**2).sum() for w in params).backward()
+        opt.step()
+    return opt, params
+
+
+@pytest.mark.parametrize(
+    "forged, problem",
+    [
+        (lambda dual: torch.tensor(5.0, dtype=torch.float64), r"has shape \(\), its parameter"),
+        (lambda dual: dual.to_sparse(), "is a torch.sparse_coo tensor, not a dense one"),
+        (lambda dual: torch.empty_like(dual, device="meta"), "is a meta tensor, not a dense one"),
+    ],
+    ids=["scalar", "sparse", "meta"],
+)
+def test_optimiser_state_tensors_must_be_dense_and_shaped_like_their_parameter(forged, problem):
+    # a scalar dual was accepted (the step silently rebuilt it from w); sparse and meta
+    # tensors ended in NotImplementedError / RuntimeError from inside the finiteness check
+    opt, _ = stepped_mirror_descent()
+    saved = opt.state_dict()
+    state = copy.deepcopy(saved)
+    state["state"][0]["dual"] = forged(state["state"][0]["dual"])
+    with pytest.raises(ValueError, match=problem):
+        opt.load_state_dict(state)
+    after = opt.state_dict()
+    assert after["param_groups"] == saved["param_groups"]
+    assert all(
+        torch.equal(after["state"][i][key], saved["state"][i][key])
+        for i in saved["state"]
+        for key in saved["state"][i]
+    )

@@ -264,7 +264,9 @@ def state_value_problem(key, value, w: torch.Tensor, values: dict, group: dict) 
         return f"is a {type(value).__name__}, not a tensor or a number"
     if not (value.is_floating_point() or value.dtype in (torch.int64, torch.int32)):
         return f"is a {value.dtype} tensor"
-    if value.dim() > 0 and value.shape != w.shape:
+    if value.layout != torch.strided or value.is_meta:  # no values to check, or none at all
+        return f"is a {'meta' if value.is_meta else value.layout} tensor, not a dense one"
+    if value.shape != w.shape:  # a scalar too: every state tensor holds one value an entry
         return f"has shape {tuple(value.shape)}, its parameter {tuple(w.shape)}"
     if not value.is_floating_point():
         return None
