@@ -6,7 +6,6 @@ behind it."""
 
 import os
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -17,32 +16,18 @@ from attnbias.experiments.real_runs import CHOSEN_FILE, ValidationChooser
 from attnbias.real.records import history_table
 from attnbias.real.train import (
     LAST_CHECKPOINT,
-    TensorData,
     UnsafeCheckpoint,
     load_checkpoint,
     save_checkpoint,
     train,
 )
 from attnbias.store import CheckpointDirectory, ResultsStore, config_key
+from tiny_model import Tiny, tiny_data
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 RUN = {"experiment": "tiny", "seed": 0}
 KEY = config_key(RUN)
-
-
-class Tiny(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.linear = torch.nn.Linear(3, 2)
-
-    def forward(self, x):
-        return SimpleNamespace(logits=self.linear(x))
-
-
-def tiny_data() -> TensorData:
-    x = torch.randn(8, 3, generator=torch.Generator().manual_seed(0))
-    return TensorData({"x": x}, (x[:, 0] > 0).long())
 
 
 def trainer(steps: int = 4, while_training=None, chooser: bool = False):
@@ -69,11 +54,10 @@ def trainer(steps: int = 4, while_training=None, chooser: bool = False):
     return train_fn
 
 
-def staged(tmp_path: Path) -> tuple[ResultsStore, ResultsStore, Path]:
-    """(the experiment's store, the store of its staging directory, that directory)."""
+def staged(tmp_path: Path) -> tuple[ResultsStore, ResultsStore]:
+    """(the experiment's store, the store of its staging directory)."""
     store = ResultsStore(tmp_path / "res" / "tiny")
-    stage = store.staging()
-    return store, ResultsStore(stage), stage
+    return store, ResultsStore(store.staging())
 
 
 def outside(tmp_path: Path) -> Path:
@@ -89,26 +73,26 @@ def untouched(place: Path) -> None:
 
 
 def test_a_run_trains_resumes_and_leaves_no_checkpoints_through_the_store(tmp_path):
-    store, stage_store, stage = staged(tmp_path)
+    store, stage_store = staged(tmp_path)
     seen = []
 
     def look(step):
         if step == 2:  # step 1's checkpoint is saved, in the store's own directory
             seen.extend(os.listdir(store.directory / "checkpoints" / KEY))
 
-    record = real_runs.run_once(stage_store, RUN, stage, trainer(while_training=look))
+    record = real_runs.run_once(stage_store, RUN, trainer(while_training=look))
     assert record.status == "finished" and seen == [LAST_CHECKPOINT]
     assert not (store.directory / "checkpoints" / KEY).exists()  # superseded by the run
 
 
 def test_a_link_planted_at_the_checkpoints_directory_before_the_run_is_not_followed(tmp_path):
-    store, stage_store, stage = staged(tmp_path)
+    store, stage_store = staged(tmp_path)
     place = outside(tmp_path)
     (place / KEY).mkdir()  # what the link leads the run's checkpoints into
     (store.directory / "checkpoints").rmdir()
     (store.directory / "checkpoints").symlink_to(place)
     with pytest.raises(UnsafeCheckpoint, match="symbolic link"):
-        real_runs.run_once(stage_store, RUN, stage, trainer())
+        real_runs.run_once(stage_store, RUN, trainer())
     assert os.listdir(place / KEY) == []
     (place / KEY).rmdir()
     untouched(place)
@@ -118,7 +102,7 @@ def test_a_link_planted_at_the_checkpoints_directory_before_the_run_is_not_follo
 def test_a_directory_swapped_for_a_link_between_two_checkpoints_is_not_written_through(
     tmp_path, swapped
 ):
-    store, stage_store, stage = staged(tmp_path)
+    store, stage_store = staged(tmp_path)
     place = outside(tmp_path)
     behind = place / KEY if swapped == "checkpoints" else place  # where the link leads them
     behind.mkdir(exist_ok=True)
@@ -130,7 +114,7 @@ def test_a_directory_swapped_for_a_link_between_two_checkpoints_is_not_written_t
             path.symlink_to(place)
 
     with pytest.raises(UnsafeCheckpoint, match="symbolic link"):
-        real_runs.run_once(stage_store, RUN, stage, trainer(while_training=swap))
+        real_runs.run_once(stage_store, RUN, trainer(while_training=swap))
     if behind != place:
         assert os.listdir(behind) == []
         behind.rmdir()
@@ -141,7 +125,7 @@ def test_a_directory_swapped_for_a_link_between_two_checkpoints_is_not_written_t
 
 
 def test_a_checkpoint_directory_replaced_by_another_directory_is_not_written_into(tmp_path):
-    store, stage_store, stage = staged(tmp_path)
+    store, stage_store = staged(tmp_path)
     checkpoints = store.directory / "checkpoints" / KEY
 
     def replace(step):
@@ -150,18 +134,18 @@ def test_a_checkpoint_directory_replaced_by_another_directory_is_not_written_int
             checkpoints.mkdir()  # the co-user's own, inside the root
 
     with pytest.raises(UnsafeCheckpoint, match="replaced by another while the run trained"):
-        real_runs.run_once(stage_store, RUN, stage, trainer(while_training=replace))
+        real_runs.run_once(stage_store, RUN, trainer(while_training=replace))
     assert os.listdir(checkpoints) == []
 
 
 def test_the_chooser_reads_no_chosen_file_behind_a_planted_link(tmp_path):
-    store, stage_store, stage = staged(tmp_path)
+    store, stage_store = staged(tmp_path)
     place = outside(tmp_path)
     # a chosen.npz of another test set: read, it would be refused as not this run's
     np.savez(place / CHOSEN_FILE, val_accuracy=1.0, val_loss=0.0, test_predicted=np.zeros(3))
     (store.directory / "checkpoints" / KEY).symlink_to(place)
     with pytest.raises(UnsafeCheckpoint, match="symbolic link"):
-        real_runs.run_once(stage_store, RUN, stage, trainer(chooser=True))
+        real_runs.run_once(stage_store, RUN, trainer(chooser=True))
     assert sorted(os.listdir(place)) == [CHOSEN_FILE, "mine"]
 
 

@@ -385,7 +385,7 @@ def test_real_data_runs_are_one_task_each_and_a_retry_resumes_from_the_checkpoin
         return metrics, {}, {"resumed_from": int(half), "pid": os.getpid()}
 
     with using(client):
-        records = [run_once(store, {"seed": s}, tmp_path, train_fn) for s in (1, 2)]
+        records = [run_once(store, {"seed": s}, train_fn) for s in (1, 2)]
     assert all(isinstance(r, RemoteRun) for r in records)
     for r in records:
         assert r.status == "finished" and r.info["resumed_from"] != r.info["pid"]

@@ -9,7 +9,6 @@ import threading
 import tracemalloc
 import zipfile
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -21,12 +20,11 @@ from attnbias.engine import memory
 from attnbias.npz import load_npz
 from attnbias.optim import MirrorDescent, NormalizedGD, SignGD, SpectralDescent, SteepestDescent
 from attnbias.real.train import (
-    TensorData,
     UnsafeCheckpoint,
     checkpoint_bytes,
     load_checkpoint,
-    train,
 )
+from tiny_model import Tiny, train_tiny
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -350,23 +348,6 @@ def test_config_integers_that_feed_sizes_are_bounded(tmp_path, capsys, field, va
 # --- checkpoints: sized before torch.load ---------------------------------------------------------
 
 
-class Tiny(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.linear = torch.nn.Linear(3, 2)
-
-    def forward(self, x):
-        return SimpleNamespace(logits=self.linear(x))
-
-
-def train_tiny(checkpoints: Path, steps: int = 2):
-    torch.manual_seed(0)
-    x = torch.randn(8, 3, generator=torch.Generator().manual_seed(0))
-    data = TensorData({"x": x}, (x[:, 0] > 0).long())
-    return train(Tiny(), data, None, {"name": "sgd", "lr": 0.1}, steps=steps, batch_size=4,
-                 seed=0, checkpoint_dir=checkpoints, progress=False)  # fmt: skip
-
-
 def test_a_checkpoint_that_unpacks_beyond_its_run_is_refused_before_loading(tmp_path):
     # 300 MB of zeros deflated to a fraction of a MB, where a run of 8 parameters writes kB
     with zipfile.ZipFile(tmp_path / "last.pt", "w", zipfile.ZIP_DEFLATED) as archive:
@@ -375,9 +356,9 @@ def test_a_checkpoint_that_unpacks_beyond_its_run_is_refused_before_loading(tmp_
                 member.write(bytes(10**6))
     assert (tmp_path / "last.pt").stat().st_size < 10**6
     with pytest.raises(UnsafeCheckpoint, match=r"unpacks to 300,000,000 bytes, more than the"):
-        train_tiny(tmp_path)
+        train_tiny(tmp_path, steps=2)
     (tmp_path / "last.pt").unlink()
-    train_tiny(tmp_path)  # the run's own checkpoint is within its bound, and resumes
+    train_tiny(tmp_path, steps=2)  # the run's own checkpoint is within its bound, and resumes
     assert load_checkpoint(tmp_path / "last.pt", "cpu", checkpoint_bytes(Tiny()))["step"] == 2
     with pytest.raises(UnsafeCheckpoint, match=r"it takes [\d,]+ bytes, more than the 100 a"):
         load_checkpoint(tmp_path / "last.pt", "cpu", max_bytes=100)

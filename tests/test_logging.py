@@ -179,13 +179,13 @@ def test_progress_is_a_bar_on_a_terminal_and_off_when_the_logger_is_quiet(monkey
 
 def test_real_training_logs_steps_and_loss_when_redirected(monkeypatch, caplog, tmp_path):
     from attnbias.real.train import train
-    from test_security import TinyClassifier, tiny_data  # the tiny model of the checkpoint tests
+    from tiny_model import Tiny, tiny_data
 
     monkeypatch.setattr(log, "stderr_is_terminal", lambda: False)
     monkeypatch.setattr(log, "monotonic", Clock(1.0))
     monkeypatch.setenv(log.PROGRESS_SECONDS_ENV, "1")
     with caplog.at_level(logging.INFO, "attnbias"):
-        train(TinyClassifier().float(), tiny_data(), None, {"name": "sgd", "lr": 0.1}, steps=4,
+        train(Tiny(), tiny_data(), None, {"name": "sgd", "lr": 0.1}, steps=4,
               batch_size=4, seed=0, desc="tiny")  # fmt: skip
     lines = [r.getMessage() for r in caplog.records if r.name == "attnbias.real.train"]
     assert lines[0] == "tiny: starting: 4 steps"

@@ -195,7 +195,7 @@ def test_real_data_workers_get_no_link_swapped_in_after_the_store_was_checked(
     cluster = FakeCluster()
     monkeypatch.setattr(real_runs, "active_cluster", lambda: cluster)
     with pytest.raises(Refused):
-        real_runs.run_once(staged, {"a": 1}, stage, lambda checkpoints: None)
+        real_runs.run_once(staged, {"a": 1}, lambda checkpoints: None)
     directory = store.directory.absolute()
     assert cluster.paths == [directory, directory]  # the worker's store reaches checkpoints/KEY
 

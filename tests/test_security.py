@@ -10,7 +10,6 @@ import sys
 import tempfile
 import zipfile
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -22,7 +21,7 @@ from attnbias.cli import main
 from attnbias.data import gaussian_unit
 from attnbias.experiments.report import write_report
 from attnbias.npz import ArrayTooLarge, load_npz
-from attnbias.real.train import TensorData, UnsafeCheckpoint, save_checkpoint, train
+from attnbias.real.train import UnsafeCheckpoint, save_checkpoint
 from attnbias.store import (
     MANIFEST,
     MARKER,
@@ -34,6 +33,7 @@ from attnbias.store import (
     write_manifest,
 )
 from attnbias.svm import att_svm, selected_tokens, solver_memory
+from tiny_model import train_tiny
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -60,35 +60,13 @@ class Payload:
 # --- 1. no unpickling -------------------------------------------------------------------------
 
 
-class TinyClassifier(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.linear = torch.nn.Linear(3, 2)
-
-    def forward(self, x):
-        return SimpleNamespace(logits=self.linear(x))
-
-
-def tiny_data():
-    x = torch.randn(8, 3, generator=torch.Generator().manual_seed(0), dtype=torch.float32)
-    return TensorData({"x": x}, (x[:, 0] > 0).long())
-
-
-def train_tiny(checkpoints: Path, steps: int = 4):
-    torch.manual_seed(0)
-    model = TinyClassifier().float()
-    optimizer = {"name": "sgd", "lr": 0.1}
-    return train(model, tiny_data(), None, optimizer, steps=steps, batch_size=4, seed=0,
-                 checkpoint_dir=checkpoints, progress=False)  # fmt: skip
-
-
 def test_a_planted_pickle_checkpoint_is_refused_and_runs_nothing(tmp_path):
     marker = tmp_path / "pwned"
     checkpoints = tmp_path / "out" / "checkpoints" / "0123456789abcdef"
     checkpoints.mkdir(parents=True)
     torch.save({"history": Payload(marker)}, checkpoints / "last.pt")
     with pytest.raises(UnsafeCheckpoint, match="not loaded") as refused:
-        train_tiny(checkpoints)
+        train_tiny(checkpoints, steps=4)
     assert "\n" not in str(refused.value) and "remove it" in str(refused.value)
     assert not marker.exists()
 
@@ -109,12 +87,12 @@ def test_checkpoints_are_never_read_or_written_through_a_link(tmp_path):
     linked.parent.mkdir()
     linked.symlink_to(victim)
     with pytest.raises(UnsafeCheckpoint, match="symbolic link"):
-        train_tiny(linked)
+        train_tiny(linked, steps=4)
     own = tmp_path / "own"
     own.mkdir()
     (own / "last.pt").symlink_to(victim / "last.pt")
     with pytest.raises(UnsafeCheckpoint, match="symbolic link is never followed"):
-        train_tiny(own)
+        train_tiny(own, steps=4)
     assert (victim / "last.pt").read_bytes() == b"not yours" and os.listdir(victim) == ["last.pt"]
     # a link planted where an older version wrote its temporary file is not written through
     fixed = tmp_path / "fixed"

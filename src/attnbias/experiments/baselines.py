@@ -76,7 +76,7 @@ def bag_of_words(texts: dict, cs: Sequence[float]) -> dict:
     }
 
 
-def start_minilm(config, store, out, encoded: dict, n_classes: int, device):
+def start_minilm(config, store, encoded: dict, n_classes: int, device):
     """The stored run of the pretrained MiniLM fine-tuned on encoded["train"] (Adam,
     config.minilm_* budget, no dropout), evaluated on validation and test every
     minilm_eval_every steps; the checkpoint with the best validation accuracy is read on test
@@ -117,7 +117,7 @@ def start_minilm(config, store, out, encoded: dict, n_classes: int, device):
         }
         return history_table(history), {"test_predicted": predicted.astype(np.int8)}, info
 
-    return run_once(store, run_config, out, train_fn)
+    return run_once(store, run_config, train_fn)
 
 
 def minilm(config, record) -> dict:

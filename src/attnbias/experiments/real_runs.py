@@ -104,14 +104,12 @@ def run_status(diverged: bool, steps_run: int) -> dict:
 def run_once(
     store: ResultsStore,
     run_config: dict,
-    out: Path,
     train_fn: Callable[[CheckpointDirectory], tuple],
 ) -> RunRecord:
     """The stored run for run_config, training it first (train_fn(checkpoints) → (metrics,
     arrays, info), checkpoints: the run's checkpoint directory in the store,
     ResultsStore.checkpoints) unless an intact finished run with that config is already in the
-    store. `out`: the experiment's `out`, which `store` is the store of (the checkpoints are
-    reached from the store's handles, never through a path under `out`).
+    store (the checkpoints are reached from the store's handles, never through a path).
 
     On the active Dask cluster (engine/cluster.py) the training is one task and the record
     returned is a RemoteRun, read from the store when first used: an experiment submits all
@@ -437,7 +435,7 @@ class OptimizerGrid:
     """The runs of one dataset of `train_grid`: optimiser k at a given rate and seed."""
 
     def __init__(self, config, out, dataset, loaded: Loaded, run_fields, desc, options):
-        self.config, self.out, self.dataset, self.loaded = config, out, dataset, loaded
+        self.config, self.dataset, self.loaded = config, dataset, loaded
         self.run_fields, self.desc, self.options = run_fields, desc, options
         self.store = ResultsStore(out)
         self.tables = config.as_written("optimizers")  # as written: the runs are keyed by them
@@ -473,7 +471,7 @@ class OptimizerGrid:
                 **options,
             )  # fmt: skip
 
-        return run_once(self.store, run_config, self.out, train_fn)
+        return run_once(self.store, run_config, train_fn)
 
     def score(self, pending: dict[int, list[float]]) -> dict[int, dict[float, tuple]]:
         """Train the pending rates from the first seed for search_steps (all started before any

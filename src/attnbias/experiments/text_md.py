@@ -273,9 +273,9 @@ class RunMaker:
     """Trains (or loads from the store) one text-md run: p, lr, the seed of the initial weights
     and the seed of the data order."""
 
-    def __init__(self, config: Config, store, out, data, counts, vocab_size, n_classes, probe,
+    def __init__(self, config: Config, store, data, counts, vocab_size, n_classes, probe,
                  device):  # fmt: skip
-        self.config, self.store, self.out = config, store, out
+        self.config, self.store = config, store
         self.data, self.counts, self.vocab_size = data, counts, vocab_size
         self.n_classes, self.probe, self.device = n_classes, probe, device
         self.model_config = {k: getattr(config, k) for k in MODEL_FIELDS}
@@ -337,7 +337,7 @@ class RunMaker:
             arrays = {**weights, "test_predicted": predicted.astype(np.int8)}
             return history_table(history), arrays, info
 
-        return run_once(self.store, run_config, self.out, train_fn)
+        return run_once(self.store, run_config, train_fn)
 
     def protocol_fields(self) -> dict:
         """What a run's stopping rule adds to its stored config: the paper's protocol keeps the
@@ -366,9 +366,9 @@ def run(config: Config, out: Path) -> dict:
     data = tuple(renumbered(encoded[n], table) for n in ("train", "validation", "test"))
     probe.input_ids = table[probe.input_ids]
     n_classes = counts["classes"]
-    trainer = RunMaker(config, store, out, data, counts, int(table.max()) + 1, n_classes, probe,
+    trainer = RunMaker(config, store, data, counts, int(table.max()) + 1, n_classes, probe,
                        device)  # fmt: skip
-    minilm_run = baselines.start_minilm(config, store, out, encoded, n_classes, device)
+    minilm_run = baselines.start_minilm(config, store, encoded, n_classes, device)
 
     seeds = config.seed_list
     first = seeds[0]
