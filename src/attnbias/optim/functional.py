@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
 from ..norms import (
@@ -77,6 +78,23 @@ def polyak_divisor(
     inverse_cap = torch.as_tensor(cap, dtype=sq_root.dtype, device=sq_root.device).reciprocal()
     scaled = torch.where(sq_root == 0, 0.0, c * sq_root * (sq_root / gap))  # NaN stays NaN
     return torch.maximum(scaled, inverse_cap)  # γ_b = 0: ∞, no step
+
+
+def polyak_divisor_of_numbers(
+    sq_root: float, loss: float, f_star: float, c: float, cap: float, dtype: torch.dtype
+) -> float:
+    """`polyak_divisor` of one run from numbers on the host, in `dtype` (float32 or float64)
+    as the tensors would hold them: the same operations in the same order, each rounded to
+    the dtype as torch's are, so the same number bit for bit (tests/test_optim_polyak_host.py
+    compares them) for an optimiser on the CPU, without a dozen operator calls on
+    one-element tensors."""
+    kind = np.dtype(str(dtype).removeprefix("torch.")).type
+    with np.errstate(all="ignore"):
+        sq, zero = kind(sq_root), kind(0.0)
+        gap = np.maximum(kind(loss) - kind(f_star), zero)  # clamp: NaN stays NaN
+        inverse_cap = kind(1.0) / kind(cap)
+        scaled = zero if sq == 0 else kind(c) * sq * (sq / gap)
+        return float(np.maximum(scaled, inverse_cap))
 
 
 def divisors(

@@ -9,6 +9,7 @@ each group's `lr` is its cap γ_b, so learning-rate schedulers scale the cap.
 
 from __future__ import annotations
 
+import math
 from typing import ClassVar
 
 import torch
@@ -24,6 +25,7 @@ from ._common import (
     gather_rows,
     gradients,
     guarded,
+    not_finite,
     on_cpu,
     quick_two_norm_divisors,
     scatter_rows_,
@@ -34,6 +36,9 @@ from ._common import (
     working_copies,
     write_back,
 )
+
+# dtypes whose divisor is computed on the host on the CPU (`F.polyak_divisor_of_numbers`)
+HOST_DTYPES = (torch.float32, torch.float64)
 
 
 class PolyakStep(CheckedOptimizer):
@@ -154,15 +159,27 @@ class PolyakStep(CheckedOptimizer):
         value = torch.as_tensor(loss).detach().reshape(1).to(grads[0])
         if maximize:
             value = -value
-        check_finite("PolyakStep", [value], "the loss")
+        # on the CPU, numbers are read without a synchronisation: decided on the host
+        host = on_cpu(params) and value.dtype in HOST_DTYPES
+        if host and not math.isfinite(float(value)):
+            raise not_finite("PolyakStep", "the loss")
+        if not host:
+            check_finite("PolyakStep", [value], "the loss")
         # ‖g‖ over all groups, from the quick norms (their factors are not needed: the step
         # divides by Polyak's D with η = 1, which `F.step_` takes in one pass)
         sq_root = quick_two_norm_divisors(
             "PolyakStep", g, "global", 1.0, ("(all groups)", params, grads)
         )[0][0]
         start = 0
+        host = host and sq_root.dtype == value.dtype
         for index, (group, (group_params, _)) in enumerate(zip(self.param_groups, gathered)):
-            d = F.polyak_divisor(sq_root, value, group["f_star"], group["c"], group["lr"])
+            hyper = (group["f_star"], group["c"], float(group["lr"]))
+            if host:  # the same number as polyak_divisor's, without its dozen operator calls
+                norm, loss_value = float(sq_root), float(value)
+                number = F.polyak_divisor_of_numbers(norm, loss_value, *hyper, value.dtype)
+                d = torch.tensor([number], dtype=value.dtype)
+            else:
+                d = F.polyak_divisor(sq_root, value, *hyper)
             group["step_size"] = 1.0 / d.item()
             if group_params:
                 part = slice(start, start + len(group_params))
