@@ -2,13 +2,24 @@
 found. Each test fails without its fix."""
 
 import copy
+import re
+import time
 
 import numpy as np
 import pytest
 import torch
 
+from attnbias.cli import main
+from attnbias.nesting import nesting_depth
 from attnbias.optim import MirrorDescent
 from attnbias.svm import SVMSolveError, att_svm
+
+
+def one_error_line(capsys) -> str:
+    """The stderr of a failed command: exactly one line, no traceback, no warning."""
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("attnbias: error: "), err
+    return err
 
 
 def feasible_problem(scale: float = 1.0) -> dict:
@@ -69,3 +80,19 @@ def test_optimiser_state_tensors_must_be_dense_and_shaped_like_their_parameter(f
         for i in saved["state"]
         for key in saved["state"][i]
     )
+
+
+@pytest.mark.parametrize("line", ["{} = 1", "[{}]"], ids=["dotted key", "table header"])
+def test_a_config_with_a_deeply_dotted_key_is_refused_before_parsing(tmp_path, capsys, line):
+    # a.a.a… = 1 nests a table a dot; tomllib takes time quadratic in the dots (hours for the
+    # 500,000 a 1 MB config holds), and the bracket count saw no nesting at all
+    key = ".".join(["a"] * 20_000)
+    path = tmp_path / "dotted.toml"
+    path.write_text(f'experiment = "md-local"\n{line.format(key)}\n')
+    started = time.perf_counter()
+    assert main(["config", str(path)]) == 2
+    line = one_error_line(capsys)
+    assert re.search(r"nests (19999|20000) levels deep \(at most 32 are read\)", line)
+    assert time.perf_counter() - started < 5
+    # a config's own dotted keys and numbers still read
+    assert nesting_depth("lr = 0.5\n[quick]\nsteps.x = [1.5, 2.5]\n") == 2

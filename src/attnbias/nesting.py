@@ -7,10 +7,13 @@ from __future__ import annotations
 
 def nesting_depth(text: str) -> int:
     """The deepest nesting of [ ] and { } in a TOML or JSON text, outside strings and comments
-    (a parser recurses once a level: 50,000 levels end in RecursionError). TOML's string forms
-    are a superset of JSON's, and a parser reads from the start, so where this reading and a
-    parser's part (invalid text) the parser has already stopped."""
-    depth = deepest = i = 0
+    (a parser recurses once a level: 50,000 levels end in RecursionError), each dot of a TOML
+    dotted key counting as a level too (a.b.c = 1 makes nested tables; tomllib takes time
+    quadratic in their number: 1.5 s for 8,000, hours for the 500,000 of a 1 MB config; a
+    number's decimal point counts one).
+    TOML's string forms are a superset of JSON's, and a parser reads from the start, so where
+    this reading and a parser's part (invalid text) the parser has already stopped."""
+    depth = deepest = i = dots = 0  # dots: of the dotted key being read
     n = len(text)
     while i < n:
         c = text[i]
@@ -25,6 +28,11 @@ def nesting_depth(text: str) -> int:
             end = text.find("\n", i)
             i = n if end < 0 else end
             continue
+        if c == ".":
+            dots += 1
+            deepest = max(deepest, depth + dots)
+        elif not (c.isalnum() or c in "_- \t"):  # the end of a key (quoted parts are skipped)
+            dots = 0
         if c in "[{":
             depth += 1
             deepest = max(deepest, depth)
