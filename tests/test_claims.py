@@ -54,6 +54,22 @@ def text_md_claims(holds: bool):
     return text_md.text_md_claims(claim_cases_real.md_collected(holds))
 
 
+def text_md_missed_target(protocol: str):
+    """text-md's claims where one ℓ1.1 run missed its target: under the paper's protocol (stop
+    at a target) every claim is inconclusive; under the equal budget no run has a target to miss."""
+    collected = claim_cases_real.md_collected(True)
+    collected[1.1]["reached"] = [False, *collected[1.1]["reached"][1:]]
+    for arm in collected.values():
+        arm["values"]["half_test_accuracy"] = arm["values"]["test_accuracy"]
+    return text_md.text_md_claims(collected, protocol)
+
+
+@pytest.mark.parametrize(("protocol", "status"), [("target", "inconclusive"),
+                                                  ("budget", "supported")])  # fmt: skip
+def test_a_missed_target_counts_only_under_the_target_protocol(protocol, status):
+    assert {c.status for c in text_md_missed_target(protocol)} == {status}
+
+
 def text_finetune_claims(holds: bool):
     if holds:
         rows = claim_cases_real.loss_rows("sst2", 0.05, SGD=1.0, SNGD=0.2, SPS=0.21, Adam=0.2)
