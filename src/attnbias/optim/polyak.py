@@ -155,7 +155,8 @@ class PolyakStep(CheckedOptimizer):
         # weight decay moves every row: no sparse rows then
         sparse = all(shrink == 1.0 for shrink in shrinks)
         rows = [touched_rows(g) if sparse else None for g in grads]
-        g = as_runs(gather_rows(grads, rows))
+        stepped = gather_rows(grads, rows)
+        g = as_runs(stepped)
         value = torch.as_tensor(loss).detach().reshape(1).to(grads[0])
         if maximize:
             value = -value
@@ -174,6 +175,7 @@ class PolyakStep(CheckedOptimizer):
         host = host and sq_root.dtype == value.dtype
         for index, (group, (group_params, _)) in enumerate(zip(self.param_groups, gathered)):
             hyper = (group["f_star"], group["c"], float(group["lr"]))
+            number = None
             if host:  # the same number as polyak_divisor's, without its dozen operator calls
                 norm, loss_value = float(sq_root), float(value)
                 number = F.polyak_divisor_of_numbers(norm, loss_value, *hyper, value.dtype)
@@ -189,8 +191,13 @@ class PolyakStep(CheckedOptimizer):
                 decay_(weights[part], shrinks[index], foreach)
                 w = gather_rows(weights[part], rows[part])
                 # η = 1: one pass (on the CPU torch loops over the tensors in C++)
-                take_step = F.step_foreach_ if foreach or on_cpu(w) else F.step_
-                take_step(as_runs(w), g[part], [d] * len(w), 1.0)
+                if number is not None and number != 0.0:
+                    # `F.step_foreach_`'s addcdiv, without the run axis its (1,) D needs no
+                    # view for, nor its no step at D = 0
+                    torch._foreach_addcdiv_(w, stepped[part], [d] * len(w), value=-1.0)
+                else:
+                    take_step = F.step_foreach_ if foreach or on_cpu(w) else F.step_
+                    take_step(as_runs(w), g[part], [d] * len(w), 1.0)
                 scatter_rows_(weights[part], rows[part], w)
                 write_back("PolyakStep", index, group_params, weights[part])
                 start = part.stop
