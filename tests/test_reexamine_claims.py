@@ -3,7 +3,8 @@ verdict, as tests/test_claims.py pins the other synthetic experiments': flipping
 comparison in reexamine_atlas.claims or reexamine_polyak.claims changes one of them
 (tests/test_claim_mutations.py). Also: "at some setting" is the register's disjunction
 (Claim(any_part=True), Holm across the settings), and a design outside a theorem's
-preconditions, or a comparison against a stalled arm, is inconclusive with its reason."""
+premises is inconclusive with its reason, while a row judged as run (constant-rate Adam,
+a comparison against its stalled arm) prints the stall beside its verdict."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from dataclasses import asdict
 import numpy as np
 
 import claim_cases as base
-from attnbias.claims import reasons
+from attnbias.claims import reasons, verdict_columns
 from attnbias.experiments import reexamine_atlas, reexamine_polyak
 from attnbias.experiments.base import load_config
 
@@ -27,10 +28,12 @@ def gaps(own: float, other: float = 0.2) -> dict[str, float]:
 
 def adam_groups(stalled_adam: bool = True) -> dict:
     """reexamine-adam's three arms: SignGD and the decaying Adam reach the ℓ∞ direction;
-    constant-rate Adam ends farther, and (as at full scale) its ‖W_t‖ stalled."""
+    constant-rate Adam ends farther: (as at full scale) its ‖W_t‖ stalled short of the 0.05
+    level, or it moves and ends below it."""
+    adam = gaps(0.08) if stalled_adam else gaps(0.03)
     return {
         "SignGD": base.atlas_group(gaps(0.01), seed=1),
-        "Adam": base.atlas_group(gaps(0.03), norm_rate=0.0 if stalled_adam else 1.0, seed=2),
+        "Adam": base.atlas_group(adam, norm_rate=0.0 if stalled_adam else 1.0, seed=2),
         "Adam-decay": base.atlas_group(gaps(0.01), seed=3),
     }
 
@@ -58,20 +61,20 @@ def reexamine_claims() -> list:
 
 # case by case: the verdict and its parts' (S supported, N not, I inconclusive, A n/a)
 PINNED = [
-    # Adam stalled (and its rate is constant): every claim about it is inconclusive
+    # Adam stalled short of the level: its rows are judged as run, the stall is the outcome
     ("reexamine-adam/own-norm-gap", "S/S"),
     ("reexamine-adam/adam-decay-like-signgd", "S/SSSSS"),
-    ("reexamine-adam/adam-like-signgd", "I/SSSSS"),
-    ("reexamine-adam/adam-decay-closer-than-adam", "I"),
-    ("reexamine-adam/constant-rate-explains", "I/SI"),
-    ("reexamine-adam/short-run-explains", "I/I"),
-    # Adam moving: the constant rate alone keeps its own row inconclusive
-    ("reexamine-adam/own-norm-gap", "S/S"),
-    ("reexamine-adam/adam-decay-like-signgd", "S/SSSSS"),
-    ("reexamine-adam/adam-like-signgd", "I/SSSSS"),
+    ("reexamine-adam/adam-like-signgd", "N/NSSSS"),
     ("reexamine-adam/adam-decay-closer-than-adam", "S"),
     ("reexamine-adam/constant-rate-explains", "S/SS"),
-    ("reexamine-adam/short-run-explains", "I/I"),
+    ("reexamine-adam/short-run-explains", "N/N"),
+    # Adam moving, below the level: constant-rate Adam behaves like SignGD as run
+    ("reexamine-adam/own-norm-gap", "S/S"),
+    ("reexamine-adam/adam-decay-like-signgd", "S/SSSSS"),
+    ("reexamine-adam/adam-like-signgd", "S/SSSSS"),
+    ("reexamine-adam/adam-decay-closer-than-adam", "S"),
+    ("reexamine-adam/constant-rate-explains", "S/SS"),
+    ("reexamine-adam/short-run-explains", "S/S"),
     # Adam not run
     ("reexamine-adam/own-norm-gap", "S/S"),
     ("reexamine-adam/adam-decay-like-signgd", "S/SSSSS"),
@@ -106,18 +109,29 @@ def test_the_reexaminations_claims_reach_their_constructed_verdicts():
     assert [(c.id, letters(c)) for c in reexamine_claims()] == PINNED
 
 
-def test_a_constant_rate_adam_row_says_which_precondition_is_not_met():
+def test_a_row_judged_as_run_prints_its_stall_beside_the_effect():
+    """docs/REFEREE.md (one policy for Adam and Muon): constant-rate Adam's row claims what
+    that setting does, so its stall is part of the outcome, printed with its final gap, and
+    the verdict stands on the interval; the comparison with the stalled arm likewise."""
     adam = load_config("reexamine-adam", quick=True)
+    claims = {c.id: c for c in reexamine_atlas.claims(adam_groups(), adam)}
+    for slug in ("adam-like-signgd", "adam-decay-closer-than-adam"):
+        stored = claims_as_stored(claims[f"reexamine-adam/{slug}"])
+        assert not reasons(stored) and stored["status"] != "inconclusive"
+        leaf = stored["parts"][0] if stored["parts"] else stored
+        note = verdict_columns(stored)["effect"]
+        assert leaf["evidence"]["effect_note"] in note
+        assert note.count("as run: Adam stalled: ‖W_t‖ stopped growing (log–log slope") == 1
+        assert "; Adam's final gap 0.07" in note  # its median, near the constructed 0.08
+
+
+def test_a_theorem_row_on_an_arm_outside_its_premises_is_not_judged():
+    """The guard behind "never a verdict from an arm outside the premises": constant-rate
+    Adam's row, were it not marked as run, is inconclusive with the premise named."""
+    adam = load_config("reexamine-adam", quick=True, overrides={"as_run": []})
     claims = {c.id: c for c in reexamine_atlas.claims(adam_groups(stalled_adam=False), adam)}
     (why,) = reasons(claims_as_stored(claims["reexamine-adam/adam-like-signgd"]))
     assert why.startswith("precondition not met") and "decaying rate" in why
-
-
-def test_a_comparison_against_a_stalled_arm_says_so():
-    adam = load_config("reexamine-adam", quick=True)
-    claims = {c.id: c for c in reexamine_atlas.claims(adam_groups(), adam)}
-    (why,) = reasons(claims_as_stored(claims["reexamine-adam/adam-decay-closer-than-adam"]))
-    assert why.startswith("Adam stalled: ‖W_t‖ stopped growing")
 
 
 def test_at_some_setting_is_holm_corrected_across_the_settings():
@@ -171,3 +185,20 @@ def test_polyak_figure_gives_each_cap_one_colour_and_every_panel_two_ticks(tmp_p
     assert len(colours) == 3 and all(len(c) == 1 for c in colours.values()), colours
     assert len({next(iter(c)) for c in colours.values()}) == 3  # and the caps differ
     plt.close(fig)
+
+
+def test_an_uncapped_polyak_that_stopped_is_judged_where_it_last_moved():
+    """Issue 29: uncapped Polyak stops where L − L* rounds to 0 in float64. Ahead of NGD while
+    it moves, it stops at a misalignment NGD passes later: compared at the last step at which
+    both still moved, NGD is not ahead and the larger cap ends closer (its final value alone
+    would say the opposite)."""
+    from claim_cases_reexamine import reexamine_cases
+
+    (stopped,) = [args[0] for _, args, _ in reexamine_cases()["reexamine.ends_ahead"]
+                  if args[2] == ["Polyak"]]  # fmt: skip
+    groups = {**polyak_groups(), "Polyak γ_b=1e300 c=1": stopped["Polyak"]}
+    polyak = load_config("reexamine-polyak", quick=True,
+                         overrides={"caps": [1e2, 1e6, 1e300], "cs": [1.0]})  # fmt: skip
+    claims = {c.id: c for c in reexamine_polyak.claims(groups, polyak)}
+    assert letters(claims["reexamine-polyak/ngd-ends-ahead-cap-1e300"]) == "N/N"
+    assert letters(claims["reexamine-polyak/larger-cap-ends-closer"]) == "S/SS"

@@ -11,7 +11,10 @@ level both reach (verdicts/ngd.py `polyak_faster`), not by final values at the f
 Claims: one per (γ_b, c) (`polyak-faster-cap-…-c-…`), "at some setting", "at the paper's
 setting" (ngd-fixed's γ_b, the paper's own value being lost in extraction, and c = 1), who is
 ahead when the runs end, per cap (`ngd-ends-ahead-cap-…`: ngd-fixed's "NGD ends 30× better"),
-and whether the cap decides that (`larger-cap-ends-closer`: the artefact).
+and whether the cap decides that (`larger-cap-ends-closer`: the artefact). Those two compare
+each seed's runs at the last recorded step at which both still moved: uncapped Polyak stops
+where L − L* rounds to 0 in float64 (some seeds after one huge step), and its state from then
+on is where float64 stopped it, not where the method was heading.
 """
 
 from __future__ import annotations
@@ -128,9 +131,7 @@ def claims(groups: dict[str, Curves], config: Config) -> list[Claim]:
             for cap in config.caps
         ),
         rules.larger_cap_ends_closer(
-            groups,
-            [polyak_name(cap, config.paper_c) for cap in sorted(config.caps)],
-            config.rate_start,
+            groups, [polyak_name(cap, config.paper_c) for cap in sorted(config.caps)]
         ),
     ]
     slugs = [

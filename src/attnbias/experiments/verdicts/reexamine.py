@@ -7,6 +7,8 @@ solution than another on the same seeds (`closer_than`; than each of several, ev
 sweep, `closer_than_each`), a claim that needs every setting of a sweep (`ends_ahead`; one
 that needs only some setting is a `Claim(..., any_part=True)` of the settings' claims), and a
 sweep whose end is set by a parameter that should not matter (`larger_cap_ends_closer`).
+The last two compare where both runs still moved (`ahead_while_moving`): a run that stopped
+(Polyak's, once L − L* rounds to 0 in float64) is judged where it last moved.
 """
 
 from __future__ import annotations
@@ -15,11 +17,11 @@ from itertools import pairwise
 
 import numpy as np
 
-from ...claims import NOT_APPLICABLE, Claim, Rule, mean_effect
+from ...claims import NOT_APPLICABLE, Claim, Rule, mean_effect, ratio_effect
 from ..runs import Curves, loglog_slope
-from .atlas import STALLED_SLOPE, gap, lower_gap, stalled
-from .common import described, final, values
-from .ngd import MISALIGNMENT, faster
+from .atlas import STALLED_SLOPE, as_run_note, gap, lower_gap, stall_reason, stalled
+from .common import described, final, paired, seeds_of, values
+from .ngd import LABELS, MISALIGNMENT
 
 STALL_SOURCE = (
     f"ours: the atlas's stall criterion ({STALLED_SLOPE:g}); a normalised method that moves "
@@ -56,23 +58,21 @@ def closer_than(
 ) -> Claim:
     """Per seed, `other`'s final margin gap in norm `label` over `name`'s exceeds 1: `name`
     ends closer to that norm's max-margin direction (runs that share a seed share data and
-    W₀). A side whose ‖W_t‖ stalled (`atlas.stalled` from `start` × the last step, below the
-    stall slope) ended where it stopped, not where it was heading: inconclusive."""
+    W₀). The row compares the two settings as run (docs/REFEREE.md): a side whose ‖W_t‖
+    stalled (`atlas.stalled` from `start` × the last step, below the stall slope) ended where
+    it stopped, and that is its outcome, printed beside the effect with its final gap."""
     paired_ratio = lower_gap(groups, name, other, label, "ours: any improvement (a ratio > 1)")
     slopes = {n: stalled(groups[n], start) for n in (name, other)}
-    unmet = [
-        f"{n} stalled: ‖W_t‖ stopped growing (log–log slope {slope:.3g} < {STALLED_SLOPE:g})"
-        for n, slope in slopes.items()
-        if not slope > STALLED_SLOPE
-    ]
+    gaps = {n: final(groups[n], gap(label)) for n in (name, other)}
+    stalls = {n: why for n, slope in slopes.items() if (why := stall_reason(n, slope))}
+    medians = {n: float(np.median(gaps[n])) for n in stalls}
     return Claim(
         f"{name} ends closer to the {label} max-margin direction than {other} (final gap in "
-        f"{label} smaller, paired by seed)",
+        f"{label} smaller, paired by seed; as run)",
         rule=paired_ratio.rule,
         effect=paired_ratio.effect,
-        unmet=unmet,
-        evidence={"norm_growth_slope": slopes,
-                  **described({n: final(groups[n], gap(label)) for n in (name, other)})},
+        evidence={"norm_growth_slope": slopes, **as_run_note(list(stalls.values()), medians),
+                  **described(gaps)},
     )  # fmt: skip
 
 
@@ -96,36 +96,71 @@ def stopped(c: Curves, start: float) -> np.ndarray:
     return np.array([np.ptp(row[late]) == 0 for row in values(c, "norm/2")], dtype=bool)
 
 
-def unless_stopped(part: Claim, groups: dict[str, Curves], names: list[str], start: float):
-    """`part`, made inconclusive where some runs of `names` stopped (`stopped`): a final value
-    the float64 floor froze says nothing about who is ahead."""
-    why = [
-        f"{halted} run(s) of {name} stopped: ‖W_t‖ constant from step {start:g}·last"
-        for name in names
-        if (halted := int(np.sum(stopped(groups[name], start)))) > 0
-    ]
-    if not why:
-        return part
-    return Claim(part.claim, rule=part.rule, effect=part.effect, unmet=why,
-                 evidence=part.evidence)  # fmt: skip
+def moving_until(c: Curves) -> np.ndarray:
+    """Per run: the last recorded step at which its iterate was still moving. The last step
+    for a run whose ‖W_t‖ changed in the last recorded interval; for one that stopped (‖W_t‖
+    the same number from some recorded step on), the recorded step before that; NaN for one
+    that never moved. Polyak's step is 0 once L − L* rounds to 0 in float64: its state from
+    then on is where float64 stopped it, not where the method was heading."""
+    moved = np.diff(values(c, "norm/2"), axis=1) != 0  # between recorded steps k and k + 1
+    out = np.full(moved.shape[0], np.nan)
+    for run, row in enumerate(moved):
+        if row.any():
+            last = int(np.flatnonzero(row)[-1])
+            out[run] = c.steps[last + 1] if last == row.size - 1 else c.steps[last]
+    return out
+
+
+def at_steps(c: Curves, metric: str, rows: np.ndarray, steps: np.ndarray) -> np.ndarray:
+    """`metric` of run `rows[i]` at its last recorded step ≤ `steps[i]` (NaN for a NaN step)."""
+    out = np.full(len(rows), np.nan)
+    known = np.isfinite(steps)
+    where = np.searchsorted(c.steps, steps[known], side="right") - 1
+    out[known] = values(c, metric)[rows[known], where]
+    return out
+
+
+def ahead_while_moving(groups: dict[str, Curves], slow: str, fast: str, source: str) -> Claim:
+    """`fast` has the smaller misalignment than `slow` at each seed's common horizon: the
+    last recorded step at which both runs of the seed were still moving (`moving_until`),
+    the last step where neither stopped. Equal steps on both sides; a stopped run is judged
+    where it last moved, not by the state float64 froze it in."""
+    a, b = groups[slow], groups[fast]
+    rows_a, rows_b = paired(a, b, np.arange(len(seeds_of(a))), np.arange(len(seeds_of(b))))
+    horizon = np.minimum(moving_until(a)[rows_a], moving_until(b)[rows_b])
+    slow_at = at_steps(a, MISALIGNMENT, rows_a, horizon)
+    fast_at = at_steps(b, MISALIGNMENT, rows_b, horizon)
+    quantity = (
+        f"{LABELS[MISALIGNMENT]} at the last recorded step at which both runs of a seed still "
+        f"moved: {slow} over {fast}, per seed"
+    )
+    rule = Rule(quantity, ">", 1.0, source, 1.0)
+    effect = ratio_effect(slow_at, fast_at)
+    return Claim(
+        f"{fast} has a smaller misalignment than {slow} at equal steps, at the last step at "
+        "which both still moved (paired by seed)",
+        rule=rule,
+        effect=effect,
+        unmet=[] if effect.n else [f"no seed on which both {slow} and {fast} moved"],
+        evidence={
+            "horizon_steps": described({"common": horizon[np.isfinite(horizon)]}),
+            **described({slow: slow_at, fast: fast_at}),
+        },
+    )
 
 
 def ends_ahead(
     groups: dict[str, Curves], name: str, others: list[str], who: str, start: float
 ) -> Claim:
     """`name` ends with a smaller misalignment than each of `others` (described as `who`) at
-    equal steps (per-seed ratio of final misalignments > 1, every one of them): who is ahead
-    once the run ends. Against a group some of whose runs stopped (`stopped`: the float64
-    floor, not the method, ended them) the comparison is inconclusive."""
-    source = "ours: any lead at the last step (a ratio > 1)"
-    parts = [
-        unless_stopped(faster(groups, other, name, MISALIGNMENT, 1.0, source), groups, [other],
-                       start)
-        for other in others
-    ]  # fmt: skip
+    equal steps (per-seed ratio > 1, every one of them): who is ahead once the runs end, or,
+    where a run stopped (`moving_until`: the float64 floor, not the method, ended it), at the
+    last step at which both runs of the seed still moved."""
+    source = "ours: any lead at the last step both still moved (a ratio > 1)"
     return Claim(
-        f"{name} ends ahead of {who}: smaller final misalignment at equal steps (paired by seed)",
-        parts=parts,
+        f"{name} ends ahead of {who}: smaller misalignment at equal steps, at the last step at "
+        "which both runs still moved (paired by seed)",
+        parts=[ahead_while_moving(groups, other, name, source) for other in others],
         evidence={
             "stopped_runs": {o: int(np.sum(stopped(groups[o], start))) for o in others},
             **described({n: final(groups[n], MISALIGNMENT) for n in [name, *others]}),
@@ -133,22 +168,18 @@ def ends_ahead(
     )
 
 
-def larger_cap_ends_closer(groups: dict[str, Curves], by_cap: list[str], start: float) -> Claim:
+def larger_cap_ends_closer(groups: dict[str, Curves], by_cap: list[str]) -> Claim:
     """The artefact behind "NGD ends ahead of Polyak": `by_cap` names Polyak's runs in order
-    of increasing cap γ_b (one c); each ends with a smaller final misalignment than the one
-    before it, paired by seed. Late in a run the capped step is a GD step of size γ_b, so how
-    far Polyak gets is set by γ_b, not by the Polyak rule. A pair with stopped runs
-    (`stopped`, from `start` × the last step) is inconclusive."""
+    of increasing cap γ_b (one c); each ends with a smaller misalignment than the one before
+    it, paired by seed, at the last step at which both still moved (`ahead_while_moving`: an
+    uncapped run stops where L − L* rounds to 0). Late in a run the capped step is a GD step
+    of size γ_b, so how far Polyak gets is set by γ_b, not by the Polyak rule."""
     source = "ours: any improvement (a ratio > 1) from raising the cap"
-    parts = [
-        unless_stopped(faster(groups, low, high, MISALIGNMENT, 1.0, source), groups,
-                       [low, high], start)
-        for low, high in pairwise(by_cap)
-    ]  # fmt: skip
     return Claim(
         f"The cap decides how far Polyak gets: each larger γ_b ({', '.join(by_cap)}) ends with "
-        "a smaller misalignment at equal steps (paired by seed)",
-        parts=parts,
+        "a smaller misalignment at equal steps, at the last step at which both still moved "
+        "(paired by seed)",
+        parts=[ahead_while_moving(groups, low, high, source) for low, high in pairwise(by_cap)],
     )
 
 
