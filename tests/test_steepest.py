@@ -3,15 +3,16 @@ the special cases p = 2 (NGD) and p = ∞ (SignGD), and the engine (with torch's
 equal to the optimisers step for step."""
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 import torch
 
 from attnbias.data import gaussian_unit
-from attnbias.engine import Algorithm, RunBatch, RunSpec, simulate, steppers
+from attnbias.engine import Algorithm, RunBatch, RunSpec, simulate
 from attnbias.engine.single_run import run_reference
-from attnbias.optim import NormalizedGD, SignGD, SpectralDescent, SteepestDescent
+from attnbias.optim import NormalizedGD, SignGD, SpectralDescent, SteepestDescent, registry
 from attnbias.optim.steepest import spectral_direction
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -189,6 +190,13 @@ def test_engine_equals_the_optimisers_step_for_step():
         )
 
 
+def share_tensors(monkeypatch, names) -> None:
+    """Let only the named torch rules' runs share one tensor (`Rule.elementwise`)."""
+    for name, rule in list(registry.RULES.items()):
+        if rule.elementwise or name in names:
+            monkeypatch.setitem(registry.RULES, name, replace(rule, elementwise=name in names))
+
+
 ELEMENTWISE_RUNS = [
     Algorithm("Adam", "adam", 0.01, options={"eps": 1e-12}),
     Algorithm("Adam-ams", "adam", 0.02, options={"amsgrad": True, "weight_decay": 0.01}),
@@ -224,7 +232,7 @@ def test_runs_sharing_one_tensor_are_stepped_as_each_run_alone(monkeypatch, side
 
     shared, sliced = trained()
     assert sliced == ([True, True, True, False] if side_by_side else [False] * 4)
-    monkeypatch.setattr(steppers, "ELEMENTWISE", set())
+    share_tensors(monkeypatch, ())
     alone, sliced = trained()
     assert sliced == [False] * 4
     for i in range(len(specs)):
@@ -244,11 +252,11 @@ def test_runs_that_stop_sharing_a_tensor_keep_their_own_state(monkeypatch):
     ]  # fmt: skip
 
     def trained(shared_first: bool) -> torch.Tensor:
-        monkeypatch.setattr(steppers, "ELEMENTWISE", {"adam"} if shared_first else set())
+        share_tensors(monkeypatch, ("adam",) if shared_first else ())
         batch = RunBatch.from_specs(specs)
         for _ in range(5):
             batch.step()
-        monkeypatch.setattr(steppers, "ELEMENTWISE", set())
+        share_tensors(monkeypatch, ())
         batch = batch.take(np.ones(3, dtype=bool))
         assert batch.stepper.slices == [None]
         for _ in range(5):
@@ -290,16 +298,16 @@ def test_infinite_norm_survives_the_json_record():
 def test_without_torch_muon_the_atlas_leaves_muon_out(monkeypatch, caplog):
     """torch < 2.9 has no torch.optim.Muon: the package still imports, the atlas drops the Muon
     runs (saying so), and building Muon says which torch it needs."""
-    from attnbias.engine import algorithms
     from attnbias.experiments import atlas
 
-    monkeypatch.delitem(algorithms.TORCH_OPTIMIZERS, "muon")
+    muon = replace(registry.RULES["muon"], torch_class=None)  # as built on torch < 2.9
+    monkeypatch.setitem(registry.RULES, "muon", muon)
     tables = [
         {"name": "Adam", "optimizer": "adam", "lr": 0.1},
         {"name": "Muon", "optimizer": "muon", "lr": 0.1},
     ]
     assert [t["name"] for t in atlas.runnable(tables)] == ["Adam"]
     assert "Muon left out" in caplog.text  # the atlas logs it (a warning)
-    muon = algorithms.Algorithm("Muon", "muon", 0.1)
+    muon = Algorithm("Muon", "muon", 0.1)
     with pytest.raises(ValueError, match=r"needs torch.optim.Muon \(torch >= 2.9\)"):
         muon.torch_optimizer([torch.nn.Parameter(torch.zeros(2, 2))])

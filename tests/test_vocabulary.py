@@ -6,11 +6,12 @@ import math
 import pytest
 import torch
 
-from attnbias.engine.algorithms import RULES, TABLE_NAMES, Algorithm, available
 from attnbias.engine.targets import is_lp, norm_label
 from attnbias.experiments.runs import without_diverged
 from attnbias.metrics import Norm
 from attnbias.optim import MirrorDescent, NormalizedGD, PolyakStep
+from attnbias.optim.algorithm import Algorithm
+from attnbias.optim.registry import RULES, TABLE_NAMES, available
 from attnbias.real.train import make_optimizer, optimizer_label
 from attnbias.store import DIVERGED, FINISHED, RunRecord, tidy
 

@@ -43,8 +43,9 @@ from pydantic import (
 )
 
 from ._validate import check_nesting, check_scalar
-from .engine.algorithms import OPTIMIZERS, TABLE_NAMES, Algorithm, FieldError, keyed_tables
 from .metrics import Norm
+from .optim.algorithm import Algorithm, FieldError, keyed_tables
+from .optim.registry import RULES, TABLE_NAMES
 
 
 class ConfigError(ValueError):
@@ -162,10 +163,10 @@ def _distinct_names(algorithms: tuple) -> tuple:
 ALGORITHM_SCHEMA = {
     "type": "object",
     "description": "an optimiser: name (a label), optimizer (a rule of "
-    "attnbias.engine.algorithms.RULES), lr and the rule's own hyper-parameters",
+    "attnbias.optim.registry.RULES), lr and the rule's own hyper-parameters",
     "properties": {
         "name": {"type": "string"},
-        "optimizer": {"enum": list(OPTIMIZERS)},
+        "optimizer": {"enum": list(RULES)},
         "lr": {"type": "number", "exclusiveMinimum": 0},
         "p": {"type": "number", "exclusiveMinimum": 1},
         "normalize": {"type": ["string", "boolean", "null"]},
@@ -206,7 +207,7 @@ OptimizerTable = Annotated[
         {
             "type": "object",
             "description": "an optimiser of the real-data loop: name (one of "
-            f"{sorted(TABLE_NAMES)}) and its keys (attnbias.engine.algorithms.TABLE_NAMES)",
+            f"{sorted(TABLE_NAMES)}) and its keys (attnbias.optim.registry.TABLE_NAMES)",
             "properties": {"name": {"enum": sorted(TABLE_NAMES)}},
             "required": ["name"],
         }

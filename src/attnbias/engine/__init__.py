@@ -1,6 +1,6 @@
 """Batched simulation engine: many runs (seeds × hyper-parameters × algorithms) as one program."""
 
-from .algorithms import Algorithm
+from ..optim.algorithm import Algorithm
 from .batch import RunBatch
 from .grid import log_grid, union_grid
 from .simulate import Finished, simulate

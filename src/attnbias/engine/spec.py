@@ -9,9 +9,9 @@ import torch
 
 from ..data import Problem
 from ..losses import get_loss
+from ..optim.algorithm import Algorithm
 from ..store import config_key
 from ..svm import optimal_tokens
-from .algorithms import Algorithm
 
 # Bump when the engine's results change meaning, so stored runs are not reused.
 ENGINE_VERSION = 4  # 2: one update core, scale-safe norms, log-scale gradients; 3: margin gaps;

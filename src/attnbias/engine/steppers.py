@@ -13,8 +13,8 @@ import json
 import numpy as np
 import torch
 
+from ..optim.algorithm import Algorithm
 from ..optim.steepest import KINDS, steepest_step_
-from .algorithms import Algorithm
 from .update import true_scale
 
 
@@ -36,8 +36,8 @@ class SteepestRuns:
 
         self.lr = col([a.lr for a in algorithms])
         self.momentum = col([a.momentum for a in algorithms])
-        kinds = ["spectral" if a.optimizer == "spectral" else "lp" for a in algorithms]
-        norms = [float("inf") if a.optimizer == "sign" else a.norm for a in algorithms]
+        kinds = [a.rule.steepest_kind for a in algorithms]
+        norms = [a.steepest_norm for a in algorithms]
         # Floats when every run shares them: the optimiser classes' exact code path.
         self.kind = kinds[0] if len(set(kinds)) == 1 else col([KINDS.index(k) for k in kinds])
         self.p = norms[0] if len(set(norms)) == 1 else col(norms)
@@ -92,18 +92,14 @@ def run_mask(mask: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     return mask.reshape(-1, *[1] * (like.dim() - 1))
 
 
-# torch optimisers whose step acts on each entry alone: the runs of one configuration can share
-# one tensor (the same operations on the same values as one tensor per run)
-ELEMENTWISE = {"adam", "sgd"}
-
-
 class TorchRuns:
     """torch's own optimisers (Adam, Muon, SGD) on each run's tensors, so every run is stepped
     by the very optimiser a single run would use: one optimiser per distinct algorithm, over
     all of its runs. Run r's parameters are views W[r] of the batch's stacked ones; the runs
-    of an elementwise optimiser (`ELEMENTWISE`) that lie side by side in the batch share one
-    slice W[a:b] instead (one dispatch per operation, not one per run; their state is split
-    per run and joined again as the batch loses runs). Every run of a batch is at the same
+    of an elementwise optimiser (`Rule.elementwise`: the same operations on the same values
+    as one tensor per run) that lie side by side in the batch share one slice W[a:b] instead
+    (one dispatch per operation, not one per run; their state is split per run and joined
+    again as the batch loses runs). Every run of a batch is at the same
     step `t`, which a decaying rate (`Algorithm.lr_decay`) reads."""
 
     def __init__(
@@ -137,7 +133,7 @@ class TorchRuns:
         """The slices W[a:b] the runs a, …, b−1 share (with their gradients), or None where
         they do not lie side by side or their optimiser is not elementwise."""
         a, b = runs[0], runs[-1] + 1
-        if self.algorithms[a].optimizer not in ELEMENTWISE or runs != list(range(a, b)):
+        if not self.algorithms[a].rule.elementwise or runs != list(range(a, b)):
             return None
         slices = [w[a:b] for w in params]
         for piece, g in zip(slices, self.grads):
@@ -197,11 +193,25 @@ def _per_entry(value, shape) -> bool:
     return isinstance(value, torch.Tensor) and value.shape == shape
 
 
+def _steepest_runs(algorithms: list[Algorithm], params: list[torch.Tensor]) -> SteepestRuns:
+    return SteepestRuns(algorithms, params[0].dtype, params[0].device)
+
+
+def _mirror_core(algorithms: list[Algorithm], params: list[torch.Tensor]) -> None:
+    return None  # the batch steps by the mirror-descent core itself (`update.step`)
+
+
+# The engine's steppers by the name a rule gives as its family (`optim.registry.Rule.family`).
+STEPPERS = {"mirror": _mirror_core, "steepest": _steepest_runs, "torch": TorchRuns}
+
+
 def stepper(algorithms: list[Algorithm], params: list[torch.Tensor]):
-    """The stepper of a batch of one family (None: the mirror-descent core, `update.step`)."""
+    """The stepper of a batch of one family (None: the mirror-descent core, `update.step`);
+    ValueError for a family the engine has no stepper for."""
     family = algorithms[0].family
-    if family == "steepest":
-        return SteepestRuns(algorithms, params[0].dtype, params[0].device)
-    if family == "torch":
-        return TorchRuns(algorithms, params)
-    return None
+    if family not in STEPPERS:
+        raise ValueError(
+            f"optimizer {algorithms[0].optimizer!r}: the engine has no stepper {family!r}; "
+            f"a rule's family is one of {', '.join(STEPPERS)}"
+        )
+    return STEPPERS[family](algorithms, params)

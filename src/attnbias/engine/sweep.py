@@ -157,7 +157,7 @@ class Chunk:
 def hyper_class(spec: RunSpec) -> tuple:
     """What of a run the update core's fast paths look at across a batch (update.Hyper)."""
     a = spec.algorithm
-    return a.mirror_p, a.rule, a.momentum > 0
+    return a.mirror_p, a.step_rule, a.momentum > 0
 
 
 def plan(

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field, fields
 import torch
 
 from ..norms import per_run
+from ..optim.algorithm import Algorithm
 from ..optim.functional import RULES, divisors, step_
-from .algorithms import Algorithm
 
 
 @dataclass
@@ -43,17 +43,17 @@ class Hyper:
     def from_algorithms(
         cls, algorithms: list[Algorithm], f_stars: list[float], dtype=torch.float64, device=None
     ) -> Hyper:
-        polyak = [a.optimizer == "polyak" for a in algorithms]
+        capped = [a.rule.lr_is_cap for a in algorithms]
 
         def col(values):
             return torch.tensor(values, dtype=dtype, device=device)
 
         return cls(
             p=col([a.mirror_p for a in algorithms]),
-            lr=col([1.0 if pk else a.lr for a, pk in zip(algorithms, polyak)]),
-            cap=col([a.lr if pk else float("inf") for a, pk in zip(algorithms, polyak)]),
+            lr=col([1.0 if cap else a.lr for a, cap in zip(algorithms, capped)]),
+            cap=col([a.lr if cap else float("inf") for a, cap in zip(algorithms, capped)]),
             momentum=col([a.momentum for a in algorithms]),
-            rule=torch.tensor([RULES.index(a.rule) for a in algorithms], device=device),
+            rule=torch.tensor([RULES.index(a.step_rule) for a in algorithms], device=device),
             c=col([a.c for a in algorithms]),
             f_star=col(f_stars),
         )

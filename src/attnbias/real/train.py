@@ -31,13 +31,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..engine.algorithms import TABLE_NAMES, Algorithm
 from ..log import Progress
+from ..optim.algorithm import Algorithm
+from ..optim.registry import TABLE_NAMES
 from ..store import CheckpointDirectory, FileTooLarge, UnsafeCheckpoint
 
 logger = logging.getLogger(__name__)
 
-# The names an optimizer table may give (the one vocabulary: engine.algorithms.TABLE_NAMES).
+# The names an optimizer table may give (the one vocabulary: optim.registry.TABLE_NAMES).
 OPTIMIZERS = TABLE_NAMES
 
 

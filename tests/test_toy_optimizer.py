@@ -1,0 +1,125 @@
+"""A new maintainer adds an optimiser from outside the package by docs/ARCHITECTURE.md alone
+("Adding an optimiser"): its class and one registered `Rule` (tests/fixtures/toy_optimizer.py).
+Configs then name it, it builds for one model, and the batched engine steps it as that model's
+own loop does; the optimiser vocabulary lives in optim/, which config and real/ import, and
+neither imports the engine."""
+
+import ast
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from attnbias.config import Algorithms, ConfigError, ExperimentConfig, resolve
+from attnbias.data import gaussian_unit
+from attnbias.engine import RunBatch, RunSpec, simulate, steppers
+from attnbias.engine.single_run import run_reference
+from attnbias.optim.algorithm import Algorithm
+from attnbias.optim.registry import RULES, Rule, register
+
+sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
+import toy_optimizer
+
+SRC = Path(__file__).resolve().parent.parent / "src" / "attnbias"
+TOY = {"name": "HB", "optimizer": "clipped-hb", "lr": 0.2, "momentum": 0.5}
+
+
+class ToyConfig(ExperimentConfig):
+    algorithms: Algorithms
+
+
+@pytest.fixture
+def toy():
+    rule = register(toy_optimizer.RULE)
+    yield rule
+    del RULES[rule.name]
+
+
+def test_a_registered_rule_is_named_by_configs_with_only_the_fields_it_reads(toy):
+    algorithm = Algorithm.from_dict(TOY)
+    assert algorithm.rule is toy and algorithm.family == "torch"
+    assert algorithm.to_dict() == TOY
+    with pytest.raises(ValueError, match=r"algorithms\[0\]\.p applies only to optimizer md"):
+        Algorithm.from_dict({**TOY, "p": 3.0}, "algorithms[0]")
+    config = resolve(ToyConfig, "toy", [("my.toml", {"algorithms": [TOY]})])
+    assert config.algorithms == (algorithm,) and config.to_dict()["algorithms"] == [TOY]
+    with pytest.raises(ConfigError, match=r"my\.toml: toy: algorithms\[0\]\.p applies only"):
+        resolve(ToyConfig, "toy", [("my.toml", {"algorithms": [{**TOY, "p": 3.0}]})])
+
+
+def test_an_unregistered_rule_is_refused_naming_the_known_ones():
+    with pytest.raises(ValueError, match=r"optimizer must be one of \('gd', 'md'"):
+        Algorithm.from_dict(TOY)
+
+
+def test_the_engine_steps_a_registered_rule_as_its_own_optimiser_steps_one_model(toy):
+    algorithm = Algorithm.from_dict(TOY)
+    optimizer = algorithm.torch_optimizer([torch.nn.Parameter(torch.zeros(2))])
+    assert type(optimizer) is toy_optimizer.ClippedHeavyBall
+    assert optimizer.param_groups[0]["momentum"] == 0.5
+    rng = np.random.default_rng(3)
+    specs = [
+        RunSpec({"i": i}, gaussian_unit(4, 5, 6, seed=i), algorithm, 15,
+                {"W": rng.standard_normal((6, 6))})
+        for i in range(3)
+    ]  # fmt: skip
+    grid, out = np.arange(16), {}
+
+    def keep(done):
+        for j, i in enumerate(done.index):
+            out[int(i)] = done.snapshots["W"][j].numpy()
+
+    simulate(RunBatch.from_specs(specs), grid, keep)
+    for i, spec in enumerate(specs):
+        reference = run_reference(spec, grid)["W"]
+        assert np.abs(reference[-1] - reference[0]).max() > 0.01  # it moved
+        # the engine's closed-form gradient against autograd's: ulps apart (as test_steepest's)
+        np.testing.assert_allclose(out[i], reference, rtol=0, atol=1e-12)
+
+
+def test_register_refuses_what_is_not_a_new_rule(toy):
+    with pytest.raises(TypeError, match="rule must be a Rule"):
+        register({"name": "x"})
+    with pytest.raises(ValueError, match=r"rule\.name 'clipped-hb' is taken"):
+        register(toy)
+    with pytest.raises(ValueError, match=r"rule\.reads names no Algorithm field: \['beta'\]"):
+        register(replace(toy, name="other", reads=("beta",)))
+
+
+def test_a_family_the_engine_has_no_stepper_for_is_refused_by_name():
+    rule = register(Rule("orphan", "nowhere", "no stepper", toy_optimizer.build))
+    try:
+        algorithm = Algorithm("O", "orphan", 0.1)
+        with pytest.raises(ValueError, match="the engine has no stepper 'nowhere'"):
+            steppers.stepper([algorithm], [torch.zeros(1, 2, 2)])
+    finally:
+        del RULES[rule.name]
+
+
+def test_every_built_in_family_has_a_stepper_in_the_engine():
+    assert {rule.family for rule in RULES.values()} <= set(steppers.STEPPERS)
+
+
+def imported_modules(path: Path) -> set[str]:
+    """The attnbias modules a source file imports, as absolute dotted names."""
+    package = ["attnbias", *path.relative_to(SRC).parent.parts]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            found.add(".".join([*base, *(node.module.split(".") if node.module else [])]))
+    return {name for name in found if name.startswith("attnbias")}
+
+
+@pytest.mark.parametrize(
+    "path",
+    [SRC / "config.py", *sorted(SRC.glob("real/*.py")), *sorted(SRC.glob("optim/*.py"))],
+    ids=lambda p: str(p.relative_to(SRC)),
+)
+def test_config_real_and_optim_do_not_import_the_engine(path):
+    assert not {m for m in imported_modules(path) if m.startswith("attnbias.engine")}
