@@ -8,7 +8,6 @@ Regenerate with `attnbias claims --out RESULTS_ROOT --write docs/CLAIMS.md`.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from ..claims import (
     status_of,
     verdict_columns,
 )
-from ..store import ResultsStore, UnsafeStore
+from ..store import ResultsStore, UnsafeStore, parse_json
 from . import forest, papers
 from .base import experiment_names
 from .report import verdict_mark
@@ -71,10 +70,30 @@ class PaperClaim:
     wording: str
     differences: str = ""
     consistency: bool = False  # a consistency check of the code: listed and counted apart
+    # where the statement was read when the seed texts do not hold it (papers.READ_MD, …)
+    read_in: str = ""
+    # its quotes ('…' in wording and where; [brackets] are our insertions) are verbatim in the
+    # seed texts: tests/test_register_quotes.py checks each against them
+    verbatim: bool = True
+
+    def __post_init__(self):
+        if not self.verbatim and not self.read_in:
+            raise ValueError(f"{self.id}: a quote not in the seed texts needs read_in, its source")
 
     @property
     def experiment(self) -> str:
         return self.id.split("/", 1)[0]
+
+    @property
+    def cited(self) -> str:
+        """The "paper, where" cell: the paper, where in it, and where that was read if not in
+        the seed texts."""
+        return f"{self.paper}, {where_read(self.where, self.read_in)}"
+
+
+def where_read(where: str, read_in: str) -> str:
+    """Where in a paper, and where that was read when the seed texts do not hold it."""
+    return f"{where} ({read_in})" if read_in else where
 
 
 @dataclass(frozen=True)
@@ -83,6 +102,7 @@ class Untested:
     where: str
     wording: str
     reason: str
+    read_in: str = ""  # as PaperClaim's
 
 
 def beyond_theorem(data: str, delta: str) -> str:
@@ -278,12 +298,14 @@ def theory_entries() -> list[PaperClaim]:
                    "to the ℓp-AttSVM of its own p", f"{MD_LOCAL.split(';')[0]}; plain steps "
                    "η = 1, 10⁵ steps (ours); the limit is judged only where the own divergence "
                    "is below 0.05: at its poly-log rate that takes 10⁶–10⁷ steps (the row names "
-                   "them), beyond a few CPU minutes"),
+                   "them), beyond a few CPU minutes",
+                   read_in=papers.READ_MD),
         PaperClaim("md-plain/polylog-rate", "MD", "rate theorem", "'a rate comparable to that "
                    "of traditional GD in simpler models' (poly-logarithmic)",
                    "plain ℓp-AttGD, η = 1, 10 seeds, 10⁵ steps; bound: (log log t / log t)², the "
                    "square of Soudry et al.'s distance rate (D_ψ is locally half a squared "
-                   f"distance), its own exponent of log t over 10³–10⁵, −1.09 ({LOST})"),
+                   f"distance), its own exponent of log t over 10³–10⁵, −1.09 ({LOST})",
+                   read_in=papers.READ_MD),
         PaperClaim("md-plain/polylog-window-stable", "ours", "method", "the poly-log exponent "
                    "does not depend on the window (within 20 %)", "as md-plain/polylog-rate"),
         PaperClaim("local-global/assumption1-example1", "NGD", "Ass. 1, Example 1, Lemma 8",
@@ -296,10 +318,12 @@ def theory_entries() -> list[PaperClaim]:
                    "convergence on example1 from large starts and for ℓ3-MD too", LOCAL_GLOBAL),
         PaperClaim("local-global/local-gaussian", "MD", "main theorem (local); SVM paper",
                    "convergence to the SVM of locally optimal tokens from a cone around it",
-                   LOCAL_GLOBAL),
+                   LOCAL_GLOBAL,
+                   read_in=f"{papers.READ_MD}; {papers.READ_SVM}"),
         PaperClaim("local-global/not-global-gaussian", "MD", "main theorem (local)",
                    "without the NGD paper's assumptions convergence is local, not global",
-                   LOCAL_GLOBAL),
+                   LOCAL_GLOBAL,
+                   read_in=papers.READ_MD),
         PaperClaim("trajectory-lemmas/lemma5", "NGD", "Lemma 5", "when a sample violates a "
                    "W-SVM constraint, its optimal-token score does not decrease", LEMMAS),
         PaperClaim("trajectory-lemmas/lemma6", "NGD", "Lemma 6", "the negative gradient "
@@ -377,34 +401,43 @@ def reexamination_entries() -> list[PaperClaim]:
                    "the same, at ngd-fixed's γ_b = 1e6 and c = 1", POLYAK),
         PaperClaim("reexamine-polyak/ngd-ends-ahead", "ours", REEXAMINE, "the earlier result "
                    "(ngd-fixed: NGD ends ~30× better): NGD ends with the smaller misalignment, "
-                   "per cap γ_b; inconclusive where Polyak's runs stopped (uncapped: L − L* rounds "
-                   "to 0 in float64, some seeds after one huge step)",
-                   POLYAK + "; 'stopped' = ‖W_t‖ constant over the last 90 % of steps"),
+                   "per cap γ_b, at the last step at which both runs of a seed still moved (the "
+                   "end, where neither stopped; uncapped Polyak stops where L − L* rounds to 0 "
+                   "in float64, its state from then on is where float64 stopped it)",
+                   POLYAK + "; a run still moves at a recorded step if its ‖W_t‖ changes "
+                   "after it"),
         PaperClaim("reexamine-polyak/larger-cap-ends-closer", "ours", REEXAMINE, "artefact "
                    "named: the cap γ_b (late Polyak is GD with step γ_b) decides how far Polyak "
                    "gets, so NGD's lead at the end is the cap's; supported = each larger cap "
-                   "ends closer (c = 1)", POLYAK),
+                   "ends closer (c = 1), compared at the last step at which both still moved",
+                   POLYAK),
     ]  # fmt: skip
 
 
 REGISTER: list[PaperClaim] = [
     PaperClaim("md-local/own-p-diagonal", "MD", "main theorem; 3×3 figure",
                "'these algorithms converge in direction to a generalized hard-margin SVM with an "
-               "ℓp-norm objective' (abstract)", MD_LOCAL),
+               "ℓp-norm objective' (abstract)", MD_LOCAL,
+               read_in=papers.READ_MD),
     PaperClaim("md-local/own-p-nearest", "MD", "3×3 figure (off-diagonal)",
                "the limit depends on p: each ℓp-MD run ends nearest the SVM of its own p",
-               MD_LOCAL + "; per-seed ratios of divergences (runs of each p share data and W₀)"),
+               MD_LOCAL + "; per-seed ratios of divergences (runs of each p share data and W₀)",
+               read_in=papers.READ_MD),
     PaperClaim("md-local/zero-init", "MD", "figure of Ŵ_t entries from zero init",
                "the convergence holds from zero initialisation too",
-               MD_LOCAL + "; one deterministic run per p, as the paper's figure"),
+               MD_LOCAL + "; one deterministic run per p, as the paper's figure",
+               read_in=papers.READ_MD),
     PaperClaim("md-joint/W-own-p-svm", "MD", "joint-training theorem",
                "'conditions under which this complex joint optimization converges to their "
-               "respective hard-margin SVM solutions' (abstract): W → ℓp-AttSVM", MD_JOINT),
+               "respective hard-margin SVM solutions' (abstract): W → ℓp-AttSVM", MD_JOINT,
+               read_in=papers.READ_MD),
     PaperClaim("md-joint/v-own-p-svm", "MD", "joint-training theorem",
-               "the head v converges to the ℓp head SVM", MD_JOINT),
+               "the head v converges to the ℓp head SVM", MD_JOINT,
+               read_in=papers.READ_MD),
     PaperClaim("md-joint/selects-and-classifies", "MD", "joint-training theorem",
                "attention selects the optimal tokens and the head classifies every sample",
-               MD_JOINT + "; 0.99 as 'selected / classified' ours"),
+               MD_JOINT + "; 0.99 as 'selected / classified' ours",
+               read_in=papers.READ_MD),
     *ngd_fixed_entries("ngd-fixed", "Fig. 2", "example1 (n=4, T=4, d=64)",
                        beyond_theorem("example1", "2")),
     *ngd_fixed_entries("antipodal", "Fig. 5", "antipodal optimal tokens (n=4, T=4, d=64)",
@@ -412,9 +445,9 @@ REGISTER: list[PaperClaim] = [
     PaperClaim("ngd-joint/loss-to-zero", "NGD", "§4 (Thm 3), Fig. 3",
                "'fast train loss convergence' under joint training of W and v", NGD_JOINT),
     PaperClaim("ngd-joint/v-aligns", "NGD", "§4 (Thm 3), Fig. 3",
-               "'the linear decoder converges, in direction, to u_mm'", NGD_JOINT),
+               "'the linear decoder converges, in direction, to [u_mm]'", NGD_JOINT),
     PaperClaim("ngd-joint/W-aligns", "NGD", "§4 (Thm 3), Fig. 3",
-               "'GD converges globally, in direction, to W_mm' (also under NGD)",
+               "'GD converges globally, in direction, to [W_mm]' (also under NGD)",
                NGD_JOINT + "; judged by the log–log slope of W's misalignment in ‖W_t‖ over the "
                "second half of the steps where ‖W_t‖ grows, below −1 (ours: −2 is growth along "
                "W_mm beside the bounded part of W₀ no gradient reaches, 0 another direction), "
@@ -430,17 +463,20 @@ REGISTER: list[PaperClaim] = [
                "reach, on loss and on W and v misalignment"),
     PaperClaim("kq-nuclear/kq-nuclear-svm", "SVM", "KQ parameterisation theorem",
                "W = KQᵀ trained by gradient methods converges to the nuclear-norm Att-SVM; "
-               "here: it ends closer to it than to the Frobenius one", KQ),
+               "here: it ends closer to it than to the Frobenius one", KQ,
+               read_in=papers.READ_SVM),
     PaperClaim("kq-nuclear/kq-converges-nuclear", "SVM", "KQ parameterisation theorem",
                "W = KQᵀ converges in direction to the nuclear-norm Att-SVM",
                KQ + "; judged by its misalignment with the nuclear SVM still falling like a "
                "power of t over the second half of the run (log–log slope below −0.1, ours); "
                "the direct W's misalignment with the nuclear SVM, a run heading elsewhere, "
                "levels off (slope ≈ 0); a level (mean alignment > 0.99) was still straddled at "
-               "2·10⁴ steps (0.991)"),
+               "2·10⁴ steps (0.991)",
+               read_in=papers.READ_SVM),
     PaperClaim("kq-nuclear/direct-frobenius-svm", "SVM", "W parameterisation theorem",
                "W trained directly converges to the Frobenius Att-SVM; here: it ends closer to "
-               "it than to the nuclear one", KQ),
+               "it than to the nuclear one", KQ,
+               read_in=papers.READ_SVM),
     PaperClaim("atlas/own-norm-gap", "ours", "§atlas (Fan et al. 2025 and Tsilivis et al. 2025 "
                "for linear models)", "steepest descent in a norm maximises the margin in that "
                "norm", ATLAS),
@@ -461,18 +497,22 @@ REGISTER: list[PaperClaim] = [
     PaperClaim("text-md/best-accuracy", "MD", "§real data, IMDb table (3 blocks)",
                "ℓ1.1-MD reaches a higher best test accuracy than ℓ2-MD (GD): "
                f"{papers.accuracy_text(1.1)} vs {papers.accuracy_text(2.0)} %",
-               TEXT_MD),
+               TEXT_MD,
+               read_in=papers.READ_MD),
     PaperClaim("text-md/md-beats-gd", "MD", "abstract; IMDb table", "MD improves generalization "
                "over GD: every ℓp-MD with p ≠ 2 has a higher best test accuracy than ℓ2 "
-               f"(ℓ3: {papers.accuracy_text(3.0)} %)", TEXT_MD),
+               f"(ℓ3: {papers.accuracy_text(3.0)} %)", TEXT_MD,
+               read_in=papers.READ_MD),
     PaperClaim("text-md/keyword-attention", "MD", "§real data, key-word attention",
                "ℓ1.1-MD puts more normalised [CLS] attention on the sentence's key word than GD "
                f"({papers.keyword_text()})", TEXT_MD + "; probe: held-out sentences with "
                "exactly one "
-               "VADER-lexicon word instead of hand-written sentences"),
+               "VADER-lexicon word instead of hand-written sentences",
+               read_in=papers.READ_MD),
     PaperClaim("text-md/sparsity-count", "MD", "§real data, weight histograms",
                "ℓ1.1-MD gives sparser K, Q, V: fewer entries with |w| > "
-               f"{papers.MD_IMDB_THRESHOLD:g} than GD ({papers.counts_text()})", TEXT_MD),
+               f"{papers.MD_IMDB_THRESHOLD:g} than GD ({papers.counts_text()})", TEXT_MD,
+               read_in=papers.READ_MD),
     PaperClaim("text-md/sparsity-scale-free", "ours", "complement to the MD paper's histograms",
                "ℓ1.1-MD's K, Q, V have more near-zero entries (below 1 % of the RMS entry) than "
                "GD's — the same statement, free of the weights' overall scale", TEXT_MD),
@@ -508,7 +548,8 @@ UNTESTED = [
              "(summary: lemma13_loss_ratio); the constant and the factor would make it a test"),
     Untested("MD", "IMDb, 4 and 6 blocks/heads", "the same ordering of ℓp-MD for 4 and 6 "
              "blocks", "a 2-core machine runs one size; on a GPU: attnbias run with layers = heads "
-             "= 4 or 6 over the [paper] table of text-md.toml"),
+             "= 4 or 6 over the [paper] table of text-md.toml",
+             read_in=papers.READ_MD),
 ]  # fmt: skip
 
 
@@ -526,7 +567,7 @@ def summaries(root: Path) -> dict[str, dict]:
             data = store.current_file("summary.json")
             if data is None:
                 continue
-            summary = json.loads(data)
+            summary = parse_json(data, "its JSON")  # bounded: size and nesting
             if not isinstance(summary, dict) or not isinstance(summary.get("claims"), list):
                 raise ValueError("not a JSON object with a list of claims")
             # what the register reads of it, read once here: a wrong shape is this file's fault
@@ -534,8 +575,8 @@ def summaries(root: Path) -> dict[str, dict]:
             unregistered({name: summary})
         except UnsafeStore as err:
             raise ValueError(f"{path} is not the published summary ({err}); {again}") from err
-        except (ValueError, TypeError, KeyError, AttributeError, IndexError, RecursionError) as err:
-            why = f"{type(err).__name__}: {err}"[:200]  # a nesting too deep to read says so
+        except (ValueError, TypeError, KeyError, AttributeError, IndexError) as err:
+            why = f"{type(err).__name__}: {err}"[:200]
             raise ValueError(f"{path} is not a summary attnbias writes ({why}); {again}") from err
         found[name] = summary
     return found
@@ -592,7 +633,7 @@ def register_rows(found: dict[str, dict]) -> list[Row]:
     verdict, its sensitivity and the protocol differences."""
     rows = []
     for entry, summary, claim in answered(found):
-        head = [entry.id, f"{entry.paper}, {entry.where}", entry.wording]
+        head = [entry.id, entry.cited, entry.wording]
         if claim is None:
             why = NOT_RUN_WHY.get(entry.experiment)
             status = NOT_RUN + (f" ({why})" if why else "")
@@ -630,6 +671,14 @@ def counts(rows: list[Row]) -> str:
         words = [row.verdict for row in rows]
         order = [*STATUSES, NOT_RUN]
     return ", ".join(f"{words.count(s)} {s}" for s in order if words.count(s))
+
+
+QUOTES = (
+    "Quotes ('…') are verbatim from the seed texts the project started from, which hold the NGD "
+    "paper and the MD paper's abstract (checked by tests/test_register_quotes.py); [brackets] in "
+    "a quote mark a symbol those texts lost, filled in by us. A row citing what they do not hold "
+    "(the MD paper's body, the SVM paper) says in brackets where it was read."
+)
 
 
 READING = (
@@ -724,6 +773,8 @@ def register_markdown(found: dict[str, dict], command: str, figure: str | None =
         "",
         *[f"- **{key}**: {text}" for key, text in PAPERS.items()],
         "",
+        QUOTES,
+        "",
         "## Claims tested here",
         "",
         READING,
@@ -761,7 +812,10 @@ def register_markdown(found: dict[str, dict], command: str, figure: str | None =
         "",
         "| paper | where | claim | why not |",
         "| --- | --- | --- | --- |",
-        *[f"| {u.paper} | {u.where} | {u.wording} | {u.reason} |" for u in UNTESTED],
+        *[
+            f"| {u.paper} | {where_read(u.where, u.read_in)} | {u.wording} | {u.reason} |"
+            for u in UNTESTED
+        ],
         "",
     ]
     return "\n".join(lines)

@@ -5,6 +5,13 @@ from __future__ import annotations
 
 import math
 
+# Where the claims register read what a paper says. The seed texts hold the NGD paper whole and
+# the MD paper's abstract only; a row citing the MD paper's body, or the SVM paper (not a seed),
+# says where it was read, and only quotes verbatim in the seed texts are marked so
+# (tests/test_register_quotes.py checks them).
+READ_MD = "read in the published MD paper, arXiv:2410.14581; the seed texts hold only its abstract"
+READ_SVM = "read in the SVM paper, arXiv:2308.16898, which is not among the seed texts"
+
 # MD paper (Julistiono, Tarzanagh, Azizan 2024), IMDb, 3 blocks and heads.
 # Best test accuracy (%) per p: (mean, std).
 MD_IMDB_ACCURACY = {1.1: (83.47, 0.09), 2.0: (81.66, 0.09), 3.0: (82.57, 0.10)}
