@@ -428,6 +428,51 @@ def cases() -> dict[str, list]:
                 (atlas_groups(), "Muon", "SpectralDescent", "spectral", LABELS, 0.05, 0.1),
                 {},
             ),
+            # a row judged as run (torch's Muon as shipped): the stall is part of the outcome
+            (
+                SUPPORTED,
+                (
+                    atlas_groups(muon_norm_rate=0.0),
+                    "Muon",
+                    "SpectralDescent",
+                    "spectral",
+                    LABELS,
+                    0.05,
+                    0.1,
+                ),
+                {"as_run": True},
+            ),
+            (
+                NOT_SUPPORTED,
+                (
+                    {
+                        **atlas_groups(),
+                        "Muon": atlas_group({"2": 0.01, "inf": 0.3, "spectral": 0.2}, 0.0, seed=60),
+                    },
+                    "Muon",
+                    "SpectralDescent",
+                    "spectral",
+                    LABELS,
+                    0.05,
+                    0.1,
+                ),
+                {"as_run": True},
+            ),
+            # ... and so is a premise of a theorem it does not claim
+            (
+                NOT_SUPPORTED,
+                (
+                    atlas_groups(adam={"2": 0.01, "inf": 0.2, "spectral": 0.3}),
+                    "Adam",
+                    "SignGD",
+                    "inf",
+                    LABELS,
+                    0.05,
+                    0.1,
+                    Algorithm("Adam", "adam", 0.05),
+                ),
+                {"as_run": True},
+            ),
             # the design outside the theorem: Adam's ℓ∞ bias needs a decaying rate
             (
                 INCONCLUSIVE,
@@ -496,9 +541,10 @@ def local_global_inputs():
     holds on that seed's problem (elsewhere at other tokens, so that which seeds count decides
     the verdict; the other algorithms miss at the smallest R: Theorem 1 is NGD's);
     gaussian_unit seeds 1–50: NGD's locally optimal starts end at their α′ at every R (50
-    seeds clear 0.9 at Holm's level for two radii), ℓ3-MD's at a share rising with R but
-    below 0.9 (0.2, then 0.6: R₀ beyond the sweep), the other starts away from the optimal
-    tokens; Gram dominance 0.5 on 100 example1 problems and 1.5 on 100 gaussian_unit ones."""
+    seeds clear 0.9 at Holm's level for three radii), ℓ3-MD's at a share rising with R but
+    below 0.9 (0.2, 0.6, then 0.8 at the local-only radius: R₀ beyond the sweep), the other
+    starts away from the optimal tokens; Gram dominance 0.5 on 100 example1 problems and 1.5
+    on 100 gaussian_unit ones."""
     from attnbias.data import example1
     from attnbias.experiments import local_global
     from attnbias.experiments.base import load_config
@@ -515,15 +561,16 @@ def local_global_inputs():
             for radius in config.radii:
                 reached = holds and (name in ngd or radius != small)
                 rows.append({"problem": "example1", "seed": seed, "algorithm": name,
-                             "R": radius, "locally_optimal": False,
+                             "R": radius, "locally_optimal": False, "local_radius": False,
                              "outcome": "optimal" if reached else "other"})  # fmt: skip
     for seed in range(1, 51):
         for name in names:
-            for radius in config.radii:
-                stays = name in ngd or seed <= (10 if radius == small else 30)
-                for local in (True, False):
+            for local in (True, False):
+                for radius in local_global.start_radii(config, "gaussian_unit", local):
+                    extra = radius not in config.radii
+                    stays = name in ngd or seed <= (10 if radius == small else 40 if extra else 30)
                     rows.append({"problem": "gaussian_unit", "seed": seed, "algorithm": name,
-                                 "R": radius, "locally_optimal": local,
+                                 "R": radius, "locally_optimal": local, "local_radius": extra,
                                  "outcome": "start" if local and stays else "other"})  # fmt: skip
     dominance = {"example1": {s: 0.5 for s in range(1, 101)},
                  "gaussian_unit": {s: 1.5 for s in range(1, 101)}}  # fmt: skip

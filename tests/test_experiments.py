@@ -81,7 +81,8 @@ CONFIG_KEYS = {
     "vision": ("b30257da6f68bbef", "eceb4f58a047da25"),  # device field; 10 seeds
     "ngd-rates": ("4e0fd04d2584906b", "5882ebaee9c4b771"),  # the geometry margin sweep
     # issue 29: 40 seeds (the starts clustered by seed), Assumption 1 on 1,000 problems
-    "local-global": ("fa123c16d1ad20ac", "3d5a115d6cfe80a2"),
+    # issue 29: local_radii (64, 256; quick 64) for local-gaussian, whose R₀ lay beyond R = 16
+    "local-global": ("d94f07e73d791898", "9728f60e7c0fb865"),
     "md-plain": ("fe3aa4f33857bbfe", "21ddee3f79ac4452"),
     "joint-rates": ("38dbaa88fd80ff7d", "00a28c9738a7b2a9"),  # 48 seeds: thm3-rate decided
     "trajectory-lemmas": ("d8129fbb8a31cf6a", "823f90c22dcac812"),  # level gone: violations

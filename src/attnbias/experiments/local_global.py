@@ -43,6 +43,10 @@ class Config(SweepConfig):
     example1_steps: PositiveInt = Field(description="steps of the runs on example1")
     gaussian_steps: PositiveInt = Field(description="steps of the runs on gaussian_unit")
     radii: numbers(float, 0.0, strict=True) = Field(description="start scales R of R·W_mm(α′)")
+    local_radii: numbers(float, 0.0, strict=True) = Field(
+        description="further scales R at which only gaussian_unit's locally optimal starts run: "
+        "local convergence holds for R large enough, and the theorem does not give R₀"
+    )
     example1_choices: PositiveInt = Field(
         description="token choices α′ of each kind (locally optimal or not) per seed and "
         "algorithm on example1"
@@ -121,7 +125,7 @@ def specs(config: Config) -> list[RunSpec]:
             for algorithm in config.algorithms:
                 choices = per_problem(config, name, "choices")
                 for alpha, W_mm, local in starts(problem, algorithm.mirror_p, choices, seed):
-                    for radius in config.radii:
+                    for radius in start_radii(config, name, local):
                         out.append(
                             RunSpec(
                                 {
@@ -144,6 +148,14 @@ def specs(config: Config) -> list[RunSpec]:
                             )
                         )
     return out
+
+
+def start_radii(config: Config, problem: str, local: bool) -> tuple[float, ...]:
+    """The scales R a start runs at: `radii`, and `local_radii` too for gaussian_unit's
+    locally optimal starts."""
+    if problem == "gaussian_unit" and local:
+        return (*config.radii, *config.local_radii)
+    return config.radii
 
 
 def outcome(record, problem: Problem) -> str:
@@ -169,6 +181,7 @@ def outcomes(records, config: Config) -> list[dict]:
                 "R": init["R"],
                 "locally_optimal": init["locally_optimal"],
                 "outcome": outcome(record, problem),
+                "local_radius": init["R"] not in config.radii,  # run for local-gaussian only
             }
         )
     return rows
@@ -319,15 +332,16 @@ def claims(rows: list[dict], dominance: dict, config: Config) -> list[Claim]:
         parts=ends_optimal(names, config.radii, "ours: extends Thm 1 to large starts and to ℓp-MD"),
     )
     gauss = [r for r in rows if r["problem"] == "gaussian_unit"]
+    local_radii = sorted({*config.radii, *config.local_radii})
     local = Claim(
         "Local convergence on gaussian_unit: from R times the SVM of a locally optimal choice "
         "α′, the run ends selecting α′, for R large enough: at some R of the sweep "
-        f"({', '.join(f'{r:g}' for r in config.radii)}), for each algorithm",
-        parts=[stays_local(gauss, name, config.radii, level) for name in names],
+        f"({', '.join(f'{r:g}' for r in local_radii)}), for each algorithm",
+        parts=[stays_local(gauss, name, local_radii, level) for name in names],
     )
     not_global = fraction(
         rules.fraction_below,
-        ended(gauss, "optimal"),
+        ended(gauss, "optimal", local_radius=False),  # every kind of start, at `radii`
         level,
         "Convergence is not global on gaussian_unit: a fraction of the adversarial starts ends "
         "away from the optimal tokens",
@@ -360,7 +374,7 @@ def figure(rows: list[dict], config: Config, out: Path) -> list[str]:
         labels, bottoms = [], None
         bars = {o: [] for o in OUTCOMES}
         for name in names:
-            for radius in config.radii:
+            for radius in start_radii(config, problem, local is True):
                 mine = [
                     r
                     for r in rows
