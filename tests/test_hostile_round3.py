@@ -96,3 +96,14 @@ def test_a_config_with_a_deeply_dotted_key_is_refused_before_parsing(tmp_path, c
     assert time.perf_counter() - started < 5
     # a config's own dotted keys and numbers still read
     assert nesting_depth("lr = 0.5\n[quick]\nsteps.x = [1.5, 2.5]\n") == 2
+
+
+def test_token_indices_given_as_a_mask_are_refused_not_read_as_zeros_and_ones(tmp_path):
+    # alpha = [True, False, True] was solved as tokens [1, 0, 1] and printed "optimal"
+    problem = feasible_problem()
+    for mask in (np.array([True, False, True]), torch.tensor([True, False, True])):
+        with pytest.raises(TypeError, match="alpha must hold integer token indices, got dtype"):
+            att_svm(problem["X"], problem["z"], mask)
+    with pytest.raises(TypeError, match="alpha must hold integer token indices, got dtype"):
+        att_svm(problem["X"], problem["z"], np.array([1 + 0j, 0, 1]))
+    assert att_svm(problem["X"], problem["z"], np.array([1.0, 0.0, 1.0])).status == "optimal"

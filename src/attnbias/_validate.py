@@ -87,7 +87,9 @@ def check_sequences(X, z=None, y=None, v=None, W=None):
 def check_tokens(alpha, n: int, T: int, name: str = "alpha") -> torch.Tensor:
     """Token choice: one integer index in [0, T) per sample."""
     a = torch.as_tensor(np.asarray(alpha) if not isinstance(alpha, torch.Tensor) else alpha)
-    if a.is_floating_point() or a.is_complex():
+    if a.dtype == torch.bool or a.is_complex():  # a mask read as indices 0 and 1: refused
+        raise TypeError(f"{name} must hold integer token indices, got dtype {a.dtype}")
+    if a.is_floating_point():
         if not torch.all(a == a.round()):
             raise ValueError(f"{name} must hold integer token indices, got non-integers")
     a = a.long()
