@@ -428,6 +428,51 @@ def cases() -> dict[str, list]:
                 (atlas_groups(), "Muon", "SpectralDescent", "spectral", LABELS, 0.05, 0.1),
                 {},
             ),
+            # a row judged as run (torch's Muon as shipped): the stall is part of the outcome
+            (
+                SUPPORTED,
+                (
+                    atlas_groups(muon_norm_rate=0.0),
+                    "Muon",
+                    "SpectralDescent",
+                    "spectral",
+                    LABELS,
+                    0.05,
+                    0.1,
+                ),
+                {"as_run": True},
+            ),
+            (
+                NOT_SUPPORTED,
+                (
+                    {
+                        **atlas_groups(),
+                        "Muon": atlas_group({"2": 0.01, "inf": 0.3, "spectral": 0.2}, 0.0, seed=60),
+                    },
+                    "Muon",
+                    "SpectralDescent",
+                    "spectral",
+                    LABELS,
+                    0.05,
+                    0.1,
+                ),
+                {"as_run": True},
+            ),
+            # ... and so is a premise of a theorem it does not claim
+            (
+                NOT_SUPPORTED,
+                (
+                    atlas_groups(adam={"2": 0.01, "inf": 0.2, "spectral": 0.3}),
+                    "Adam",
+                    "SignGD",
+                    "inf",
+                    LABELS,
+                    0.05,
+                    0.1,
+                    Algorithm("Adam", "adam", 0.05),
+                ),
+                {"as_run": True},
+            ),
             # the design outside the theorem: Adam's ℓ∞ bias needs a decaying rate
             (
                 INCONCLUSIVE,

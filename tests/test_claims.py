@@ -120,7 +120,8 @@ def synthetic_claims():
         for s in range(claim_cases.SEEDS)
     ]
     joint = claim_cases.joint_groups()
-    atlas_groups = claim_cases.atlas_groups()
+    atlas_groups = claim_cases.atlas_groups(muon_norm_rate=0.0)
+    atlas_groups["Adam-decay"] = atlas_groups.pop("Adam")  # the arm the register's row judges
     return {
         "md-local": md_local.claims(md, zero, ps, names, 0.05),
         "md-joint": md_joint.claims(joint, {n: n[1:-3] for n in joint}, 0.01),
@@ -131,8 +132,10 @@ def synthetic_claims():
         "kq-nuclear": kq_nuclear.claims({kq_nuclear.KQ: claim_cases.kq_alignment(),
                                          kq_nuclear.DIRECT: claim_cases.kq_alignment(0.9, 0.99)},
                                         np.linspace(-0.7, -0.3, claim_cases.SEEDS)),
+        # Muon stalled and judged as run (torch's Muon as shipped): decided, not inconclusive
         "atlas": atlas.claims(atlas_groups, claim_cases.LABELS, claim_cases.OWN,
-                              {"Adam": "SignGD", "Muon": "SpectralDescent"}, 0.05, 0.1, -0.25),
+                              {"Adam-decay": "SignGD", "Muon": "SpectralDescent"}, 0.05, 0.1,
+                              -0.25, as_run=("Muon",)),
         "md-plain": md_plain.claims(claim_cases.md_groups(), claim_cases.md_own(),
                                     load_config("md-plain", quick=True)),
         "local-global": local_global.claims(*claim_cases.local_global_inputs()),
@@ -178,7 +181,7 @@ SYNTHETIC_VERDICTS = {
     "kq-nuclear/direct-frobenius-svm": "S",
     "atlas/own-norm-gap": "S/SSS",
     "atlas/owner-smallest": "S/SSSSSS",
-    "atlas/adam-like-signgd": "S/SSS",
+    "atlas/adam-decay-like-signgd": "S/SSS",
     "atlas/muon-like-spectraldescent": "S/SSS",
     "atlas/own-norm-rate": "S/SSS",
     "md-plain/own-p-nearest": "S/SSSSSS",

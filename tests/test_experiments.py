@@ -75,7 +75,8 @@ CONFIG_KEYS = {
     "ngd-joint": ("841702cf30a84aad", "597720bfd7b1a6d3"),  # small random start
     "antipodal": ("e8b597f3cdbb220a", "d929801a9b322e29"),
     "kq-nuclear": ("cbba58face019893", "c864d0512e0f2cf8"),
-    "atlas": ("8c8144920be51a2f", "fc281b166aae338d"),
+    # issue 29 (one policy for Adam and Muon): the Adam row judged on an Adam-decay arm, as_run
+    "atlas": ("eb696d719cfab88a", "efdf33af03c3feac"),
     "text-md": ("508cc343b8668c4d", "036360f717bb1148"),  # the equal-budget protocol
     "text-finetune": ("985360b6c6333778", "5f760b3a1ece9479"),  # device field; runs keep keys
     "vision": ("b30257da6f68bbef", "eceb4f58a047da25"),  # device field; 10 seeds
@@ -87,8 +88,9 @@ CONFIG_KEYS = {
     "joint-rates": ("38dbaa88fd80ff7d", "00a28c9738a7b2a9"),  # 48 seeds: thm3-rate decided
     "trajectory-lemmas": ("d8129fbb8a31cf6a", "823f90c22dcac812"),  # level gone: violations
     # issue 29 class 5: both momentum orders, Nesterov and a rate sweep; closer takes a list
-    "reexamine-muon": ("f2ca99785220244f", "aef0a16c022d36ab"),
-    "reexamine-adam": ("74a201f2e73a220f", "e39a1d23ee3d96d8"),  # closer takes a list
+    "reexamine-muon": ("ad98aa1f98d0a97f", "5bb76cab051c544d"),  # as_run: torch's Muon
+    # as_run: constant-rate Adam; 3·10⁵ steps: at 10⁵ Adam-decay's gap straddled 0.05
+    "reexamine-adam": ("f6d01dcf0f67a147", "9d01f455b0171abd"),
     "reexamine-polyak": ("38eed1fb64593634", "7d0556b32d942c05"),
 }
 

@@ -27,8 +27,8 @@ from ..claims import Claim, identified, not_applicable
 from ..config import Algorithms, Norms, Positive, PositiveInt, Text, real
 from ..data import gaussian_unit
 from ..engine import Algorithm, RunSpec
-from ..engine.algorithms import available
 from ..figures import save_figure
+from ..optim.registry import available
 from ..svm import optimal_tokens
 from . import plotting
 from .runs import (
@@ -56,6 +56,20 @@ class GapConfig(GaussianUnitConfig):
     norms: Norms = Field(
         description="norms the margin gap is measured in (numbers p, inf, 'spectral', 'nuc')"
     )
+    as_run: tuple[Text, ...] = Field(
+        (),
+        description="algorithms whose `like` row claims what this implementation or setting "
+        "does as run (torch's Muon as shipped), not a theorem's conclusion: a stall is part of "
+        "its outcome, not a reason for inconclusive (docs/REFEREE.md)",
+    )
+
+    @model_validator(mode="after")
+    def _as_run_names_algorithms(self):
+        names = [a.name for a in self.algorithms]
+        for name in self.as_run:
+            if name not in names:
+                raise ValueError(f"as_run: {name!r} is not one of the algorithms {names}")
+        return self
 
 
 class Config(GapConfig):
@@ -159,6 +173,7 @@ def run(config: Config, out: Path) -> dict:
             config.rate_start,
             config.max_slope,
             {a.name: a for a in config.algorithms},
+            config.as_run,
         ),
         "final_gaps": final_gaps(groups, labels),
         "tokens": tokens(report.records),
@@ -203,12 +218,13 @@ def tokens(records) -> dict:
 
 
 def claims(
-    groups, labels, own, like, threshold, rate_start, max_slope, algorithms=None
+    groups, labels, own, like, threshold, rate_start, max_slope, algorithms=None, as_run=()
 ) -> list[Claim]:
     """groups: algorithm → Curves with "gap/<label>" for every label; own: algorithm → the
     label of its own norm; like: algorithm → the owner it should behave like; algorithms:
-    name → Algorithm, whose design the theorems' preconditions are checked on
-    (verdicts: experiments/verdicts/atlas.py)."""
+    name → Algorithm, whose design the theorems' preconditions are checked on; as_run: the
+    algorithms whose `like` row is judged on its runs as they are (verdicts:
+    experiments/verdicts/atlas.py)."""
     algorithms = algorithms or {}
     present = {name: label for name, label in own.items() if name in groups}
     rows = "In each owned norm the owner ends with the smallest gap"
@@ -224,7 +240,8 @@ def claims(
             out.append(not_applicable(text, f"{name} or {other} was not run"))
             continue
         out.append(rules.behaves_like(groups, name, other, present[other], list(labels),
-                                      threshold, rate_start, algorithms.get(name)))  # fmt: skip
+                                      threshold, rate_start, algorithms.get(name),
+                                      name in as_run))  # fmt: skip
     out.append(rules.own_norm_rate(groups, present, rate_start, max_slope))
     slugs = [
         "own-norm-gap",

@@ -131,7 +131,7 @@ def planned(config: Config) -> list[tuple]:
     algorithms = {a.name: a for a in config.algorithms}
     return [
         (f"{n}-like-{o}".lower(), f"{n} behaves like {o}", (n, o), atlas_rules.behaves_like,
-         (n, o, own.get(o), labels, threshold, start, algorithms[n]))
+         (n, o, own.get(o), labels, threshold, start, algorithms[n], n in config.as_run))
         for n, o in config.like.items()
     ] + [
         (f"{n}-stalls".lower(), f"{n} stalls where {m} keeps moving", (n, m), rules.stalls_where,
