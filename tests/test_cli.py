@@ -267,7 +267,7 @@ def test_module_missing_at_run_time_and_interrupt_are_one_line(tmp_path, monkeyp
     assert main(args) == 2
     assert "'no_such_module_xyz' is missing: pip install" in one_error_line(capsys)
 
-    def interrupted(config, out, reuse_from=None):
+    def interrupted(config, out, reuse_from=None, **options):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(base, "run_experiment", interrupted)
