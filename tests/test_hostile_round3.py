@@ -6,12 +6,15 @@ import re
 import time
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import torch
 
 from attnbias.cli import main
 from attnbias.nesting import nesting_depth
 from attnbias.optim import MirrorDescent
+from attnbias.store import DamagedRun, ResultsStore, tidy, write_manifest
 from attnbias.svm import SVMSolveError, att_svm
 
 
@@ -107,3 +110,29 @@ def test_token_indices_given_as_a_mask_are_refused_not_read_as_zeros_and_ones(tm
     with pytest.raises(TypeError, match="alpha must hold integer token indices, got dtype"):
         att_svm(problem["X"], problem["z"], np.array([1 + 0j, 0, 1]))
     assert att_svm(problem["X"], problem["z"], np.array([1.0, 0.0, 1.0])).status == "optimal"
+
+
+@pytest.mark.parametrize(
+    "table, problem",
+    [
+        (pa.table({"a": [1, 2]}), "has no column 'step'"),
+        (
+            pa.table({"step": [1], "metric": ["m"], "value": ["x"]}),
+            "has a column 'value' of type string",
+        ),
+    ],
+    ids=["no step", "text values"],
+)
+def test_a_run_forged_with_a_metrics_table_of_another_shape_is_damaged(tmp_path, table, problem):
+    # a forged metrics.parquet (its manifest forged with it) was read, and the experiment
+    # ended in KeyError: 'Field "step" does not exist in schema', a traceback
+    store = ResultsStore(tmp_path / "md-local")
+    key = store.save({"seed": 1}, metrics=tidy([0, 1], {"loss": [1.0, 0.5]}))
+    run = tmp_path / "md-local" / "runs" / key
+    pq.write_table(table, run / "metrics.parquet")
+    write_manifest(run, key=key, status="finished")
+    with pytest.raises(DamagedRun, match=f"metrics.parquet {problem}"):
+        store.load(key)
+    # tidy's own tables load, an empty one (no metric recorded) too
+    empty = store.save({"seed": 2}, metrics=tidy([], {}))
+    assert store.load(empty).metrics.num_rows == 0

@@ -449,6 +449,25 @@ def tidy(steps, metrics: Mapping[str, np.ndarray]) -> pa.Table:
     )
 
 
+# tidy's columns, and the types a reader may rely on (an empty table's metric is null-typed)
+METRICS_COLUMNS = {
+    "step": pa.types.is_integer,
+    "metric": lambda kind: pa.types.is_string(kind) or pa.types.is_null(kind),
+    "value": pa.types.is_floating,
+}
+
+
+def metrics_problem(schema: pa.Schema) -> str | None:
+    """What keeps a metrics table from having tidy's columns (step, metric, value), or None."""
+    for name, fits in METRICS_COLUMNS.items():
+        index = schema.get_field_index(name)
+        if index < 0:
+            return f"has no column {name!r} (it has {', '.join(schema.names) or 'none'})"
+        if not fits(schema.field(index).type):
+            return f"has a column {name!r} of type {schema.field(index).type}"
+    return None
+
+
 CHUNK = 1 << 20
 
 
@@ -929,6 +948,9 @@ class ResultsStore:
                 raise DamagedRun(f"run {key} in {self.runs} cannot be read: {err}") from err
         if config is None:
             raise DamagedRun(f"run {key} in {self.runs} cannot be read: config.json is missing")
+        problem = None if metrics is None else metrics_problem(metrics.schema)
+        if problem is not None:
+            raise DamagedRun(f"run {key} in {self.runs} cannot be read: metrics.parquet {problem}")
         if not isinstance(config, dict) or not isinstance(info, dict):
             raise DamagedRun(
                 f"run {key} in {self.runs} cannot be read: config.json or info.json is not a "
