@@ -230,11 +230,13 @@ JOINT_RATES = (
     "constants"
 )
 LOCAL_GLOBAL = (
-    "starts R·W_mm(α′) (R = 1, 4, 16) for the neighbours α′ of the optimal tokens; example1 "
-    "n=2, T=3, d=64 and gaussian_unit n=6, T=8, d=10, 40 seeds (37 satisfy Assumption 1 on "
-    "example1; it is checked on 1,000 problems); Assumption 1 read as a diagonally dominant "
-    "token Gram matrix; fractions against 0.9 (ours), the starts of one seed clustered (cluster "
-    "bootstrap over seeds; Clopper–Pearson over seeds where every seed agrees), n = seeds"
+    "starts R·W_mm(α′) (R = 1, 4, 16; gaussian_unit's locally optimal starts also at 64 and "
+    "256, for local-gaussian: R₀ is not given) for the neighbours α′ of the optimal tokens; "
+    "example1 n=2, T=3, d=64 and gaussian_unit n=6, T=8, d=10, 40 seeds (37 satisfy "
+    "Assumption 1 on example1; it is checked on 1,000 problems); Assumption 1 read as a "
+    "diagonally dominant token Gram matrix; fractions against 0.9 (ours), the starts of one "
+    "seed clustered (cluster bootstrap over seeds; Clopper–Pearson over seeds where every seed "
+    "agrees), n = seeds"
 )
 LEMMAS = (
     "every recorded step (40 per run) continued by one step of the run's own optimiser; "
@@ -306,7 +308,7 @@ def theory_entries() -> list[PaperClaim]:
                    read_in=papers.READ_MD),
         PaperClaim("md-plain/polylog-rate", "MD", "rate theorem", "'a rate comparable to that "
                    "of traditional GD in simpler models' (poly-logarithmic)",
-                   "plain ℓp-AttGD, η = 1, 10 seeds, 10⁵ steps; bound: (log log t / log t)², the "
+                   "plain ℓp-AttGD, η = 1, 100 seeds, 10⁵ steps; bound: (log log t / log t)², the "
                    "square of Soudry et al.'s distance rate (D_ψ is locally half a squared "
                    f"distance), its own exponent of log t over 10³–10⁵, −1.09 ({LOST})",
                    read_in=papers.READ_MD),
