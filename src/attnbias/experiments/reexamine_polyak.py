@@ -34,7 +34,7 @@ from . import ngd_fixed, plotting
 from .runs import Curves, OptimalTokenConfig, curves, sweep, sweep_summary
 from .verdicts import ngd as ngd_rules
 from .verdicts import reexamine as rules
-from .verdicts.common import final, over_runs
+from .verdicts.common import final, over_runs, values
 
 DESCRIPTION = "Re-examines ngd-fixed's Polyak verdict: a sweep of the cap γ_b and of c"
 
@@ -126,7 +126,6 @@ def claims(groups: dict[str, Curves], config: Config) -> list[Claim]:
                 reference,
                 [polyak_name(cap, c) for c in config.cs],
                 f"Polyak at γ_b = {short(cap)} (every c)",
-                config.rate_start,
             )
             for cap in config.caps
         ),
@@ -153,10 +152,18 @@ def table(groups: dict[str, Curves], start: float) -> list[dict]:
             "1 − score": float(over_runs(np.median, final(c, "1-score/opt"))),
             "‖W_t‖": float(over_runs(np.median, final(c, "norm/2"))),
             "‖W_t‖ slope": float(over_runs(np.median, rules.norm_slopes(c, start))),
-            "runs stopped": int(np.sum(rules.stopped(c, start))),
+            "runs stopped": int(np.sum(stopped(c, start))),
         }
         for name, c in groups.items()
     ]
+
+
+def stopped(c: Curves, start: float) -> np.ndarray:
+    """Per run: did its iterate stop, ‖W_t‖ the very same number at every recorded step from
+    `start` × the last on? (Polyak's step is 0 once L − L* rounds to 0 in float64.) For the
+    table: the claims compare where runs still moved (`verdicts.reexamine.moving_until`)."""
+    late = c.steps >= start * c.steps[-1]
+    return np.array([np.ptp(row[late]) == 0 for row in values(c, "norm/2")], dtype=bool)
 
 
 def whole_decades(ax) -> None:
