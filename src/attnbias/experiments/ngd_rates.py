@@ -33,6 +33,7 @@ from .theory_measures import (
     Window,
     assumption1_report,
     check_window,
+    frobenius,
     growth_slopes,
     log_nonselected_mass,
     order_exponent,
@@ -92,7 +93,7 @@ class Config(OptimalTokenConfig):
             check_window(window, self.long_steps, f"windows[{k}]")
         if self.lr not in self.lrs or 1.0 not in self.scales:
             raise ValueError(f"lrs must contain lr ({self.lr:g}) and scales must contain 1")
-        for n in (self.n, *self.sizes):
+        for n in self.sizes:  # the reference n: OptimalTokenConfig's rule
             if n * self.T > self.d:
                 raise ValueError(f"d must be >= n*T = {n * self.T} (n = {n}), got {self.d}")
         return self
@@ -199,10 +200,10 @@ def saturation_rates(records, config: Config) -> dict:
         steps, W = a["trajectory_steps"], a["trajectory_W"]
         problem = problem_of(record, config)
         keep = (steps >= config.saturation_window[0]) & (steps <= config.saturation_window[1])
-        norms = np.linalg.norm(W[keep], axis=(-2, -1))
+        norms = frobenius(W[keep])
         log_mass = log_nonselected_mass(W[keep], problem, a["alpha"])
         rates.append(-slope(norms, log_mass))
-        margins.append(1.0 / float(np.linalg.norm(a["W_mm_2"])))
+        margins.append(1.0 / float(frobenius(a["W_mm_2"])))
         scales.append(record.config["data"]["scale"])
         sizes.append(record.config["data"]["n"])
         seeds_.append(record.config["data"]["seed"])

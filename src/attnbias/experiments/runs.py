@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import torch
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from ..config import (
     Device,
@@ -24,6 +24,7 @@ from ..config import (
     Positive,
     PositiveInt,
     Tokens,
+    integer,
 )
 from ..engine import memory
 from ..engine.cluster import active_cluster
@@ -70,7 +71,8 @@ class GaussianUnitConfig(SweepConfig):
 
     n: PositiveInt = Field(description="samples")
     T: Tokens = Field(description="tokens per sample (at least 2)")
-    d: PositiveInt = Field(description="dimension")
+    # in one dimension the unit tokens are ±1: a sample's tokens tie, its optimal token too
+    d: integer(ge=2) = Field(description="dimension (at least 2)")
     loss: Loss = Field(description="margin loss")
     init_scale: Positive = Field(description="W₀ entries ~ N(0, init_scale²)")
 
@@ -86,6 +88,13 @@ class OptimalTokenConfig(SweepConfig):
     opt_score: Positive = Field(description="score γ of the optimal tokens (others score 0)")
     loss: Loss = Field(description="margin loss")
     init_scale: Positive = Field(description="W₀ entries ~ N(0, init_scale²)")
+
+    @model_validator(mode="after")
+    def _tokens_fit_the_dimension(self):
+        # the generator's head scores each optimal token and no other: n·T orthogonal constraints
+        if self.n * self.T > self.d:
+            raise ValueError(f"d must be >= n*T = {self.n * self.T}, got {self.d}")
+        return self
 
 
 class DMConfig(SweepConfig):

@@ -19,6 +19,7 @@ from ..data import Problem
 from ..engine import Algorithm, RunSpec
 from ..engine.single_run import run_reference
 from ..model import attention_logits
+from ..norms import lp_norm
 from ..svm import att_svm_batch, token_scores
 
 # 1 − cos θ from a float64 cosine is rounding noise below about this (absolute error of a sum
@@ -51,11 +52,16 @@ def in_window(steps: np.ndarray, window) -> np.ndarray:
 
 def slope(x: np.ndarray, y: np.ndarray) -> float:
     """Least-squares slope of y on x over the finite points; NaN with fewer than 3 or no
-    spread in x."""
+    spread in x. Fitted on x and y divided by their largest magnitudes, so values near
+    float64's largest (a run at an absurd step size) fit without overflow in their squares."""
     keep = np.isfinite(x) & np.isfinite(y)
-    if keep.sum() < 3 or np.ptp(x[keep]) == 0:
+    x, y = np.asarray(x, dtype=np.float64)[keep], np.asarray(y, dtype=np.float64)[keep]
+    if len(x) < 3 or x.min() == x.max():
         return math.nan
-    return float(np.polyfit(x[keep], y[keep], 1)[0])
+    x_scale, y_scale = np.abs(x).max(), np.abs(y).max()
+    if y_scale == 0:
+        return 0.0
+    return float(np.polyfit(x / x_scale, y / y_scale, 1)[0] * (y_scale / x_scale))
 
 
 def power_exponents(steps, rows, window, floor: float = 0.0) -> np.ndarray:
@@ -124,10 +130,16 @@ def growth_slopes(steps, rows, window) -> np.ndarray:
     return np.array([slope(steps[at], row[at]) for row in np.atleast_2d(rows)])
 
 
+def frobenius(W: np.ndarray) -> np.ndarray:
+    """‖W‖_F over the last two axes, without overflow for entries near float64's largest
+    (norms.lp_norm scales by the largest entry first)."""
+    return lp_norm(torch.as_tensor(np.asarray(W, dtype=np.float64)), 2.0, dim=(-2, -1)).numpy()
+
+
 def unit(W: np.ndarray) -> np.ndarray:
     """W / ‖W‖_F over the last two axes."""
     W = np.asarray(W, dtype=np.float64)
-    return W / np.linalg.norm(W, axis=(-2, -1), keepdims=True)
+    return W / frobenius(W)[..., None, None]
 
 
 def misalignment(W: np.ndarray, W_mm: np.ndarray) -> np.ndarray:
