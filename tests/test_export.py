@@ -8,13 +8,16 @@ import io
 import json
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 import pytest
 
+from attnbias import store
 from attnbias.cli import main
 from attnbias.data import gaussian_unit
 from attnbias.experiments.base import load_config, run_experiment
+from attnbias.store import ResultsStore
 from attnbias.svm import att_svm, selected_tokens
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -86,6 +89,41 @@ def test_export_without_results_says_how_to_make_them(tmp_path, capsys):
     assert main(["export", "md-local", "--out", str(tmp_path)]) == 2
     line = one_error_line(capsys)
     assert f"attnbias reproduce md-local --out {tmp_path}" in line, line
+
+
+def publish_metrics(root, data: bytes) -> None:
+    """A publication of md-local under root whose metrics.parquet holds `data` (its manifest
+    matches: what a co-user with write access to the root can forge)."""
+    results = ResultsStore(root / "md-local")
+    stage = results.staging()
+    (stage / "summary.json").write_text('{"claims": []}')
+    (stage / "metrics.parquet").write_bytes(data)
+    results.publish(stage, "0123456789abcdef", runs=[])
+
+
+def parquet_bytes(table: pa.Table) -> bytes:
+    sink = io.BytesIO()
+    pq.write_table(table, sink)
+    return sink.getvalue()
+
+
+def test_export_reads_the_table_with_the_stores_bounded_reader(tmp_path, monkeypatch, capsys):
+    """Its bound, its message: the text columns' decoded size counts too (no second check)."""
+    table = pa.table({"run": ["r" * 64] * 100, "value": [1.0] * 100})
+    publish_metrics(tmp_path, parquet_bytes(table))
+    assert main(["export", "md-local", "--out", str(tmp_path)]) == 0
+    assert exported(capsys.readouterr().out.encode()).num_rows == 100
+    bounded = store.read_parquet
+    monkeypatch.setattr(store, "read_parquet", lambda f, shown: bounded(f, shown, limit=4000))
+    assert main(["export", "md-local", "--out", str(tmp_path)]) == 2
+    line = one_error_line(capsys)
+    assert "metrics.parquet: its table takes" in line and "more than the 4,000 read" in line
+
+
+def test_export_refuses_a_published_file_that_is_not_parquet_in_one_line(tmp_path, capsys):
+    publish_metrics(tmp_path, b"PAR1 not a table PAR1")
+    assert main(["export", "md-local", "--out", str(tmp_path)]) == 2
+    assert "metrics.parquet is not a Parquet table" in one_error_line(capsys)
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pytest
 
+from attnbias.cli import main
 from attnbias.experiments import load_config, run_experiment
 from attnbias.figures import (
     FORMATS,
@@ -67,3 +68,11 @@ def test_a_publication_is_redrawn_only_for_a_format_it_lacks(tmp_path):
     assert {Path(f).suffix for f in again["figures"]} == {".png", ".pdf"}
     assert (tmp_path / "md-local.pdf").stat().st_size > 0
     assert run_experiment(config, tmp_path)["reused_outputs"]  # PNG: held already
+
+
+def test_cli_refuses_an_unknown_format_in_one_line(tmp_path, capsys):
+    out = str(tmp_path / "out")
+    assert main(["reproduce", "md-local", "--quick", "--out", out, "--figure-formats", "jpg"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--figure-formats must be some of png, pdf, svg" in err
+    assert not (tmp_path / "out").exists()  # refused before anything ran

@@ -206,6 +206,7 @@ def parser() -> argparse.ArgumentParser:
     )
     add_reuse_from(c)
     add_strict(c)
+    add_figure_formats(c)
     add_cluster_flags(c)
     c.set_defaults(command=reproduce)
 
@@ -229,6 +230,7 @@ def parser() -> argparse.ArgumentParser:
     add_device(c)
     add_reuse_from(c)
     add_strict(c)
+    add_figure_formats(c)
     add_cluster_flags(c)
     c.set_defaults(command=run_config)
 
@@ -317,6 +319,7 @@ def parser() -> argparse.ArgumentParser:
         "(optimal); auto takes the first the file allows",
     )
     c.add_argument("--write", metavar="PATH", help="save W, alpha and the multipliers to this .npz")
+    c.add_argument("--force", action="store_true", help="with --write: replace a file")
     c.add_argument(
         "--json",
         action="store_true",
@@ -352,6 +355,23 @@ def add_allow_import(c) -> None:
         "that module; without it only registered experiments (see `list`) are accepted from "
         "a file (docs/SECURITY.md)",
     )
+
+
+def add_figure_formats(c) -> None:
+    c.add_argument(
+        "--figure-formats",
+        default="png",
+        metavar="FORMATS",
+        help="the formats figures are drawn in, comma-separated, some of png, pdf, svg "
+        "(default png, what --report embeds; png,pdf,svg adds the vector files for a paper)",
+    )
+
+
+def figure_formats(args) -> tuple[str, ...]:
+    """--figure-formats, checked (ValueError naming it)."""
+    from .figures import checked_formats
+
+    return checked_formats(args.figure_formats, "--figure-formats")
 
 
 def add_reuse_from(c) -> None:
@@ -429,6 +449,9 @@ def reproduce(args) -> int:
             raise ValueError(f"unknown experiment {name!r}; choose from all, {', '.join(known)}")
         names += [n for n in (base.SYNTHETIC if name == "all" else [name]) if n not in names]
     quick = args.quick or (args.names == ["all"] and not (args.full or args.paper))
+    formats = figure_formats(args)
+    if args.report and "png" not in formats:  # what the report embeds
+        formats = ("png", *formats)
     start = time.perf_counter()
     summaries, configs = {}, {}
     # every config resolved and checked, every experiment ready, before any trains
@@ -449,7 +472,9 @@ def reproduce(args) -> int:
     with cluster_from_flags(args) as cluster:
         for name in names:
             scale = scale_of(configs[name], args.paper)
-            summaries[name] = _run(configs[name], outs[name], sources[name], cluster, scale)
+            summaries[name] = _run(
+                configs[name], outs[name], sources[name], cluster, scale, formats
+            )
     reused = all(s.get("reused_outputs") for s in summaries.values())
     elapsed = f"{time.perf_counter() - start:.1f} s"
     print(f"\n{len(names)} experiment(s) in {elapsed}{' (all reused)' if reused else ''}")
@@ -587,10 +612,11 @@ def run_config(args) -> int:
     if not plain_name(name):
         raise ValueError(f"experiment {config.experiment!r} is named {name!r}, not a file name")
     check_ready(config.experiment, config)
+    formats = figure_formats(args)
     root = results_root(args.out, [name])
     source = reuse_sources(args.reuse_from, [name])[name]
     with cluster_from_flags(args) as cluster:
-        summary = _run(config, root / name, source, cluster, scale_of(config, False))
+        summary = _run(config, root / name, source, cluster, scale_of(config, False), formats)
     return strict_exit({name: summary}, args.strict)
 
 
@@ -706,12 +732,19 @@ def override_layers(items: list[str]) -> list[tuple[str, dict]]:
 
 
 def override_value(item: str, text: str):
-    """VALUE of KEY=VALUE as TOML reads it; a bare word (global, cuda) as a string."""
+    """VALUE of KEY=VALUE as TOML reads it; a bare word (global, cuda) as a string. Bounded as
+    a config file is: nesting checked before tomllib recurses into it."""
+    from .config import MAX_TOML_NESTING
+    from .nesting import check_nesting
+
+    check_nesting(text, item.partition("=")[0], MAX_TOML_NESTING)  # 5,000 [ were a RecursionError
     if "\n" not in text and "\r" not in text:
         try:
             return tomllib.loads(f"value = {text}")["value"]
         except tomllib.TOMLDecodeError:
             pass
+        except ValueError as err:  # Python converts integers of at most 4,300 digits
+            raise ValueError(f"{item.partition('=')[0]}: {err.args[0].split(':')[0]}") from None
         if BARE_WORD.fullmatch(text):
             return text
     raise ValueError(
@@ -841,7 +874,12 @@ def making(root: Path) -> str:
 
 
 def _run(
-    config: dict, out: Path, reuse_from: Path | None = None, cluster=None, scale: str = ""
+    config: dict,
+    out: Path,
+    reuse_from: Path | None = None,
+    cluster=None,
+    scale: str = "",
+    formats: tuple[str, ...] | None = None,
 ) -> dict:
     from .experiments.base import run_experiment
 
@@ -849,7 +887,7 @@ def _run(
     print(f"== {name}{f' ({scale})' if scale else ''} → {out}", flush=True)
     start = time.perf_counter()
     on_cluster = {} if cluster is None else {"cluster": cluster}  # in-process: the call as before
-    summary = run_experiment(config, out, reuse_from, **on_cluster)
+    summary = run_experiment(config, out, reuse_from, figure_formats=formats, **on_cluster)
     print_verdicts(summary)
     done = outcome(summary, time.perf_counter() - start)
     print(f"  {done}; summary: {out / 'summary.json'}", flush=True)
@@ -984,7 +1022,7 @@ def solve_svm(args) -> int:
     import numpy as np
 
     from .store import json_text
-    from .svm import att_svm, optimal_tokens, selected_tokens, solver_memory
+    from .svm import SVMSolveError, att_svm, optimal_tokens, selected_tokens, solver_memory
 
     if args.svm_out is not None:
         raise ValueError(
@@ -996,7 +1034,7 @@ def solve_svm(args) -> int:
     for flag, value in limits.items():
         if not 0 < value < float("inf"):
             raise ValueError(f"{flag} must be a positive number, got {value:g}")
-    out = Path(args.write) if args.write else None
+    out = write_target(args)
     if out is not None and not out.parent.is_dir():  # fail before solving, not after
         raise ValueError(f"--write {out}: directory {out.parent} does not exist")
     arrays = read_npz(Path(args.file), int(args.max_array_mb * 10**6))
@@ -1008,7 +1046,10 @@ def solve_svm(args) -> int:
         notes = sys.stderr if args.json else sys.stdout  # stdout holds only the JSON
         estimate = f"about {needs:.3g} GB (estimate; --max-memory-gb {args.max_memory_gb:g})"
         print(f"memory     {estimate}", file=notes)
-    result = att_svm(X, z, alpha, norm, max_memory_gb=args.max_memory_gb)
+    try:
+        result = att_svm(X, z, alpha, norm, max_memory_gb=args.max_memory_gb)
+    except SVMSolveError as err:  # no verified solution: said in one line, as bad input is
+        raise ValueError(str(err)) from err
     if args.json:
         if out is not None:
             write_svm(out, result, alpha)
@@ -1030,9 +1071,8 @@ def write_svm(out: Path, result, alpha) -> None:
     """`svm --write`: W, alpha and the multipliers as an .npz; ValueError if it cannot."""
     import numpy as np
 
-    try:
-        with open(out, "wb") as f:  # a file object: numpy would append .npz to a name
-            np.savez(f, W=result.W, alpha=alpha, dual=result.dual)
+    try:  # a file object: numpy would append .npz to a name
+        replace_whole(out, lambda f: np.savez(f, W=result.W, alpha=alpha, dual=result.dual))
     except OSError as err:
         raise ValueError(f"--write {out}: cannot write ({err.strerror or err})") from err
 
@@ -1052,32 +1092,53 @@ def svm_fields(typed: str, norm, result, alpha, out: Path | None) -> dict:
     }
 
 
-MAX_TABLE_BYTES = 2 * 10**9  # `export`: a metrics table decoded, from its file's metadata
-EXPORT_ROWS = 4096  # rows decoded and written at a time
+EXPORT_ROWS = 4096  # rows written at a time
+
+
+def write_target(args) -> Path | None:
+    """--write PATH of `export` and `svm`: None without it; ValueError if PATH exists and
+    --force was not given (a file of the user's is replaced only when asked)."""
+    if args.force and args.write is None:
+        raise ValueError("--force: only with --write PATH (nothing is replaced otherwise)")
+    path = Path(args.write) if args.write is not None else None
+    if path is not None and path.is_dir():
+        raise ValueError(f"--write {path}: cannot write (a directory; give a file's path)")
+    if path is not None and (path.exists() or path.is_symlink()) and not args.force:
+        raise ValueError(f"--write {path}: the file exists; --force replaces it")
+    return path
+
+
+def replace_whole(path: Path, write) -> None:
+    """Write path through write(binary file) into a fresh file renamed over it: whole or
+    not at all (a failed writer leaves the old file as it was)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 def export_table(args) -> int:
     """`attnbias export`: the current publication's metrics table as CSV, verified against its
-    manifest, its decoded size bounded from the file's metadata before anything is decoded."""
+    manifest, read by the store's bounded reader (its decoded size checked before it is
+    decoded)."""
     import io
 
     import pyarrow as pa
     import pyarrow.csv as pcsv
-    import pyarrow.parquet as pq
 
+    from . import store
     from .experiments.base import experiment_names
-    from .store import ResultsStore
 
     if args.name not in experiment_names():
         known = ", ".join(experiment_names())
         raise ValueError(f"unknown experiment {args.name!r}; choose from {known}")
-    if args.force and args.write is None:
-        raise ValueError("--force: only with --write PATH (nothing is replaced otherwise)")
-    path = Path(args.write) if args.write is not None else None
-    if path is not None and (path.exists() or path.is_symlink()) and not args.force:
-        raise ValueError(f"--write {path}: the file exists; --force replaces it")
+    path = write_target(args)
     where = results_dir(args.out) / args.name
-    data = ResultsStore(where).current_file("metrics.parquet") if where.is_dir() else None
+    data = store.ResultsStore(where).current_file("metrics.parquet") if where.is_dir() else None
     if data is None:
         raise ValueError(
             f"{where} holds no published results of {args.name}; `attnbias reproduce "
@@ -1085,24 +1146,13 @@ def export_table(args) -> int:
             "makes them"
         )
     try:
-        table = pq.ParquetFile(io.BytesIO(data))
-        meta = table.metadata
-        decoded = sum(
-            meta.row_group(g).column(c).total_uncompressed_size
-            for g in range(meta.num_row_groups)
-            for c in range(meta.num_columns)
-        )
+        table = store.read_parquet(io.BytesIO(data), f"{where}/metrics.parquet")
     except pa.ArrowException as err:
         raise ValueError(f"{where}/metrics.parquet is not a Parquet table ({err})") from err
-    if decoded > MAX_TABLE_BYTES or meta.num_rows * meta.num_columns > MAX_TABLE_BYTES // 8:
-        raise ValueError(
-            f"{where}/metrics.parquet: its metadata gives {decoded:,} bytes in {meta.num_rows:,} "
-            f"rows, more than a metrics table holds (at most {MAX_TABLE_BYTES:,} bytes)"
-        )
 
     def write(sink) -> None:
-        with pcsv.CSVWriter(sink, table.schema_arrow) as writer:
-            for batch in table.iter_batches(batch_size=EXPORT_ROWS):
+        with pcsv.CSVWriter(sink, table.schema) as writer:
+            for batch in table.to_batches(max_chunksize=EXPORT_ROWS):
                 writer.write_batch(batch)
 
     try:
@@ -1111,15 +1161,8 @@ def export_table(args) -> int:
             write(sys.stdout.buffer)
         else:
             writable_dir(path.parent, "--write")
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    write(f)
-                os.replace(tmp, path)  # whole or not at all
-            finally:
-                if os.path.exists(tmp):
-                    os.unlink(tmp)
-            print(f"{args.name}: {meta.num_rows} rows → {path}", file=sys.stderr)
+            replace_whole(path, write)
+            print(f"{args.name}: {table.num_rows} rows → {path}", file=sys.stderr)
     except BrokenPipeError:  # the reader stopped (| head): not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     except (pa.ArrowException, OSError) as err:
