@@ -709,6 +709,59 @@ def measured_parts(claim: dict) -> list[dict]:
     return [leaf for part in claim.get("parts") or [] for leaf in measured_parts(part)]
 
 
+def _field_error(where: str, field: str, wanted: str, value) -> ValueError:
+    return ValueError(f"{where}: {field} is {str(value)[:40]!r}, not {wanted}")
+
+
+def _check_fields(node: dict, where: str, wanted: dict[str, str]) -> None:
+    """ValueError naming the first field of `node` that is not of its kind in `wanted`:
+    "number" (int or float, not a bool), "integer" or "text"."""
+    kinds = {"number": (int, float), "integer": (int,), "text": (str,)}
+    for name, kind in wanted.items():
+        value = node.get(name)
+        if not isinstance(value, kinds[kind]) or isinstance(value, bool):
+            raise _field_error(where, name, f"a {kind}", value)
+
+
+RULE_FIELDS = {"quantity": "text", "comparison": "text", "threshold": "number", "source": "text"}
+EFFECT_FIELDS = {
+    "estimate": "number", "low": "number", "high": "number", "n": "integer", "method": "text",
+    "unit": "text",
+}  # fmt: skip
+
+
+def check_stored(claim, where: str = "claim") -> None:
+    """ValueError naming the field (`where`: the claim's place, "claims[3]") if a stored claim
+    is not in the shape attnbias writes: a status of STATUSES (or, in summaries from before
+    statuses, `supported` True, False or None), an id and reasons of text, a rule and an effect
+    with the fields and types the register prints, and parts that are such claims too."""
+    if not isinstance(claim, dict):
+        raise _field_error(where, "the claim", "a JSON object", claim)
+    if "status" in claim or "supported" not in claim:
+        if claim.get("status") not in STATUSES:
+            statuses = "one of " + ", ".join(STATUSES)
+            raise _field_error(where, "status", statuses, claim.get("status"))
+    elif not (claim["supported"] is None or isinstance(claim["supported"], bool)):
+        raise _field_error(where, "supported", "true, false or null", claim["supported"])
+    if not isinstance(claim.get("id", ""), str):
+        raise _field_error(where, "id", "text", claim["id"])
+    unmet = claim.get("unmet") or []
+    if not isinstance(unmet, list) or not all(isinstance(u, str) for u in unmet):
+        raise _field_error(where, "unmet", "a list of texts", unmet)
+    for name in ("rule", "effect", "sensitivity", "evidence", "correction"):
+        if claim.get(name) is not None and not isinstance(claim[name], dict):
+            raise _field_error(where, name, "a JSON object", claim[name])
+    if claim.get("rule"):
+        _check_fields(claim["rule"], f"{where}.rule", RULE_FIELDS)
+    if claim.get("effect"):
+        _check_fields(claim["effect"], f"{where}.effect", EFFECT_FIELDS)
+    parts = claim.get("parts") or []
+    if not isinstance(parts, list):
+        raise _field_error(where, "parts", "a list", parts)
+    for i, part in enumerate(parts):
+        check_stored(part, f"{where}.parts[{i}]")
+
+
 def _effect_text(effect: dict | None) -> str:
     if not effect:
         return "—"

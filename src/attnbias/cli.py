@@ -781,7 +781,6 @@ def write_claims_register(args) -> int:
     from .experiments.base import experiment_names
     from .experiments.claims_register import (
         FOREST,
-        claims_markdown,
         forest_claims,
         register_markdown,
         summaries,
@@ -794,6 +793,7 @@ def write_claims_register(args) -> int:
     root = results_dir(args.out)
     if not root.is_dir():
         raise ValueError(f"{out_words(args.out)}: no such results root; {making(root)}")
+    found = summaries(root)  # first: a `latest` that is not the store's link is named
     if not any((root / name / "summary.json").is_file() for name in experiment_names()):
         raise ValueError(
             f"{out_words(args.out)} holds no experiment's summary ({root}/NAME/summary.json); "
@@ -801,7 +801,7 @@ def write_claims_register(args) -> int:
         )
     whole = args.format == "md" and experiments is None and verdicts is None
     if not whole:  # chosen rows, or records: no forest plot, no papers, no reading guide
-        text = chosen_register(summaries(root), args.format, experiments, verdicts)
+        text = chosen_register(found, args.format, experiments, verdicts)
         if args.write is None:
             sys.stdout.write(text)
             return 0
@@ -811,12 +811,11 @@ def write_claims_register(args) -> int:
             print(f"claims register ({args.format}): {path}")
         return 0
     if args.write is None:
-        sys.stdout.write(claims_markdown(root, f"attnbias claims --out {root}"))
+        sys.stdout.write(register_markdown(found, f"attnbias claims --out {root}"))
         return 0
     path = writable_file(args.write)
     with tempfile.TemporaryDirectory() as drawing:
         # the forest plot is drawn aside first: it is placed only if the register is written
-        found = summaries(root)
         drawn = forest.draw(forest_claims(found), Path(drawing), FOREST, formats=("png",))
         figure = f"figures/{FOREST}.png" if drawn else None
         command = f"attnbias claims --out {root} --write {args.write}"

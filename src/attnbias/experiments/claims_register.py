@@ -14,6 +14,7 @@ from pathlib import Path
 from ..claims import (
     CHECK_WORDS,
     STATUSES,
+    check_stored,
     is_consistency_check,
     status_of,
     verdict_columns,
@@ -581,6 +582,8 @@ def summaries(root: Path) -> dict[str, dict]:
             summary = parse_json(data, "its JSON")  # bounded: size and nesting
             if not isinstance(summary, dict) or not isinstance(summary.get("claims"), list):
                 raise ValueError("not a JSON object with a list of claims")
+            for i, claim in enumerate(summary["claims"]):
+                check_stored(claim, f"claims[{i}]")  # statuses the library makes, types it prints
             # what the register reads of it, read once here: a wrong shape is this file's fault
             register_rows({name: summary})
             unregistered({name: summary})
