@@ -895,7 +895,8 @@ class ResultsStore:
 
     def load(self, key: str) -> RunRecord:
         """The stored run; DamagedRun if any of its files cannot be read (or is a symbolic
-        link, or its arrays are larger than MAX_RUN_ARRAYS_BYTES)."""
+        link, or its arrays are larger than MAX_RUN_ARRAYS_BYTES), or its config does not hash
+        to its key (config_key: runs are stored under their config's hash)."""
         d = self.runs / key
         found = self._run_stat(key)
         if found is None:
@@ -955,6 +956,11 @@ class ResultsStore:
             raise DamagedRun(
                 f"run {key} in {self.runs} cannot be read: config.json or info.json is not a "
                 "JSON object"
+            )
+        if config_key(config) != key:  # a forged config would be run as its key's spec
+            raise DamagedRun(
+                f"run {key} in {self.runs} is damaged: its config.json hashes to "
+                f"{config_key(config)}, not to its key"
             )
         return RunRecord(key, config, metrics, arrays, info)
 
