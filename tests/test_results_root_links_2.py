@@ -56,7 +56,7 @@ def swap_for_link(path: Path, place: Path, moved: Path) -> None:
 def draw(out: Path) -> None:
     fig, ax = plt.subplots()
     ax.plot([0, 1], [1, 0])
-    save_figure(fig, out, "fake")
+    save_figure(fig, out, "fake", formats=("png", "pdf", "svg"))  # each writer, not the default
 
 
 # --- the pipeline's own files go through the store's handles -----------------------------------
