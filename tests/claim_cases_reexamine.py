@@ -95,6 +95,15 @@ def reexamine_cases() -> dict[str, list]:
             (NOT_SUPPORTED, (noise, "NGD", ["Polyak-noise"], "Polyak"), {}),
             (INCONCLUSIVE, (still, "NGD", ["GD"], "GD"), {}),  # GD never moved
         ],
+        "reexamine.ahead_while_moving": [
+            (SUPPORTED, (n, "GD", "NGD", "s"), {}),
+            (NOT_SUPPORTED, (n, "NGD", "GD", "s"), {}),
+            (INCONCLUSIVE, (tied_ngd, "GD", "NGD", "s"), {}),
+            # Polyak stopped behind where NGD ends, ahead at the last step both moved
+            (SUPPORTED, (stopped, "NGD", "Polyak", "s"), {}),
+            (NOT_SUPPORTED, (stopped, "Polyak", "NGD", "s"), {}),
+            (INCONCLUSIVE, (still, "GD", "NGD", "s"), {}),  # GD never moved: no step to compare
+        ],
         "reexamine.explains": [
             (SUPPORTED, ("t", [verdict(SUPPORTED), verdict(SUPPORTED)]), {}),
             (NOT_SUPPORTED, ("t", [verdict(SUPPORTED), verdict(NOT_SUPPORTED)]), {}),

@@ -103,8 +103,8 @@ def test_resolved_configs_keep_their_keys(name):
     assert config_key(load_config(name).to_dict()) == full
     assert config_key(load_config(name, quick=True).to_dict()) == quick
     if name == "text-md":
-        # [paper] now states protocol = "target"; its runs keep their keys (protocol_fields)
-        assert config_key(load_config(name, paper=True).to_dict()) == "7407c8cf88129b85"
+        # [paper] states protocol = "target" (runs keep keys: protocol_fields); 10 seeds, as full
+        assert config_key(load_config(name, paper=True).to_dict()) == "70955ece4ac45561"
 
 
 def test_a_config_reads_as_the_dict_it_stores():
