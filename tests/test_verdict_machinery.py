@@ -393,3 +393,18 @@ def test_every_reported_n_counts_distinct_seeds(name, tmp_path):
     config = load_config(name, quick=True, overrides=TINY[name])
     summary = run_experiment(config, tmp_path)
     assert replication_errors(summary, config["seeds"]) == []
+
+
+def test_the_register_names_the_code_version_and_config_of_each_experiment_s_summary():
+    """Issue 29 class 10: a row's summary may be stale; the register says which code made it."""
+    from attnbias.experiments.claims_register import register_markdown
+
+    summary = {**stored([reasoned_claim()], quick=False), "code_version": "0.1.0+gabc1234",
+               "config_hash": "0123456789abcdef"}  # fmt: skip
+    forged = {**stored([reasoned_claim()]), "code_version": "x|" * 100}
+    text = register_markdown({"ngd-joint": summary, "ngd-rates": forged}, "test")
+    rows = register_tables(text)["Where the verdicts come from"]
+    assert ["ngd-joint", "0.1.0+gabc1234", "0123456789abcdef", "full"] in rows
+    forged_row = next(r for r in rows if r[0] == "ngd-rates")
+    assert len(forged_row) == 4 and forged_row[1].count("x") == 32  # escaped, bounded
+    assert forged_row[3].startswith("quick")

@@ -762,6 +762,33 @@ def forest_claims(found: dict[str, dict]) -> dict[str, list[dict]]:
     return out
 
 
+def provenance(found: dict[str, dict]) -> list[str]:
+    """Where each experiment's verdicts come from: the code version and config hash its
+    summary was made by, and its scale (a stale summary is visible row by row)."""
+    if not found:
+        return []
+
+    def short(value) -> str:  # a summary is untrusted: its text is bounded and escaped
+        return cell(str(value if value is not None else "unknown")[:64])
+
+    return [
+        "## Where the verdicts come from",
+        "",
+        "Each experiment's rows above are read from one published summary, made by this code "
+        "version from this config (its hash names the config, `attnbias config NAME` prints "
+        "it):",
+        "",
+        "| experiment | code version | config hash | scale |",
+        "| --- | --- | --- | --- |",
+        *[
+            f"| {name} | {short(s.get('code_version'))} | {short(s.get('config_hash'))} | "
+            f"{short(s.get('scale', 'full'))} |"
+            for name, s in found.items()
+        ],
+        "",
+    ]
+
+
 def claims_markdown(root: str | Path, command: str) -> str:
     """The register (Markdown), with the verdicts of the summaries under root; `command` is
     named as what generated it."""
@@ -821,6 +848,7 @@ def register_markdown(found: dict[str, dict], command: str, figure: str | None =
         ]
     if missing := unregistered(found):
         lines += ["Claims of the summaries not in the register: " + ", ".join(missing), ""]
+    lines += provenance(found)
     lines += [
         "## Claims not tested here",
         "",
