@@ -47,7 +47,7 @@ TEXT_MD = (
     "shown beside it; "
     "2-class cross-entropy (mean) = the paper's sigmoid + BCE, its summed-loss learning rates "
     "× batch size; test accuracy at the checkpoint chosen on a validation split carved from "
-    "the training snippets by movie (the paper reports the best test accuracy); 5 paired seeds "
+    "the training snippets by movie (the paper reports the best test accuracy); 10 paired seeds "
     "(the paper: 10 data orders from one initialisation)"
 )
 VIT = "ViT on MNIST (5,000) and Fashion-MNIST instead of MNIST and CIFAR-10; fewer steps"
