@@ -66,7 +66,7 @@ def test_redirected_stderr_gets_periodic_progress_lines_and_phases(tmp_path, cap
         end,
         "attnbias: md-joint: reading the 3 runs back from the store",
         "attnbias: md-joint: computing curves and claims",
-        "attnbias: drawing figure md-joint (png, pdf, svg)",
+        "attnbias: drawing figure md-joint (png)",
     ]
     at = [err.index(line) for line in order]
     assert at == sorted(at), err

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from ..claims import Claim, identified
 from ..config import Loss, Positive, PositiveInt, integer
@@ -39,6 +39,13 @@ class Config(SweepConfig):
     init_scale: Positive = Field(description="K₀, Q₀ entries ~ N(0, init_scale²)")
     lr: Positive = Field(description="step size of normalized GD")
     steps: PositiveInt = Field(description="steps of every run")
+
+    @model_validator(mode="after")
+    def _example1_fits_the_dimension(self):
+        # example1 makes n·T orthogonal tokens (Assumption 2): refused here, not after training
+        if self.data == "example1" and self.n * self.T > self.d:
+            raise ValueError(f"example1 data needs d >= n*T = {self.n * self.T}, got {self.d}")
+        return self
 
 
 KQ, DIRECT = "W = KQᵀ (NGD)", "W (NGD)"

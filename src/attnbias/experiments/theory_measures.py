@@ -35,7 +35,7 @@ def check_window(window, steps: int, name: str) -> None:
     """A window is [first, last] with 1 ≤ first < last ≤ steps (ValueError naming it)."""
     if len(window) != 2 or not 1 <= window[0] < window[1] <= steps:
         raise ValueError(
-            f"{name} must be [first, last] with 1 <= first < last <= steps ({steps}), "
+            f"{name} must be [first, last] with 1 <= first < last <= {steps} (the steps), "
             f"got {list(window)!r}: widen steps or narrow {name}"
         )
 

@@ -126,7 +126,8 @@ def behaves_like(
     slope = stalled(c, start)
     stall = stall_reason(name, slope)
     gaps = final(c, gap(label))
-    note = as_run_note([stall] if as_run and stall else [], {name: float(np.median(gaps))})
+    medians = {name: float(np.median(gaps))} if len(gaps) else {}  # all diverged: none
+    note = as_run_note([stall] if as_run and stall else [], medians)
     parts = [
         Claim(
             "",

@@ -65,7 +65,7 @@ def closer_than(
     slopes = {n: stalled(groups[n], start) for n in (name, other)}
     gaps = {n: final(groups[n], gap(label)) for n in (name, other)}
     stalls = {n: why for n, slope in slopes.items() if (why := stall_reason(n, slope))}
-    medians = {n: float(np.median(gaps[n])) for n in stalls}
+    medians = {n: float(np.median(gaps[n])) for n in stalls if len(gaps[n])}  # none if diverged
     return Claim(
         f"{name} ends closer to the {label} max-margin direction than {other} (final gap in "
         f"{label} smaller, paired by seed; as run)",
