@@ -13,6 +13,7 @@ from attnbias import cli
 from attnbias.claims import Claim, Effect, Rule, causes, leaf_reason
 from attnbias.cli import main
 from attnbias.cli_claims import VERDICTS
+from attnbias.data import gaussian_unit
 from attnbias.experiments import base
 from attnbias.experiments.claims_register import REGISTER
 from test_cli import one_error_line
@@ -236,3 +237,22 @@ def test_an_unknown_command_is_one_line(capsys):
         main(["reproduse"])
     assert exit_.value.code == 2
     assert "invalid choice: 'reproduse'" in one_error_line(capsys)
+
+
+def test_svm_refuses_tokens_w_does_not_select(tmp_path, capsys):
+    # W = 0 puts equal weight on every token: "the selected token" does not exist there
+    P = gaussian_unit(3, 4, 5, seed=2)
+    path = tmp_path / "p.npz"
+    np.savez(path, X=P.X, z=P.z, W=np.zeros((5, 5)))
+    assert main(["svm", str(path), "--alpha", "selected"]) == 2
+    err = one_error_line(capsys)
+    assert "selected token of sample 0 is tied between tokens 0 and 1" in err
+    assert "give the tokens as alpha" in err
+
+
+def test_svm_names_a_uint64_alpha_out_of_range_as_stored(tmp_path, capsys):
+    P = gaussian_unit(2, 4, 5, seed=2)
+    path = tmp_path / "p.npz"
+    np.savez(path, X=P.X, z=P.z, alpha=np.array([2**64 - 1, 0], dtype=np.uint64))
+    assert main(["svm", str(path)]) == 2
+    assert "got 0..18446744073709551615" in one_error_line(capsys)

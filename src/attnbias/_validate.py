@@ -92,17 +92,17 @@ def check_tokens(alpha, n: int, T: int, name: str = "alpha") -> torch.Tensor:
     if a.is_floating_point():
         if not torch.all(a == a.round()):
             raise ValueError(f"{name} must hold integer token indices, got non-integers")
-    a = a.long()
     if tuple(a.shape) != (n,):
         raise ValueError(
             f"{name} must have shape (n,) = ({n},): one token index per sample; "
             f"got {tuple(a.shape)}"
         )
-    if torch.any((a < 0) | (a >= T)):
-        raise ValueError(
-            f"{name} must hold indices in [0, T) = [0, {T}), got {a.min().item()}..{a.max().item()}"
-        )
-    return a
+    # the range is checked in the input's own dtype: casting first would wrap 2**64 - 1 to -1
+    values = a.detach().cpu().numpy()  # numpy: torch has no min/max for uint64
+    low, high = (values.min().item(), values.max().item()) if n else (0, 0)
+    if low < 0 or high >= T:
+        raise ValueError(f"{name} must hold indices in [0, T) = [0, {T}), got {low}..{high}")
+    return a.long()
 
 
 def check_scalar(
