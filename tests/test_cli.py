@@ -17,7 +17,7 @@ import attnbias.cli
 from attnbias.cli import main
 from attnbias.data import gaussian_unit
 from attnbias.experiments import base
-from attnbias.store import ResultsStore
+from attnbias.store import ResultsStore, config_key
 from attnbias.svm import att_svm, selected_tokens
 
 SRC = str(Path(attnbias.__file__).resolve().parents[1])
@@ -402,6 +402,14 @@ def test_a_long_experiment_states_scale_and_time_before_it_starts(tmp_path, monk
     assert out.index(note) < out.index("== counting (full scale)")
     assert main(["reproduce", name, "--quick", "--out", str(tmp_path / "quick")]) == 0
     assert "about 75 min" not in capsys.readouterr().out
+    # a rerun whose runs are all stored says so instead of estimating a training it won't do
+    assert main(["reproduce", name, "--out", str(tmp_path / "res")]) == 0
+    out = capsys.readouterr().out
+    assert "about 75 min" not in out
+    stored = (
+        f"counting: its published outputs of this config are stored in {tmp_path / 'res' / name}"
+    )
+    assert stored in out
     # where the constants of the built-in experiments live, and that they are long
     assert attnbias.cli.full_scale_minutes("text-md") >= attnbias.cli.LONG_MINUTES
     assert attnbias.cli.full_scale_minutes("md-local") is None
@@ -481,3 +489,22 @@ def test_verbosity_flags_go_before_or_after_the_command(tmp_path, monkeypatch, c
         assert "== counting" in capsys.readouterr().out
     assert main(["-q", "run", name, "-v"]) == 2
     assert "exclude each other" in one_error_line(capsys)
+
+
+def test_stored_work_names_what_a_rerun_reuses(monkeypatch, tmp_path):
+    config = base.load_config("md-local", quick=True)
+    manifest = {
+        "config_hash": config_key(config.to_dict()),
+        "code_version": "old",
+        "runs": ["a", "b"],
+    }
+    monkeypatch.setattr(base.ResultsStore, "current_manifest", lambda self: ("h", manifest))
+    monkeypatch.setattr(base.ResultsStore, "has", lambda self, key: True)
+    assert base.stored_work(config, tmp_path) == "its 2 runs of this config"
+    monkeypatch.setattr(base, "code_version", lambda: "old")
+    assert base.stored_work(config, tmp_path) == "its published outputs of this config"
+    monkeypatch.setattr(base.ResultsStore, "has", lambda self, key: key == "a")
+    assert base.stored_work(config, tmp_path) is None  # a run is missing: it will train
+    manifest["config_hash"] = "another"
+    monkeypatch.setattr(base.ResultsStore, "has", lambda self, key: True)
+    assert base.stored_work(config, tmp_path) is None

@@ -467,7 +467,7 @@ def reproduce(args) -> int:
     sources = reuse_sources(args.reuse_from, names)
     outs = {name: root / name for name in names}
     for name in names:  # said before anything starts, so that it can be stopped at once
-        if note := duration_note(name, configs[name], args.paper):
+        if note := duration_note(name, configs[name], args.paper, outs[name]):
             print(note, flush=True)
     with cluster_from_flags(args) as cluster:
         for name in names:
@@ -518,14 +518,17 @@ def full_scale_minutes(name: str) -> float | None:
     return minutes if isinstance(minutes, (int, float)) else None
 
 
-def duration_note(name: str, config, paper: bool) -> str | None:
+def duration_note(name: str, config, paper: bool, out: Path | None = None) -> str | None:
     """For an experiment at full scale that takes longer than LONG_MINUTES: its scale and
-    estimated time, and how to run less."""
-    from .experiments.base import is_quick
+    estimated time, and how to run less; where `out` already holds every run of this config's
+    publication, that they are reused instead (no estimate of a training that will not run)."""
+    from .experiments.base import is_quick, stored_work
 
     minutes = full_scale_minutes(name)
     if is_quick(config) or minutes is None or minutes < LONG_MINUTES:
         return None
+    if out is not None and (stored := stored_work(config, out)):
+        return f"{name}: {stored} are stored in {out}: reused, not trained again"
     time_ = f"{minutes / 60:.2g} h" if minutes >= 90 else f"{minutes:g} min"
     if paper:
         return (

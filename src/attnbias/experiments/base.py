@@ -390,6 +390,29 @@ def published_summary(store: ResultsStore, identity: dict) -> dict | None:
     return {**with_paths(summary, store.root), "reused_outputs": True}
 
 
+def stored_work(config, out: str | Path) -> str | None:
+    """What out already holds of this config, in words, if a rerun reuses it: its published
+    outputs (this code version, every run still stored), or, made by another code version, its
+    N runs (a rerun recomputes the outputs from them); None otherwise. Reads manifests only and
+    creates nothing."""
+    store = ResultsStore(out)
+    try:
+        current = store.current_manifest()
+        if current is None:
+            return None
+        manifest = current[1]
+        runs = manifest.get("runs")
+        if manifest.get("config_hash") != config_key(config.to_dict()) or runs is None:
+            return None
+        if not all(store.has(key) for key in runs):
+            return None
+    except (UnsafeStore, OSError, ValueError):
+        return None
+    if manifest.get("code_version") == code_version():
+        return "its published outputs of this config"
+    return f"its {len(runs)} runs of this config" if runs else None
+
+
 def read_summary(data: bytes, shown: Path) -> dict:
     """A published summary.json's content; ValueError naming `shown` if it is not a summary
     attnbias writes: a JSON object whose claims, figures, diverged runs and tables have the
