@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import warnings
 from pathlib import Path
 
 import matplotlib.figure
@@ -254,3 +255,19 @@ def test_atlas_figure_with_every_run_diverged_still_draws(tmp_path):
     assert {Path(p).name for p in paths} == {
         f"{stem}.{ext}" for stem in ("atlas", "atlas-curves") for ext in FORMATS
     }
+
+
+def test_a_long_legend_goes_below_the_figure_not_into_a_panel():
+    fig, axes = plotting.subplots(1, 3)
+    for k in range(plotting.LEGEND_INSIDE_AT_MOST + 11):
+        axes[0, 0].plot([1, 2], [k, k + 1], label=f"a long algorithm name η={k}")
+    plotting.legend(fig, axes[0, 0])
+    assert axes[0, 0].get_legend() is None and len(fig.legends) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "constrained_layout not applied" before
+        fig.canvas.draw()
+    assert axes[0, 0].get_position().height > 0.3  # the panel keeps its size
+    fig2, axes2 = plotting.subplots(1, 1)
+    axes2[0, 0].plot([1, 2], [1, 2], label="one")
+    plotting.legend(fig2, axes2[0, 0])
+    assert axes2[0, 0].get_legend() is not None and not fig2.legends

@@ -269,6 +269,20 @@ def subplots(rows: int, cols: int, size=(3.2, 2.6), sharey=False):
     return fig, axes
 
 
+LEGEND_INSIDE_AT_MOST = 6  # entries a panel's own legend holds without covering the curves
+
+
+def legend(fig, ax, fontsize: int = 7) -> None:
+    """The legend of `ax`'s curves: inside the panel while it is short, else below the whole
+    figure in columns (a long legend inside one panel collapses it under constrained layout)."""
+    handles, labels = ax.get_legend_handles_labels()
+    if len(labels) <= LEGEND_INSIDE_AT_MOST:
+        ax.legend(fontsize=fontsize)
+        return
+    columns = min(len(labels), max(1, round(fig.get_figwidth() / 2.6)))
+    fig.legend(handles, labels, loc="outside lower center", ncols=columns, fontsize=fontsize)
+
+
 def heatmap(
     ax, values, rows: list[str], cols: list[str], marked=(), log=True, fmt="{:.2g}",
     colorbar_label: str = "",

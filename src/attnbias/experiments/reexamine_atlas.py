@@ -182,7 +182,7 @@ def figure(groups, labels: list[str], config: Config, out: Path) -> list[str]:
             plotting.band(ax, c, metric, label=name, log=(True, True))
         title = "‖W_t‖_F" if metric == "norm/2" else f"margin gap in {metric[4:]}"
         plotting.panel(ax, title)
-    axes[0, 0].legend(fontsize=7)
+    plotting.legend(fig, axes[0, 0])
     fig.suptitle(
         f"{config.experiment}: ‖W_t‖ and margin gaps 1 − γ_N(W_t)/γ*_N "
         f"({plotting.band_note(plotting.runs_per_curve(groups))})",
