@@ -13,8 +13,7 @@ import torch
 
 from ._validate import check_scalar
 from .model import attention_logits, attention_scores
-from .norms import lp_norm as _lp_norm
-from .norms import mirror_map
+from .norms import lp_norm, mirror_map
 
 MATRIX = (-2, -1)
 MATRIX_NORMS = ("nuc", "spectral")  # norms of W as a matrix, not of its entries
@@ -25,11 +24,6 @@ def _t(x) -> torch.Tensor:
     return x if isinstance(x, torch.Tensor) else torch.as_tensor(x, dtype=torch.float64)
 
 
-def lp_norm(W, p: float = 2.0, dim=MATRIX) -> torch.Tensor:
-    """Entrywise ‖W‖_p = (Σ |W_jk|^p)^{1/p}, scale-safe (`attnbias.norms.lp_norm`)."""
-    return _lp_norm(_t(W), p, dim)
-
-
 def nuclear_norm(W) -> torch.Tensor:
     """‖W‖_* , the sum of the singular values of W (..., d, d'), shape (...); an array is read
     as float64."""
@@ -37,7 +31,7 @@ def nuclear_norm(W) -> torch.Tensor:
 
 
 def _unit(W, p: float, dim) -> torch.Tensor:
-    norm = _lp_norm(W, p, dim)
+    norm = lp_norm(W, p, dim)
     norm = norm.reshape(*norm.shape, *([1] * len(_dims(dim))))
     return W / torch.where(norm > 0, norm, torch.ones_like(norm))
 
@@ -79,7 +73,7 @@ def margins(W, X, z, alpha) -> torch.Tensor:
 def normalized_margin(W, X, z, alpha, p: float = 2.0) -> torch.Tensor:
     """min_{i, t≠α_i} (x_{i,α_i} − x_{i,t})ᵀ W z_i / ‖W‖_p (Frobenius by default)."""
     W = _t(W)
-    return margins(W, X, z, alpha).amin(dim=(-2, -1)) / lp_norm(W, p)
+    return margins(W, X, z, alpha).amin(dim=(-2, -1)) / lp_norm(W, p, MATRIX)
 
 
 def token_score(W, X, z, alpha) -> torch.Tensor:
@@ -154,7 +148,7 @@ def matrix_norm(W, norm) -> torch.Tensor:
     (and no NaN)."""
     norm, W = parse_norm(norm), _t(W)
     if norm not in MATRIX_NORMS:
-        return lp_norm(W, norm)
+        return lp_norm(W, norm, MATRIX)
     finite = torch.isfinite(W).all(-1).all(-1)
     # the SVD does not converge on non-finite entries: those matrices get the reduction's answer
     safe = torch.where(finite[..., None, None], W, torch.zeros_like(W))
