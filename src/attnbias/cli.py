@@ -7,7 +7,6 @@ import contextlib
 import importlib
 import importlib.util
 import logging
-import math
 import os
 import re
 import shlex
@@ -867,6 +866,7 @@ def strict_exit(summaries: dict[str, dict], strict: bool) -> int:
 def solve_svm(args) -> int:
     import numpy as np
 
+    from .metrics import Norm
     from .store import json_text
     from .svm import SVMSolveError, att_svm, optimal_tokens, selected_tokens, solver_memory
 
@@ -901,7 +901,7 @@ def solve_svm(args) -> int:
             write_svm(out, result, alpha)
         print(json_text(svm_fields(args.norm, norm, result, alpha, out)))
         return 0
-    print(f"norm       {args.norm} ({norm_meaning(norm)})")
+    print(f"norm       {args.norm} ({Norm(norm).meaning})")
     print(f"‖W_mm‖     {result.norm:.10g}")
     print(f"margin     {result.margin:.10g}")
     print(f"status     {result.status}")
@@ -925,9 +925,11 @@ def write_svm(out: Path, result, alpha) -> None:
 
 def svm_fields(typed: str, norm, result, alpha, out: Path | None) -> dict:
     """`svm --json`: what the text output says, as fields, and W (None if there is none)."""
+    from .metrics import Norm
+
     return {
         "norm": typed,
-        "norm_meaning": norm_meaning(norm),
+        "norm_meaning": Norm(norm).meaning,
         "W_norm": result.norm,
         "margin": result.margin,
         "status": result.status,
@@ -1029,19 +1031,6 @@ def parse_norm(text: str) -> float | str:
         return metrics.parse_norm(value, "--norm")
     except (TypeError, ValueError):
         raise ValueError(f"--norm must be {NORMS}, got {text!r}") from None
-
-
-def norm_meaning(norm: float | str) -> str:
-    """What a parsed norm is, in words: "entrywise ℓ2 = Frobenius", "largest singular value"."""
-    if norm == "spectral":
-        return "spectral: largest singular value"
-    if norm == "nuc":
-        return "nuclear: sum of singular values"
-    if norm == 2:
-        return "entrywise ℓ2 = Frobenius"
-    if math.isinf(norm):
-        return "entrywise ℓ∞: largest absolute entry"
-    return f"entrywise ℓ{norm:g}"
 
 
 def read_npz(path: Path, max_bytes: int) -> dict:

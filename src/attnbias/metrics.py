@@ -13,10 +13,15 @@ import torch
 
 from ._validate import check_scalar
 from .model import attention_logits, attention_scores
-from .norms import lp_norm, mirror_map
+from .norms import dual_exponent, lp_norm, mirror_map
 
 MATRIX = (-2, -1)
 MATRIX_NORMS = ("nuc", "spectral")  # norms of W as a matrix, not of its entries
+DUAL_MATRIX_NORMS = {"nuc": "spectral", "spectral": "nuc"}
+MATRIX_NORM_MEANINGS = {
+    "nuc": "nuclear: sum of singular values",
+    "spectral": "spectral: largest singular value",
+}
 _NAMED_NORMS = {"fro": 2.0, "inf": math.inf, "max": math.inf, "nuc": "nuc", "spectral": "spectral"}
 
 
@@ -131,6 +136,26 @@ class Norm:
         if not self.is_lp:
             raise ValueError(f"the {self.value} norm has no exponent p")
         return float(self.value)
+
+    @property
+    def dual(self) -> Norm:
+        """The dual norm: ℓq for ℓp (1/p + 1/q = 1), spectral for nuclear and nuclear for
+        spectral."""
+        if self.is_lp:
+            return Norm(dual_exponent(self.p))
+        return Norm(DUAL_MATRIX_NORMS[self.value])
+
+    @property
+    def meaning(self) -> str:
+        """What it is, in words: "entrywise ℓ2 = Frobenius", "nuclear: sum of singular
+        values"."""
+        if not self.is_lp:
+            return MATRIX_NORM_MEANINGS[self.value]
+        if self.p == 2:
+            return "entrywise ℓ2 = Frobenius"
+        if math.isinf(self.p):
+            return "entrywise ℓ∞: largest absolute entry"
+        return f"entrywise ℓ{self.p:g}"
 
     @property
     def label(self) -> str:

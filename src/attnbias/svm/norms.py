@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..metrics import MATRIX_NORMS, parse_norm
+from ..metrics import MATRIX_NORMS, Norm, parse_norm
 from ..norms import dual_exponent, lp_norm
-
-DUAL_MATRIX_NORM = {"nuc": "spectral", "spectral": "nuc"}
 
 __all__ = ["MATRIX_NORMS", "dual_exponent", "kkt_residual", "norm_value", "parse_norm"]
 
@@ -36,10 +34,8 @@ def norm_value(w: np.ndarray, norm_type) -> float:
 
 
 def dual_norm_value(g: np.ndarray, norm_type) -> float:
-    """‖g‖_*: ℓq for ℓp, spectral for nuclear and nuclear for spectral."""
-    if norm_type in MATRIX_NORMS:
-        return norm_value(g, DUAL_MATRIX_NORM[norm_type])
-    return float(lp_norm(g, dual_exponent(norm_type)))
+    """‖g‖_*: ℓq for ℓp, spectral for nuclear and nuclear for spectral (`metrics.Norm.dual`)."""
+    return norm_value(g, Norm(norm_type).dual.value)
 
 
 def kkt_residual(A: np.ndarray, w: np.ndarray, lam: np.ndarray, norm_type) -> float:
