@@ -18,6 +18,7 @@ from .norms import dual_exponent, lp_norm, mirror_map
 MATRIX = (-2, -1)
 MATRIX_NORMS = ("nuc", "spectral")  # norms of W as a matrix, not of its entries
 DUAL_MATRIX_NORMS = {"nuc": "spectral", "spectral": "nuc"}
+MATRIX_NORM_ORDS = {"nuc": "nuc", "spectral": 2}  # torch.linalg.matrix_norm's names
 MATRIX_NORM_MEANINGS = {
     "nuc": "nuclear: sum of singular values",
     "spectral": "spectral: largest singular value",
@@ -177,7 +178,7 @@ def matrix_norm(W, norm) -> torch.Tensor:
     finite = torch.isfinite(W).all(-1).all(-1)
     # the SVD does not converge on non-finite entries: those matrices get the reduction's answer
     safe = torch.where(finite[..., None, None], W, torch.zeros_like(W))
-    value = torch.linalg.matrix_norm(safe, ord="nuc" if norm == "nuc" else 2)
+    value = torch.linalg.matrix_norm(safe, ord=MATRIX_NORM_ORDS[norm])
     return torch.where(finite, value, W.abs().amax(MATRIX) * math.inf)
 
 

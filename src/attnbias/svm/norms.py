@@ -13,6 +13,7 @@ import numpy as np
 
 from ..metrics import MATRIX_NORMS, Norm, parse_norm
 from ..norms import dual_exponent, lp_norm
+from .matrix_norms import MATRIX_NORM_SOLVERS
 
 __all__ = ["MATRIX_NORMS", "dual_exponent", "kkt_residual", "norm_value", "parse_norm"]
 
@@ -29,7 +30,7 @@ def norm_value(w: np.ndarray, norm_type) -> float:
         if not np.all(np.isfinite(w)):  # the SVD does not converge on NaN
             return np.nan
         singular = np.linalg.svd(w.reshape(square_side(w.size), -1), compute_uv=False)
-        return float(singular.sum() if norm_type == "nuc" else singular.max())
+        return MATRIX_NORM_SOLVERS[norm_type].value(singular)
     return float(lp_norm(w, norm_type))
 
 
