@@ -200,7 +200,7 @@ SURVIVING = {
     "md_plain.polylog_reach": "the step an unmet reason names; inconclusive either way",
     "theory_measures.assumption1_report": "evidence: how many seeds satisfy Assumption 1",
     "trajectory_lemmas.failures": "evidence: the first violations listed",
-    "text_md_tables.pooled_mcnemar": "evidence: McNemar's test beside the paired accuracies",
+    "mcnemar.pooled_mcnemar": "evidence: McNemar's test beside the paired accuracies",
 }
 
 

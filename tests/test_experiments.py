@@ -1,6 +1,7 @@
 """Experiments: configs are typed and checked once, at load time; runs are stored once and
 reused; outputs exist; experiments defined outside attnbias run through the same pipeline."""
 
+import importlib
 import importlib.metadata
 import json
 import shutil
@@ -16,6 +17,7 @@ from attnbias.claims import STATUSES
 from attnbias.cli import main
 from attnbias.config import ExperimentConfig, to_toml
 from attnbias.experiments import EXPERIMENTS, SYNTHETIC, base, load_config, run_experiment
+from attnbias.experiments.real_runs import RealConfig
 from attnbias.experiments.runs import curves, loglog_slope
 from attnbias.store import ResultsStore, config_key
 
@@ -53,6 +55,18 @@ TINY = {
     "reexamine-adam": {"seeds": 2, "steps": 60},
     "reexamine-polyak": {"seeds": 2, "steps": 60},
 }  # fmt: skip
+
+
+def test_synthetic_is_derived_from_the_one_ordered_table_of_experiments():
+    """`reproduce all` runs the synthetic experiments in the table's order, the one `attnbias
+    list` and the register show; an experiment is real-data exactly when its config is a
+    real-data one."""
+    assert SYNTHETIC == tuple(base.SYNTHETIC_EXPERIMENTS)
+    assert list(EXPERIMENTS) == [*SYNTHETIC, *base.REAL_DATA_EXPERIMENTS]
+    assert base.experiment_names()[: len(SYNTHETIC)] == list(SYNTHETIC)
+    for name, module in EXPERIMENTS.items():
+        config = importlib.import_module(module).Config
+        assert issubclass(config, RealConfig) == (name in base.REAL_DATA_EXPERIMENTS), name
 
 
 @pytest.mark.parametrize("name", EXPERIMENTS)

@@ -5,11 +5,11 @@ import torch
 from attnbias.metrics import (
     alignment,
     directional_bregman,
-    lp_norm,
     margins,
     normalized_margin,
     token_score,
 )
+from attnbias.norms import lp_norm
 
 
 def _bregman_from_definition(a, b, p):

@@ -3,10 +3,19 @@
 import math
 
 import mpmath
+import numpy as np
 import pytest
 import torch
 
-from attnbias.norms import dual_exponent, inverse_mirror_map, lp_norm, mirror_map
+from attnbias.norms import (
+    NORM_MODES,
+    dual_exponent,
+    inverse_mirror_map,
+    lp_norm,
+    mirror_map,
+    unscaled_two_norms,
+)
+from attnbias.svm.norms import dual_norm_value, norm_value
 
 
 def reference_norm(x: torch.Tensor, p: float) -> float:
@@ -51,6 +60,83 @@ def test_lp_norm_propagates_nan_and_inf_and_is_zero_at_zero():
     assert float(lp_norm(torch.tensor([1.0, float("inf")]), 3.0)) == math.inf
     assert float(lp_norm(torch.tensor([1.0, float("-inf")]), math.inf)) == math.inf
     assert float(lp_norm(torch.zeros(4), 1.1)) == 0.0
+
+
+def modes(x: torch.Tensor, p: float, dim) -> dict[str, torch.Tensor]:
+    """The norm of x in each mode that takes one tensor (the fused one in its own buffers)."""
+    buffers = (torch.empty_like(x), torch.empty_like(x))
+    return {
+        "scaled": lp_norm(x, p, dim),
+        "fused": lp_norm(x, p, dim, scratch=buffers, mode="fused"),
+    }
+
+
+@pytest.mark.parametrize("p", [1.0, 1.1, 1.5, 2.0, 3.0, 11.0, 50.0, math.inf])
+@pytest.mark.parametrize("scale", [1e-300, 1e-160, 1.0, 1e150, 1e300])
+def test_every_mode_is_right_at_every_scale(p, scale):
+    """The engine's fused mode is the scaled norm (x^{k+1/2} as x^k·√x): per run, at any scale."""
+    g = torch.randn(3, 4, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
+    x = g * scale
+    want = [reference_norm(x[r], p) for r in range(3)]
+    for mode, got in modes(x, p, (1, 2)).items():
+        assert got.shape == (3,), mode
+        assert got.tolist() == pytest.approx(want, rel=1e-13), mode
+
+
+@pytest.mark.parametrize("p", [1.1, 2.0, 3.0, 7.0])
+def test_the_fused_mode_is_the_scaled_one_bit_for_bit_but_for_half_powers(p):
+    """Same arithmetic, same bits (p = 3: ℓ1.5 = x·√x, within an ulp of pow instead)."""
+    x = torch.randn(6, 10, 10, dtype=torch.float64) * 1e-200
+    got = modes(x, p, (1, 2))
+    if p == 3.0:
+        torch.testing.assert_close(got["fused"], got["scaled"], rtol=4e-16, atol=0)
+    else:
+        assert torch.equal(got["fused"], got["scaled"])
+    got = modes(x, 1.5, (1, 2))
+    torch.testing.assert_close(got["fused"], got["scaled"], rtol=4e-16, atol=0)
+
+
+def test_the_fused_mode_propagates_nan_and_inf_per_run():
+    x = torch.ones(3, 4, dtype=torch.float64)
+    x[0, 1], x[1, 2] = math.nan, math.inf
+    for mode, got in modes(x, 3.0, (1,)).items():
+        assert math.isnan(got[0]) and got[1] == math.inf and got[2] == 4 ** (1 / 3), mode
+
+
+def test_the_foreach_mode_is_the_unscaled_norms_of_many_tensors():
+    tensors = [torch.randn(5, 7, dtype=torch.float64), torch.randn(5000, dtype=torch.float32)]
+    got = lp_norm(tensors, mode="foreach")
+    assert got.dtype == torch.float64
+    assert torch.equal(got, unscaled_two_norms(tensors))
+    for norm, t in zip(got, tensors):
+        assert float(norm) == pytest.approx(float(lp_norm(t.double())), rel=1e-6)
+
+
+def test_modes_refuse_what_they_cannot_do():
+    x = torch.ones(3)
+    with pytest.raises(ValueError, match="mode must be one of scaled, fused, foreach"):
+        lp_norm(x, mode="quick")
+    with pytest.raises(ValueError, match="mode 'fused' needs scratch"):
+        lp_norm(x, mode="fused")
+    with pytest.raises(ValueError, match="mode 'foreach' takes p = 2"):
+        lp_norm([x], 3.0, mode="foreach")
+    assert NORM_MODES == ("scaled", "fused", "foreach")
+
+
+@pytest.mark.parametrize("p", [1.0, 1.1, 2.0, 3.0, 50.0, 1000.0, math.inf])
+@pytest.mark.parametrize("scale", [1e-300, 1.0, 1e300])
+def test_the_solvers_norms_are_the_one_lp_norm(p, scale):
+    """The Att-SVM solvers' ‖w‖ and ‖g‖_* are `lp_norm`'s, bit for bit, of arrays at any scale."""
+    w = np.random.default_rng(7).standard_normal(40) * scale
+    assert norm_value(w, p) == float(lp_norm(torch.from_numpy(w), p))
+    assert dual_norm_value(w, p) == float(lp_norm(torch.from_numpy(w), dual_exponent(p)))
+    assert norm_value(w, p) == pytest.approx(reference_norm(torch.from_numpy(w), p), rel=1e-13)
+
+
+def test_an_array_is_read_as_float64():
+    w = np.array([3.0, 4.0], dtype=np.float32)
+    got = lp_norm(w)
+    assert got.dtype == torch.float64 and float(got) == 5.0
 
 
 @pytest.mark.parametrize("p", [1.1, 1.75, 2.0, 3.0, 6.0])

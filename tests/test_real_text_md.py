@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnbias.experiments import text_md, text_md_tables
+from attnbias.experiments import mcnemar, text_md
 from attnbias.real.attention import keyword_attention
 from attnbias.real.train import TensorData, seed_everything, train
 from attnbias.real.transformer import TextTransformer
@@ -533,13 +533,13 @@ def test_under_the_budget_protocol_no_target_is_required_and_e_half_is_shown():
 def test_mcnemar_is_the_exact_binomial_test_of_the_pooled_discordant_pairs():
     from scipy import stats
 
-    assert text_md_tables.mcnemar_test(10, 2)["p_value"] == pytest.approx(
+    assert mcnemar.mcnemar_test(10, 2)["p_value"] == pytest.approx(
         stats.binomtest(10, 12, 0.5).pvalue
     )
-    assert math.isnan(text_md_tables.mcnemar_test(0, 0)["p_value"])
+    assert math.isnan(mcnemar.mcnemar_test(0, 0)["p_value"])
     a = [np.array([1, 1, 0, 0], bool), np.array([1, 0, 1, 1], bool), None]
     b = [np.array([1, 0, 1, 0], bool), np.array([0, 0, 0, 1], bool), np.ones(4, bool)]
-    pooled = text_md_tables.pooled_mcnemar(a, b)  # the diverged seed (None) is left out
+    pooled = mcnemar.pooled_mcnemar(a, b)  # the diverged seed (None) is left out
     assert (pooled["a_right_b_wrong"], pooled["b_right_a_wrong"], pooled["seeds"]) == (3, 1, 2)
 
 

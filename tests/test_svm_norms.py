@@ -5,8 +5,17 @@ import cvxpy as cp
 import numpy as np
 import pytest
 
-from attnbias.svm import att_svm, att_svm_batch, constraint_matrix, head_svm, max_margin
-from attnbias.svm.norms import parse_norm
+from attnbias.metrics import MATRIX_NORMS, matrix_norm
+from attnbias.svm import (
+    att_svm,
+    att_svm_batch,
+    constraint_matrix,
+    head_svm,
+    max_margin,
+    solver_memory,
+)
+from attnbias.svm.matrix_norms import MATRIX_NORM_SOLVERS
+from attnbias.svm.norms import norm_value, parse_norm
 from test_svm import TIGHT, gaussian_unit
 
 REFERENCE = dict(solver=cp.CLARABEL)  # default tolerances (1e-8): TIGHT stalls on some LMIs
@@ -160,3 +169,28 @@ def test_engine_norm_labels():
     for norm, label in labels.items():
         assert norm_label(norm) == label
         assert is_lp(norm) == (label not in ("nuc", "spectral"))
+
+
+def test_every_matrix_norm_has_its_solver_entry_and_they_agree():
+    """A matrix norm's behaviour in the solvers is one entry (svm.matrix_norms): its value of
+    W's singular values, its conic objective and its dual's, on a random W."""
+    rng = np.random.default_rng(4)
+    W = rng.standard_normal((3, 3))
+    singular = np.linalg.svd(W, compute_uv=False)
+    assert set(MATRIX_NORM_SOLVERS) == set(MATRIX_NORMS)
+    for name, entry in MATRIX_NORM_SOLVERS.items():
+        assert entry.name == name
+        assert entry.value(singular) == norm_value(W.reshape(-1), name)
+        objective = entry.conic_objective(cp.Constant(W)).value
+        assert objective == pytest.approx(float(matrix_norm(W, name)), rel=1e-9)
+        assert entry.memory(10, 9, 2) > 0
+    assert MATRIX_NORM_SOLVERS["nuc"].value(singular) == pytest.approx(np.abs(singular).sum())
+    assert MATRIX_NORM_SOLVERS["spectral"].solve(((), ()), None) is None  # needs ℓ2's w
+
+
+def test_the_matrix_norms_memory_estimates_are_as_before():
+    """The estimates of svm/memory.py, now read from each norm's entry (pinned from 9dda1b1)."""
+    sizes = [(16, 36, "nuc", 4), (16, 36, "spectral", 4), (100, 9, "spectral", None),
+             (7, 25, "nuc", None)]  # fmt: skip
+    got = [solver_memory(m, D, norm, queries=q) for m, D, norm, q in sizes]
+    assert got == [44032, 84512, 69944, 11536]

@@ -3,6 +3,7 @@ norms read once into value objects; one marker and one helper for diverged runs.
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -14,6 +15,7 @@ from attnbias.optim.algorithm import Algorithm
 from attnbias.optim.registry import RULES, TABLE_NAMES, available
 from attnbias.real.train import make_optimizer, optimizer_label
 from attnbias.store import DIVERGED, FINISHED, RunRecord, tidy
+from attnbias.svm.norms import dual_norm_value, norm_value
 
 
 def test_every_table_name_is_a_rule_of_the_registry():
@@ -91,3 +93,22 @@ def test_diverged_runs_are_dropped_by_one_helper_whatever_wrote_the_marker():
         RunRecord("d", {}, table, {}, {"diverged": False}),
     ]
     assert [r.key for r in without_diverged(runs)] == ["a", "d"]
+
+
+@pytest.mark.parametrize(
+    "name, dual, meaning",
+    [
+        ("fro", 2.0, "entrywise ℓ2 = Frobenius"),
+        (3.0, 1.5, "entrywise ℓ3"),
+        (1.0, math.inf, "entrywise ℓ1"),
+        ("inf", 1.0, "entrywise ℓ∞: largest absolute entry"),
+        ("nuc", "spectral", "nuclear: sum of singular values"),
+        ("spectral", "nuc", "spectral: largest singular value"),
+    ],
+)
+def test_a_norm_carries_its_dual_and_its_meaning(name, dual, meaning):
+    """One home for what a norm is: the KKT check reads its dual, `svm` prints its meaning."""
+    norm = Norm.parse(name)
+    assert norm.dual == Norm(dual) and norm.meaning == meaning
+    g = np.random.default_rng(2).standard_normal(16)
+    assert dual_norm_value(g, norm.value) == norm_value(g, dual)

@@ -7,7 +7,6 @@ import contextlib
 import importlib
 import importlib.util
 import logging
-import math
 import os
 import re
 import shlex
@@ -15,6 +14,8 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 # Only the standard library and light modules here: `attnbias --help` and every command's
@@ -141,6 +142,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def parser() -> argparse.ArgumentParser:
+    """The command line, built from `COMMANDS`."""
     p = Parser(
         prog="attnbias",
         description="The implicit bias of attention: experiments and solvers.",
@@ -156,215 +158,78 @@ def parser() -> argparse.ArgumentParser:
     )
     sub = p.add_subparsers(required=True, metavar="COMMAND")
     flags = verbosity_flags(defaults=False)
-
-    def command(name: str, **kw) -> argparse.ArgumentParser:
-        return sub.add_parser(name, parents=[flags], **kw)
-
-    c = command("list", help="list the experiments, marking those that cannot run here")
-    c.set_defaults(command=list_experiments)
-
-    c = command(
-        "reproduce",
-        help="run experiments by name and check their claims",
-        description="Without NAME (or with 'all', the synthetic ones) every synthetic experiment "
-        "runs at quick scale; named experiments run at full scale (an experiment taking longer "
-        f"than {LONG_MINUTES} min says so, with its estimated time, before it starts). --quick "
-        "/ --full choose explicitly. Finished runs found in ROOT/NAME are reused.",
-        epilog=LOGGING,
-    )
-    c.add_argument(
-        "names",
-        nargs="*",
-        default=["all"],
-        metavar="NAME",
-        help="experiments (see `list`); 'all' stands for every synthetic one",
-    )
-    scale = c.add_mutually_exclusive_group()
-    scale.add_argument("--quick", action="store_true", help="small scale (seconds)")
-    scale.add_argument("--full", action="store_true", help="the papers' scale")
-    scale.add_argument(
-        "--paper",
-        action="store_true",
-        help="full scale with the paper's own model size (experiments with a [paper] table: "
-        "text-md); meant for a GPU",
-    )
-    c.add_argument("--seeds", type=int, help="override the number of seeds")
-    c.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help=f"change a config field of the named experiments (repeatable); {OVERRIDES_HELP}",
-    )
-    add_device(c)
-    c.add_argument("--out", metavar="ROOT", help=OUT_HELP)
-    c.add_argument("--report", help="also write a Markdown report (figures + claim tables) here")
-    c.add_argument(
-        "--force",
-        action="store_true",
-        help="with --report: replace a report (or its figures) that differs",
-    )
-    add_reuse_from(c)
-    add_strict(c)
-    add_figure_formats(c)
-    add_cluster_flags(c)
-    c.set_defaults(command=reproduce)
-
-    c = command(
-        "run",
-        help="run one experiment from a TOML config file",
-        description="Run one experiment into ROOT/NAME (NAME: the experiment's name), as "
-        "`reproduce` does; --out names the results root, not the experiment's directory.",
-        epilog=LOGGING,
-    )
-    c.add_argument(
-        "config",
-        help="TOML file: experiment = NAME (or module:attribute, with --allow-import) and the "
-        "fields to change; or an experiment's NAME or module:attribute, to run it with its "
-        "defaults",
-    )
-    add_overrides(c)
-    c.add_argument("--quick", action="store_true", help="start from the quick-scale defaults")
-    c.add_argument("--out", metavar="ROOT", help=OUT_HELP)
-    add_allow_import(c)
-    add_device(c)
-    add_reuse_from(c)
-    add_strict(c)
-    add_figure_formats(c)
-    add_cluster_flags(c)
-    c.set_defaults(command=run_config)
-
-    c = command(
-        "config",
-        help="print an experiment's resolved config (TOML), as JSON, or its JSON schema",
-        description="The config `reproduce NAME` (or `run FILE`) would run, every default "
-        "filled in and every rule checked; as TOML it is a file `attnbias run` takes.",
-    )
-    c.add_argument(
-        "config", metavar="NAME", help="an experiment (see `list`), module:attribute, or a TOML "
-        "file as `run` takes"
-    )  # fmt: skip
-    add_overrides(c)
-    scale = c.add_mutually_exclusive_group()
-    scale.add_argument("--quick", action="store_true", help="with the [quick] table applied")
-    scale.add_argument("--paper", action="store_true", help="with the [paper] table applied")
-    c.add_argument("--json", action="store_true", help="JSON instead of TOML")
-    c.add_argument("--schema", action="store_true", help="the JSON schema of the config instead")
-    add_allow_import(c)
-    c.set_defaults(command=show_config)
-
-    c = command(
-        "claims",
-        help="print the claims register (every claim of the seed papers and its verdict) from "
-        "the summaries under a results root",
-        description="Prints the register (Markdown) to stdout, or writes it to --write PATH; a "
-        "PATH holding something else is replaced only with --force. docs/CLAIMS.md is made by "
-        "`attnbias claims --out results/full --write docs/CLAIMS.md` after `attnbias reproduce "
-        "all text-md text-finetune vision --full --out results/full`.",
-    )
-    c.add_argument("--out", metavar="ROOT", help=OUT_HELP)
-    c.add_argument(
-        "--experiment",
-        action="append",
-        metavar="NAME",
-        help="only the rows of this experiment (see `list`); repeatable, or a comma list "
-        "(--experiment md-local,atlas)",
-    )
-    c.add_argument(
-        "--verdict",
-        action="append",
-        metavar="VERDICT",
-        help=f"only the rows with this verdict: {', '.join(VERDICT_WORDS)}; repeatable, or a "
-        "comma list",
-    )
-    c.add_argument(
-        "--format",
-        choices=CLAIMS_FORMATS,
-        default="md",
-        help="md: the register's table (the default; without --experiment and --verdict the "
-        "whole register, with its papers and how to read a verdict); csv: one line per "
-        "measured part of a claim; json: one object per row, its parts as a list. csv and json "
-        "give every column as its own fields: the verdict and its reasons, and each part's "
-        "rule, threshold, effect, CI low and high, n, verdict and reason",
-    )
-    c.add_argument(
-        "--write", metavar="PATH", help="write the register to this file (default: print it)"
-    )
-    c.add_argument("--force", action="store_true", help="with --write: replace a file that differs")
-    c.set_defaults(command=write_claims_register)
-
-    c = command(
-        "export",
-        help="write an experiment's published metrics table as CSV",
-        description="The metrics table (metrics.parquet) of the current publication of "
-        "ROOT/NAME, one row per run and recorded step, as CSV (the format spreadsheets, R and "
-        "pandas read): to stdout, or to --write PATH. It is read as `claims` reads a summary: "
-        "only if it matches its publication's manifest.",
-    )
-    c.add_argument("name", metavar="NAME", help="an experiment (see `list`) with results in ROOT")
-    c.add_argument("--out", metavar="ROOT", help=OUT_HELP)
-    c.add_argument("--format", choices=("csv",), default="csv", help="csv (the default)")
-    c.add_argument("--write", metavar="PATH", help="write to this file (default: stdout)")
-    c.add_argument("--force", action="store_true", help="with --write: replace a file")
-    c.set_defaults(command=export_table)
-
-    c = command("svm", help="solve the Att-SVM for arrays in a .npz file")
-    c.add_argument("file", help=".npz with X (n,T,d), z (n,d) and alpha (n,), or W, or y and v")
-    c.add_argument("--norm", default="2", help=f"{NORMS} (default 2)")
-    c.add_argument(
-        "--alpha",
-        choices=("auto", "selected", "optimal"),
-        default="auto",
-        help="tokens: the file's alpha, argmax of W's attention (selected) or of y vᵀx "
-        "(optimal); auto takes the first the file allows",
-    )
-    c.add_argument("--write", metavar="PATH", help="save W, alpha and the multipliers to this .npz")
-    c.add_argument("--force", action="store_true", help="with --write: replace a file")
-    c.add_argument(
-        "--json",
-        action="store_true",
-        help="print the result as one JSON object (with W; non-finite numbers as null) and the "
-        "memory estimate on stderr",
-    )
-    c.add_argument("--out", dest="svm_out", help=argparse.SUPPRESS)  # renamed: see solve_svm
-    c.add_argument(
-        "--max-array-mb",
-        type=float,
-        default=MAX_ARRAY_MB,
-        metavar="MB",
-        help="refuse a file whose arrays take more than this many MB (10⁶ bytes) once "
-        f"unpacked, read from their headers before loading (default {MAX_ARRAY_MB:g})",
-    )
-    c.add_argument(
-        "--max-memory-gb",
-        type=float,
-        default=DEFAULT_MAX_MEMORY_GB,
-        metavar="GB",
-        help="refuse a problem whose solve is estimated to need more than this many GB "
-        f"(10⁹ bytes) of memory (default {DEFAULT_MAX_MEMORY_GB:g})",
-    )
-    c.set_defaults(command=solve_svm)
+    for command in COMMANDS:
+        c = sub.add_parser(
+            command.name,
+            parents=[flags],
+            help=command.help,
+            description=command.description,
+            epilog=command.epilog,
+        )
+        add_arguments(c, command.arguments)
+        c.set_defaults(command=command.run)
     return p
 
 
-def add_allow_import(c) -> None:
-    c.add_argument(
-        "--allow-import",
-        action="store_true",
-        help="let a TOML config name its experiment as module:attribute, which imports (runs) "
-        "that module; without it only registered experiments (see `list`) are accepted from "
-        "a file (docs/SECURITY.md)",
-    )
+@dataclass(frozen=True)
+class Arg:
+    """One argument of a command: `add_argument(*flags, **options)`, as data."""
+
+    flags: tuple[str, ...]
+    options: dict = field(default_factory=dict)
 
 
-def add_figure_formats(c) -> None:
-    c.add_argument(
-        "--figure-formats",
-        default="png",
-        metavar="FORMATS",
-        help="the formats figures are drawn in, comma-separated, some of png, pdf, svg "
-        "(default png, what --report embeds; png,pdf,svg adds the vector files for a paper)",
-    )
+def arg(*flags: str, **options) -> Arg:
+    return Arg(flags, options)
+
+
+@dataclass(frozen=True)
+class OneOf:
+    """Arguments of which at most one may be given (argparse's mutually exclusive group)."""
+
+    args: tuple[Arg, ...]
+
+
+@dataclass(frozen=True)
+class Command:
+    """A command: its name, the function that runs it, its texts and its arguments in the
+    order `--help` lists them (an `Arg`, a `OneOf`, or a tuple of them: a shared set)."""
+
+    name: str
+    run: Callable[[argparse.Namespace], int]
+    help: str
+    arguments: tuple = ()
+    description: str | None = None
+    epilog: str | None = None
+
+
+def add_arguments(c, arguments) -> None:
+    """Add `arguments` (as `Command.arguments`) to the parser or group `c`, in order."""
+    for a in arguments:
+        if isinstance(a, OneOf):
+            add_arguments(c.add_mutually_exclusive_group(), a.args)
+        elif isinstance(a, Arg):
+            c.add_argument(*a.flags, **a.options)
+        else:
+            add_arguments(c, a)
+
+
+ALLOW_IMPORT = arg(
+    "--allow-import",
+    action="store_true",
+    help="let a TOML config name its experiment as module:attribute, which imports (runs) "
+    "that module; without it only registered experiments (see `list`) are accepted from "
+    "a file (docs/SECURITY.md)",
+)
+
+
+FIGURE_FORMATS = arg(
+    "--figure-formats",
+    default="png",
+    metavar="FORMATS",
+    help="the formats figures are drawn in, comma-separated, some of png, pdf, svg "
+    "(default png, what --report embeds; png,pdf,svg adds the vector files for a paper)",
+)
 
 
 def figure_formats(args) -> tuple[str, ...]:
@@ -374,16 +239,15 @@ def figure_formats(args) -> tuple[str, ...]:
     return checked_formats(args.figure_formats, "--figure-formats")
 
 
-def add_reuse_from(c) -> None:
-    c.add_argument(
-        "--from",
-        dest="reuse_from",
-        metavar="DIR",
-        help="copy in the finished runs of an earlier --out instead of training them again "
-        "(it may be read-only; each copied file is checked against its run's manifest): a "
-        "results root, whose DIR/NAME is used for experiment NAME, or one experiment's "
-        "directory (DIR/runs)",
-    )
+REUSE_FROM = arg(
+    "--from",
+    dest="reuse_from",
+    metavar="DIR",
+    help="copy in the finished runs of an earlier --out instead of training them again "
+    "(it may be read-only; each copied file is checked against its run's manifest): a "
+    "results root, whose DIR/NAME is used for experiment NAME, or one experiment's "
+    "directory (DIR/runs)",
+)
 
 
 def list_experiments(args) -> int:
@@ -694,13 +558,12 @@ OVERRIDE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*=.*", re.S)
 BARE_WORD = re.compile(r"[A-Za-z_./~][A-Za-z0-9_.:/~+-]*")  # taken as a string if not TOML
 
 
-def add_overrides(c) -> None:
-    c.add_argument(
-        "overrides",
-        nargs="*",
-        metavar="KEY=VALUE",
-        help=f"change a config field (after the config, before the options); {OVERRIDES_HELP}",
-    )
+OVERRIDES = arg(
+    "overrides",
+    nargs="*",
+    metavar="KEY=VALUE",
+    help=f"change a config field (after the config, before the options); {OVERRIDES_HELP}",
+)
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -756,12 +619,11 @@ def override_value(item: str, text: str):
     )
 
 
-def add_device(c) -> None:
-    c.add_argument(
-        "--device",
-        choices=("auto", "cpu", "cuda"),
-        help="where to train (experiments with a device field; 'auto': CUDA when present)",
-    )
+DEVICE = arg(
+    "--device",
+    choices=("auto", "cpu", "cuda"),
+    help="where to train (experiments with a device field; 'auto': CUDA when present)",
+)
 
 
 def device_override(name: str, device: str | None) -> dict:
@@ -932,35 +794,21 @@ def print_verdicts(summary: dict) -> None:
         print(f"  {len(diverged)} run(s) diverged and are left out of the claims: {where}{more}")
 
 
-def add_cluster_flags(c) -> None:
-    where = c.add_mutually_exclusive_group()
-    where.add_argument(
-        "--workers",
-        type=int,
-        metavar="N",
-        help="run on a local Dask cluster of N worker processes (the `dask` extra)",
-    )
-    where.add_argument(
-        "--scheduler",
-        metavar="ADDRESS",
-        help="run on the Dask cluster of this scheduler, e.g. tcp://host:8786; --out must be "
-        "a directory every worker reaches (docs/CLUSTER.md)",
-    )
-    c.add_argument(
-        "--chunk-size",
-        type=int,
-        metavar="RUNS",
-        help="runs per cluster task of a synthetic sweep (default: runs / (4 × workers), "
-        "at least 256)",
-    )
-    c.add_argument(
-        "--connect-timeout",
-        type=float,
-        default=CONNECT_TIMEOUT,
-        metavar="S",
-        help="seconds the --scheduler has to answer as a Dask scheduler (default "
-        f"{CONNECT_TIMEOUT:g})",
-    )
+CLUSTER_FLAGS = (
+    OneOf((
+        arg("--workers", type=int, metavar="N",
+            help="run on a local Dask cluster of N worker processes (the `dask` extra)"),
+        arg("--scheduler", metavar="ADDRESS",
+            help="run on the Dask cluster of this scheduler, e.g. tcp://host:8786; --out must "
+            "be a directory every worker reaches (docs/CLUSTER.md)"),
+    )),
+    arg("--chunk-size", type=int, metavar="RUNS",
+        help="runs per cluster task of a synthetic sweep (default: runs / (4 × workers), at "
+        "least 256)"),
+    arg("--connect-timeout", type=float, default=CONNECT_TIMEOUT, metavar="S",
+        help=f"seconds the --scheduler has to answer as a Dask scheduler (default "
+        f"{CONNECT_TIMEOUT:g})"),
+)  # fmt: skip
 
 
 @contextlib.contextmanager
@@ -988,13 +836,11 @@ def cluster_from_flags(args):
         raise Unavailable(str(err)) from err
 
 
-def add_strict(c) -> None:
-    c.add_argument(
-        "--strict",
-        action="store_true",
-        help="exit with code 1 if any claim is not supported (or not applicable) or any run "
-        "diverged",
-    )
+STRICT = arg(
+    "--strict",
+    action="store_true",
+    help="exit with code 1 if any claim is not supported (or not applicable) or any run diverged",
+)
 
 
 def strict_exit(summaries: dict[str, dict], strict: bool) -> int:
@@ -1023,6 +869,7 @@ def strict_exit(summaries: dict[str, dict], strict: bool) -> int:
 def solve_svm(args) -> int:
     import numpy as np
 
+    from .metrics import Norm
     from .store import json_text
     from .svm import SVMSolveError, att_svm, optimal_tokens, selected_tokens, solver_memory
 
@@ -1057,7 +904,7 @@ def solve_svm(args) -> int:
             write_svm(out, result, alpha)
         print(json_text(svm_fields(args.norm, norm, result, alpha, out)))
         return 0
-    print(f"norm       {args.norm} ({norm_meaning(norm)})")
+    print(f"norm       {args.norm} ({Norm(norm).meaning})")
     print(f"‖W_mm‖     {result.norm:.10g}")
     print(f"margin     {result.margin:.10g}")
     print(f"status     {result.status}")
@@ -1081,9 +928,11 @@ def write_svm(out: Path, result, alpha) -> None:
 
 def svm_fields(typed: str, norm, result, alpha, out: Path | None) -> dict:
     """`svm --json`: what the text output says, as fields, and W (None if there is none)."""
+    from .metrics import Norm
+
     return {
         "norm": typed,
-        "norm_meaning": norm_meaning(norm),
+        "norm_meaning": Norm(norm).meaning,
         "W_norm": result.norm,
         "margin": result.margin,
         "status": result.status,
@@ -1187,19 +1036,6 @@ def parse_norm(text: str) -> float | str:
         raise ValueError(f"--norm must be {NORMS}, got {text!r}") from None
 
 
-def norm_meaning(norm: float | str) -> str:
-    """What a parsed norm is, in words: "entrywise ℓ2 = Frobenius", "largest singular value"."""
-    if norm == "spectral":
-        return "spectral: largest singular value"
-    if norm == "nuc":
-        return "nuclear: sum of singular values"
-    if norm == 2:
-        return "entrywise ℓ2 = Frobenius"
-    if math.isinf(norm):
-        return "entrywise ℓ∞: largest absolute entry"
-    return f"entrywise ℓ{norm:g}"
-
-
 def read_npz(path: Path, max_bytes: int) -> dict:
     """The arrays of an .npz file holding at least X and z, at most max_bytes once unpacked
     and converted to float64 (read from the arrays' headers first; never unpickled; complex
@@ -1244,3 +1080,160 @@ def _tokens(how: str, arrays: dict, path: Path, selected, optimal):
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+# The command line, as data: each command, the function that runs it and its arguments.
+OUT = arg("--out", metavar="ROOT", help=OUT_HELP)
+WRITE_FORCE = arg("--force", action="store_true", help="with --write: replace a file")
+COMMANDS = (
+    Command("list", list_experiments, "list the experiments, marking those that cannot run here"),
+    Command(
+        "reproduce",
+        reproduce,
+        "run experiments by name and check their claims",
+        (
+            arg("names", nargs="*", default=["all"], metavar="NAME",
+                help="experiments (see `list`); 'all' stands for every synthetic one"),
+            OneOf((
+                arg("--quick", action="store_true", help="small scale (seconds)"),
+                arg("--full", action="store_true", help="the papers' scale"),
+                arg("--paper", action="store_true",
+                    help="full scale with the paper's own model size (experiments with a "
+                    "[paper] table: text-md); meant for a GPU"),
+            )),
+            arg("--seeds", type=int, help="override the number of seeds"),
+            arg("--set", action="append", default=[], metavar="KEY=VALUE",
+                help="change a config field of the named experiments (repeatable); "
+                f"{OVERRIDES_HELP}"),
+            DEVICE,
+            OUT,
+            arg("--report", help="also write a Markdown report (figures + claim tables) here"),
+            arg("--force", action="store_true",
+                help="with --report: replace a report (or its figures) that differs"),
+            REUSE_FROM,
+            STRICT,
+            FIGURE_FORMATS,
+            CLUSTER_FLAGS,
+        ),
+        description="Without NAME (or with 'all', the synthetic ones) every synthetic "
+        "experiment runs at quick scale; named experiments run at full scale (an experiment "
+        f"taking longer than {LONG_MINUTES} min says so, with its estimated time, before it "
+        "starts). --quick / --full choose explicitly. Finished runs found in ROOT/NAME are "
+        "reused.",
+        epilog=LOGGING,
+    ),
+    Command(
+        "run",
+        run_config,
+        "run one experiment from a TOML config file",
+        (
+            arg("config",
+                help="TOML file: experiment = NAME (or module:attribute, with --allow-import) "
+                "and the fields to change; or an experiment's NAME or module:attribute, to run "
+                "it with its defaults"),
+            OVERRIDES,
+            arg("--quick", action="store_true", help="start from the quick-scale defaults"),
+            OUT,
+            ALLOW_IMPORT,
+            DEVICE,
+            REUSE_FROM,
+            STRICT,
+            FIGURE_FORMATS,
+            CLUSTER_FLAGS,
+        ),
+        description="Run one experiment into ROOT/NAME (NAME: the experiment's name), as "
+        "`reproduce` does; --out names the results root, not the experiment's directory.",
+        epilog=LOGGING,
+    ),
+    Command(
+        "config",
+        show_config,
+        "print an experiment's resolved config (TOML), as JSON, or its JSON schema",
+        (
+            arg("config", metavar="NAME",
+                help="an experiment (see `list`), module:attribute, or a TOML file as `run` "
+                "takes"),
+            OVERRIDES,
+            OneOf((
+                arg("--quick", action="store_true", help="with the [quick] table applied"),
+                arg("--paper", action="store_true", help="with the [paper] table applied"),
+            )),
+            arg("--json", action="store_true", help="JSON instead of TOML"),
+            arg("--schema", action="store_true", help="the JSON schema of the config instead"),
+            ALLOW_IMPORT,
+        ),
+        description="The config `reproduce NAME` (or `run FILE`) would run, every default "
+        "filled in and every rule checked; as TOML it is a file `attnbias run` takes.",
+    ),
+    Command(
+        "claims",
+        write_claims_register,
+        "print the claims register (every claim of the seed papers and its verdict) from the "
+        "summaries under a results root",
+        (
+            OUT,
+            arg("--experiment", action="append", metavar="NAME",
+                help="only the rows of this experiment (see `list`); repeatable, or a comma "
+                "list (--experiment md-local,atlas)"),
+            arg("--verdict", action="append", metavar="VERDICT",
+                help=f"only the rows with this verdict: {', '.join(VERDICT_WORDS)}; repeatable, "
+                "or a comma list"),
+            arg("--format", choices=CLAIMS_FORMATS, default="md",
+                help="md: the register's table (the default; without --experiment and "
+                "--verdict the whole register, with its papers and how to read a verdict); "
+                "csv: one line per measured part of a claim; json: one object per row, its "
+                "parts as a list. csv and json give every column as its own fields: the verdict "
+                "and its reasons, and each part's rule, threshold, effect, CI low and high, n, "
+                "verdict and reason"),
+            arg("--write", metavar="PATH",
+                help="write the register to this file (default: print it)"),
+            arg("--force", action="store_true", help="with --write: replace a file that differs"),
+        ),
+        description="Prints the register (Markdown) to stdout, or writes it to --write PATH; a "
+        "PATH holding something else is replaced only with --force. docs/CLAIMS.md is made by "
+        "`attnbias claims --out results/full --write docs/CLAIMS.md` after `attnbias reproduce "
+        "all text-md text-finetune vision --full --out results/full`.",
+    ),
+    Command(
+        "export",
+        export_table,
+        "write an experiment's published metrics table as CSV",
+        (
+            arg("name", metavar="NAME", help="an experiment (see `list`) with results in ROOT"),
+            OUT,
+            arg("--format", choices=("csv",), default="csv", help="csv (the default)"),
+            arg("--write", metavar="PATH", help="write to this file (default: stdout)"),
+            WRITE_FORCE,
+        ),
+        description="The metrics table (metrics.parquet) of the current publication of "
+        "ROOT/NAME, one row per run and recorded step, as CSV (the format spreadsheets, R and "
+        "pandas read): to stdout, or to --write PATH. It is read as `claims` reads a summary: "
+        "only if it matches its publication's manifest.",
+    ),
+    Command(
+        "svm",
+        solve_svm,
+        "solve the Att-SVM for arrays in a .npz file",
+        (
+            arg("file", help=".npz with X (n,T,d), z (n,d) and alpha (n,), or W, or y and v"),
+            arg("--norm", default="2", help=f"{NORMS} (default 2)"),
+            arg("--alpha", choices=("auto", "selected", "optimal"), default="auto",
+                help="tokens: the file's alpha, argmax of W's attention (selected) or of y vᵀx "
+                "(optimal); auto takes the first the file allows"),
+            arg("--write", metavar="PATH",
+                help="save W, alpha and the multipliers to this .npz"),
+            WRITE_FORCE,
+            arg("--json", action="store_true",
+                help="print the result as one JSON object (with W; non-finite numbers as null) "
+                "and the memory estimate on stderr"),
+            arg("--out", dest="svm_out", help=argparse.SUPPRESS),  # renamed: see solve_svm
+            arg("--max-array-mb", type=float, default=MAX_ARRAY_MB, metavar="MB",
+                help="refuse a file whose arrays take more than this many MB (10⁶ bytes) once "
+                "unpacked, read from their headers before loading (default "
+                f"{MAX_ARRAY_MB:g})"),
+            arg("--max-memory-gb", type=float, default=DEFAULT_MAX_MEMORY_GB, metavar="GB",
+                help="refuse a problem whose solve is estimated to need more than this many GB "
+                f"(10⁹ bytes) of memory (default {DEFAULT_MAX_MEMORY_GB:g})"),
+        ),
+    ),
+)  # fmt: skip

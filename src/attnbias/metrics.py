@@ -13,21 +13,21 @@ import torch
 
 from ._validate import check_scalar
 from .model import attention_logits, attention_scores
-from .norms import lp_norm as _lp_norm
-from .norms import mirror_map
+from .norms import dual_exponent, lp_norm, mirror_map
 
 MATRIX = (-2, -1)
 MATRIX_NORMS = ("nuc", "spectral")  # norms of W as a matrix, not of its entries
+DUAL_MATRIX_NORMS = {"nuc": "spectral", "spectral": "nuc"}
+MATRIX_NORM_ORDS = {"nuc": "nuc", "spectral": 2}  # torch.linalg.matrix_norm's names
+MATRIX_NORM_MEANINGS = {
+    "nuc": "nuclear: sum of singular values",
+    "spectral": "spectral: largest singular value",
+}
 _NAMED_NORMS = {"fro": 2.0, "inf": math.inf, "max": math.inf, "nuc": "nuc", "spectral": "spectral"}
 
 
 def _t(x) -> torch.Tensor:
     return x if isinstance(x, torch.Tensor) else torch.as_tensor(x, dtype=torch.float64)
-
-
-def lp_norm(W, p: float = 2.0, dim=MATRIX) -> torch.Tensor:
-    """Entrywise ‖W‖_p = (Σ |W_jk|^p)^{1/p}, scale-safe (`attnbias.norms.lp_norm`)."""
-    return _lp_norm(_t(W), p, dim)
 
 
 def nuclear_norm(W) -> torch.Tensor:
@@ -37,7 +37,7 @@ def nuclear_norm(W) -> torch.Tensor:
 
 
 def _unit(W, p: float, dim) -> torch.Tensor:
-    norm = _lp_norm(W, p, dim)
+    norm = lp_norm(W, p, dim)
     norm = norm.reshape(*norm.shape, *([1] * len(_dims(dim))))
     return W / torch.where(norm > 0, norm, torch.ones_like(norm))
 
@@ -79,7 +79,7 @@ def margins(W, X, z, alpha) -> torch.Tensor:
 def normalized_margin(W, X, z, alpha, p: float = 2.0) -> torch.Tensor:
     """min_{i, t≠α_i} (x_{i,α_i} − x_{i,t})ᵀ W z_i / ‖W‖_p (Frobenius by default)."""
     W = _t(W)
-    return margins(W, X, z, alpha).amin(dim=(-2, -1)) / lp_norm(W, p)
+    return margins(W, X, z, alpha).amin(dim=(-2, -1)) / lp_norm(W, p, MATRIX)
 
 
 def token_score(W, X, z, alpha) -> torch.Tensor:
@@ -139,6 +139,26 @@ class Norm:
         return float(self.value)
 
     @property
+    def dual(self) -> Norm:
+        """The dual norm: ℓq for ℓp (1/p + 1/q = 1), spectral for nuclear and nuclear for
+        spectral."""
+        if self.is_lp:
+            return Norm(dual_exponent(self.p))
+        return Norm(DUAL_MATRIX_NORMS[self.value])
+
+    @property
+    def meaning(self) -> str:
+        """What it is, in words: "entrywise ℓ2 = Frobenius", "nuclear: sum of singular
+        values"."""
+        if not self.is_lp:
+            return MATRIX_NORM_MEANINGS[self.value]
+        if self.p == 2:
+            return "entrywise ℓ2 = Frobenius"
+        if math.isinf(self.p):
+            return "entrywise ℓ∞: largest absolute entry"
+        return f"entrywise ℓ{self.p:g}"
+
+    @property
     def label(self) -> str:
         """How metrics and files name it: "2" (also for "fro"), "1.75", "inf" (also for
         "max"), "nuc", "spectral"."""
@@ -154,11 +174,11 @@ def matrix_norm(W, norm) -> torch.Tensor:
     (and no NaN)."""
     norm, W = parse_norm(norm), _t(W)
     if norm not in MATRIX_NORMS:
-        return lp_norm(W, norm)
+        return lp_norm(W, norm, MATRIX)
     finite = torch.isfinite(W).all(-1).all(-1)
     # the SVD does not converge on non-finite entries: those matrices get the reduction's answer
     safe = torch.where(finite[..., None, None], W, torch.zeros_like(W))
-    value = torch.linalg.matrix_norm(safe, ord="nuc" if norm == "nuc" else 2)
+    value = torch.linalg.matrix_norm(safe, ord=MATRIX_NORM_ORDS[norm])
     return torch.where(finite, value, W.abs().amax(MATRIX) * math.inf)
 
 

@@ -31,7 +31,7 @@ class RunBatch:
     # None: `update.step` with `hyper`
     stepper: object | None = None
     # the fused step's buffers, made at its first step (`take` starts a new one)
-    workspace: fused.Workspace | None = field(default=None, repr=False)
+    fused_buffers: fused.StepBuffers | None = field(default=None, repr=False)
     # deferred range checks' flag, and on CUDA each kind of step's graph (`stepping`)
     range_flag: torch.Tensor | None = field(default=None, repr=False)
     graphs: dict = field(default_factory=dict, repr=False)
@@ -90,7 +90,7 @@ class RunBatch:
             stepper=None
             if self.stepper is None
             else self.stepper.take(np.flatnonzero(keep), params),
-            workspace=None,
+            fused_buffers=None,
             range_flag=None,
             graphs={},
         )
@@ -118,7 +118,7 @@ class RunBatch:
         W = p["K"] @ p["Q"].mT if "K" in p else p["W"]
         if fused_kernel:
             loss, grads, scales = fused.scaled_gradients(
-                self.data, self.fused_workspace(), W, p.get("v"), self.hyper.needs_loss
+                self.data, self.fused_step_buffers(), W, p.get("v"), self.hyper.needs_loss
             )
         else:
             loss, grads, scales = self.data.scaled_gradients(W, p.get("v"), self.hyper.needs_loss)
@@ -127,10 +127,10 @@ class RunBatch:
             scales = [scales[0], *scales]
         return loss, grads, scales
 
-    def fused_workspace(self) -> fused.Workspace:
-        if self.workspace is None:
-            self.workspace = fused.Workspace(self.data, self.params)
-        return self.workspace
+    def fused_step_buffers(self) -> fused.StepBuffers:
+        if self.fused_buffers is None:
+            self.fused_buffers = fused.StepBuffers(self.data, self.params)
+        return self.fused_buffers
 
     def step(self, fused_step: bool = True, range_ok: torch.Tensor | None = None) -> None:
         """One step of every run, in place (fused_step=False: the unfused reference path).
@@ -142,7 +142,7 @@ class RunBatch:
         elif fused_step:
             fused.step(
                 self.params, self.duals, grads, scales, self.buffers, loss, self.hyper,
-                self.fused_workspace(), range_ok,
+                self.fused_step_buffers(), range_ok,
             )  # fmt: skip
         else:
             update.step(

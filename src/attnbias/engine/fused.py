@@ -1,5 +1,5 @@
 """The fused engine step: `kernel.Stack.scaled_gradients` and `update.step` in fewer, larger
-tensor operations on buffers allocated once per batch (`Workspace`).
+tensor operations on buffers allocated once per batch (`StepBuffers`).
 
 A sweep's batch is ~100 runs of 10×10 matrices, so a step's cost is the number of tensor
 operations and how well each one's kernel handles tiny matrices, not arithmetic. The unfused
@@ -14,8 +14,9 @@ products (606 of 8×10 per product) and in `pow`. Here:
 - the largest logit and its token in one `max`; the log-scale weights' per-sample offset
   (log|ℓ'(u_i)| − log n − log Σ_t e^{a_{i,t}}) added once; y f = Σ_t s_t (y h_t) and
   −y(h − f) = y f − y h with y h formed once (exact for labels ±1);
-- norms: as `norms.lp_norm` (scaled by the largest entry), with x^{k+1/2} as x^k·√x instead of
-  `pow` (ℓ1.5 norms: mirror descent with p = 3), and no host synchronisation for batches that
+- norms: `norms.lp_norm`'s "fused" mode (scaled by the largest entry, in the workspace's
+  buffers, x^{k+1/2} as x^k·√x instead of `pow`: ℓ1.5 norms, mirror descent with p = 3), and
+  no host synchronisation for batches that
   mix step rules. The step itself is `optim.functional.step_`; its range check of the dual
   iterates for p > 2 is deferred to the recording points (`simulate`) through `range_ok`.
 
@@ -33,9 +34,9 @@ import math
 import numpy as np
 import torch
 
-from ..norms import dual_exponent, per_run, power_
+from ..norms import dual_exponent, lp_norm, per_run
 from ..optim.functional import RULES, global_norm, polyak_divisor, run_dims, step_
-from .kernel import Stack
+from .kernel import Stack, finite_max
 from .update import Hyper, in_rule_scale
 
 # From the same state as the unfused step (tests/test_engine_fused.py, every rule and
@@ -51,7 +52,7 @@ RUN_RTOL = 1e-9
 SMALL_PRODUCT = 2**16
 
 
-class Workspace:
+class StepBuffers:
     """The buffers of one batch's fused steps (a batch that loses runs gets a new one)."""
 
     def __init__(self, data: Stack, params: list[torch.Tensor]):
@@ -77,11 +78,10 @@ class Workspace:
         self.v_weights = torch.empty(R, n, T, **like)
         # per parameter: the step's scratch and two buffers for its norm
         self.scratch = [torch.empty_like(w) for w in params]
-        smallest = torch.finfo(data.X.dtype).tiny * torch.finfo(data.X.dtype).eps  # > 0
-        self.norm_work = [(torch.empty_like(w), torch.empty_like(w), smallest) for w in params]
+        self.norm_work = [(torch.empty_like(w), torch.empty_like(w)) for w in params]
 
 
-def scaled_gradients(data: Stack, ws: Workspace, W: torch.Tensor, v=None, risk=True):
+def scaled_gradients(data: Stack, ws: StepBuffers, W: torch.Tensor, v=None, risk=True):
     """`Stack.scaled_gradients`, fused: (L or None, [G̃_W, G̃_v], [m_W, m_v]). The gradients
     live in the workspace until the next call."""
     R, n = data.R, data.n
@@ -132,11 +132,6 @@ def bmm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
     return torch.bmm(a, b, out=out)
 
 
-def finite_max(log_terms: torch.Tensor) -> torch.Tensor:
-    """The largest entry per run, 0 where it is not finite (no such terms: a zero gradient)."""
-    return log_terms.amax(run_dims(log_terms)).nan_to_num_(0.0, 0.0, 0.0)
-
-
 def step(
     params: list[torch.Tensor],
     duals: list[torch.Tensor] | None,
@@ -145,7 +140,7 @@ def step(
     buffers: list[torch.Tensor],
     loss: torch.Tensor | None,
     hp: Hyper,
-    ws: Workspace,
+    ws: StepBuffers,
     range_ok: torch.Tensor | None = None,
 ) -> None:
     """`update.step`, fused (in place; range_ok: as `optim.functional.step_`'s)."""
@@ -165,7 +160,7 @@ def step(
     )
 
 
-def divisors(grads, hp: Hyper, p, loss, ws: Workspace) -> list[torch.Tensor] | None:
+def divisors(grads, hp: Hyper, p, loss, ws: StepBuffers) -> list[torch.Tensor] | None:
     """`optim.functional.divisors` for the rules present in the batch (known on the host, so
     a mixed batch needs no synchronisation), with the workspace's norms."""
     if hp.rules == {"none"}:
@@ -179,7 +174,7 @@ def divisors(grads, hp: Hyper, p, loss, ws: Workspace) -> list[torch.Tensor] | N
 
     if hp.rules & {"per_tensor", "global"}:
         q = dual_exponent(p)
-        norms = [lp_norm(g, q, work) for g, work in zip(grads, ws.norm_work)]
+        norms = [run_norm(g, q, work) for g, work in zip(grads, ws.norm_work)]
         if "per_tensor" in hp.rules:
             choose("per_tensor", norms)
         if "global" in hp.rules:
@@ -187,32 +182,12 @@ def divisors(grads, hp: Hyper, p, loss, ws: Workspace) -> list[torch.Tensor] | N
     if "loss" in hp.rules:
         choose("loss", [loss] * len(grads))
     if "polyak" in hp.rules:
-        norms = [lp_norm(g, 2.0, work) for g, work in zip(grads, ws.norm_work)]
+        norms = [run_norm(g, 2.0, work) for g, work in zip(grads, ws.norm_work)]
         divisor = polyak_divisor(global_norm(norms, 2.0), loss, hp.f_star, hp.c, hp.cap)
         choose("polyak", [divisor] * len(grads))
     return out
 
 
-def lp_norm(g: torch.Tensor, q, work) -> torch.Tensor:
-    """‖g‖_q per run, (R,): `norms.lp_norm`'s arithmetic (m·‖g/m‖_q with m = max|g|, safe at
-    any scale), in the buffers of `work` (with the dtype's smallest positive number), with
-    `half_power_`."""
-    dims = run_dims(g)
-    a = torch.abs(g, out=work[0])
-    top = a.amax(dims, keepdim=True)
-    if not isinstance(q, torch.Tensor) and math.isinf(q):
-        return top.view(-1)
-    a.div_(top.clamp_min(work[2]))  # = where(top > 0, top, 1) here: 0/smallest = 0
-    q = per_run(q, top)
-    total = half_power_(a, q, work[1]).sum(dims, keepdim=True)
-    norm = power_(total, 1.0 / q) * top
-    return torch.where(torch.isinf(top), top, norm).view(-1)
-
-
-def half_power_(x: torch.Tensor, e, scratch: torch.Tensor) -> torch.Tensor:
-    """x ← x^e (x ≥ 0) as `norms.power_`, but x^{k+1/2} (k ≥ 1) as x^k·√x: within an ulp of
-    `pow`, and several times faster than its scalar loop."""
-    if isinstance(e, torch.Tensor) or e < 1.5 or (2 * e) % 2 != 1:
-        return power_(x, e, scratch)
-    root = torch.sqrt(x, out=scratch)
-    return power_(x, math.floor(e)).mul_(root)
+def run_norm(g: torch.Tensor, q, work) -> torch.Tensor:
+    """‖g‖_q per run, (R,), in the workspace's buffers `work`: `norms.lp_norm`, mode "fused"."""
+    return lp_norm(g, q, run_dims(g), scratch=work, mode="fused")

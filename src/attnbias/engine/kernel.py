@@ -75,20 +75,19 @@ class Stack:
         sign = -self.y.unsqueeze(-1)
         top = s.argmax(-1, keepdim=True)
         others = log_terms.scatter(-1, top, -math.inf)  # the top token's term is −Σ others
-        m_W = _finite_max(others)
+        m_W = finite_max(others)
         r = sign * centered_scores(torch.exp(others - per_run(m_W, others)), h, f, top)
         xr = torch.matmul(r.unsqueeze(-2), self.X).squeeze(-2)  # Σ_t r_{i,t} x_{i,t}
         grads, log_scales = [torch.bmm(xr.mT, self.z)], [m_W]
         if v is not None:
-            m_v = _finite_max(log_terms)
+            m_v = finite_max(log_terms)
             weights = sign * torch.exp(log_terms - per_run(m_v, log_terms))
             grads.append(torch.bmm(self.XfT, weights.view(R, n * T, 1)).squeeze(-1))
             log_scales.append(m_v)
         return self.loss.value(u).mean(-1) if risk else None, grads, log_scales
 
 
-def _finite_max(log_terms: torch.Tensor) -> torch.Tensor:
+def finite_max(log_terms: torch.Tensor) -> torch.Tensor:
     """The largest entry per run, 0 where there is none (a run without such terms has a zero
     gradient, whatever its scale)."""
-    m = log_terms.amax(dim=(1, 2))
-    return torch.where(torch.isfinite(m), m, 0.0)
+    return log_terms.amax(dim=(1, 2)).nan_to_num_(0.0, 0.0, 0.0)

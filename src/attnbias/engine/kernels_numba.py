@@ -25,7 +25,7 @@ NONE, PER_TENSOR, GLOBAL, LOSS, POLYAK = 0, 1, 2, 3, 4
 @njit(cache=True, inline="always", error_model="numpy")
 def kind_of(e):
     """How `power` raises to e > 0: (kind, k) with kind 0: x, 1: x², 2: √x, 3: x^k (whole
-    k ≤ 64), 4: x^k·√x (k ≥ 1), 5: pow (as `norms.power_` and `fused.half_power_`)."""
+    k ≤ 64), 4: x^k·√x (k ≥ 1), 5: pow (as `norms.power_` and `norms.half_power_`)."""
     if e == 1.0:
         return 0, 1
     if e == 2.0:
@@ -83,7 +83,7 @@ def log_abs_derivative(u, loss):
 
 @njit(cache=True, inline="always", error_model="numpy")
 def scale_safe_norm(G, q, kind, k, smallest):
-    """‖G‖_q as m·‖G/m‖_q, m = max|G| (`fused.lp_norm`); (kind, k) = kind_of(q)."""
+    """‖G‖_q as m·‖G/m‖_q, m = max|G| (`norms.lp_norm`, mode "fused"); (kind, k) = kind_of(q)."""
     top = 0.0
     for a in range(G.shape[0]):
         for b in range(G.shape[1]):

@@ -19,15 +19,16 @@ import torch
 
 from ..losses import get_loss
 from ..metrics import (
+    MATRIX,
     alignment,
     directional_bregman,
-    lp_norm,
     margin_gap,
     matrix_norm,
     normalized_margin,
     token_score,
 )
 from ..model import attention_logits, predict
+from ..norms import lp_norm
 from ..store import DIVERGED, FINISHED, tidy
 from .grid import log_grid
 from .simulate import Finished
@@ -67,7 +68,7 @@ def measure(specs: list[RunSpec], done: Finished, refs: References) -> list[Meas
     alpha = torch.as_tensor(np.stack(alphas)).unsqueeze(1)
     f = predict(W, v, X, z)
     m = {"loss": get_loss(specs[0].loss).value(y * f).mean(-1)}
-    m["norm/2"] = lp_norm(W, 2.0)
+    m["norm/2"] = lp_norm(W, 2.0, MATRIX)
     m["score/selected"] = token_score(W, X, z, alpha)
     if not head or all(p.opt is not None for p in problems):
         optimal = np.stack([s.optimal_tokens() for s in specs])  # the generator's, or argmax γ

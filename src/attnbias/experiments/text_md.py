@@ -65,6 +65,7 @@ from ..real.transformer import TextTransformer
 from ..real.weights import count_above, hoyer_sparsity, kqv_weights, rms, small_share
 from ..store import DIVERGED, ResultsStore
 from . import baselines, papers
+from .mcnemar import pooled_mcnemar
 from .real_runs import (
     RateSearch,
     RealConfig,
@@ -77,6 +78,7 @@ from .real_runs import (
     series,
     use_threads,
 )
+from .text_md_figures import plot_accuracy, plot_keyword, plot_paired, plot_weights
 from .text_md_tables import (
     ABSOLUTE_THRESHOLD,
     REFERENCE,
@@ -84,11 +86,6 @@ from .text_md_tables import (
     arm_name,
     paired_rows,
     paired_table_row,
-    plot_accuracy,
-    plot_keyword,
-    plot_paired,
-    plot_weights,
-    pooled_mcnemar,
     reference_rows,
     run_rows,
     table_row,

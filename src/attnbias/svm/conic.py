@@ -11,6 +11,7 @@ import warnings
 
 import numpy as np
 
+from .matrix_norms import MATRIX_NORM_SOLVERS
 from .norms import MATRIX_NORMS, square_side
 
 CLARABEL_TOL = dict(tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10, tol_ktratio=1e-8)
@@ -28,7 +29,7 @@ def _cvxpy_problem(A, norm_type, lifted=None):
     if norm_type in MATRIX_NORMS:
         d = square_side(D, norm_type)
         W = cp.reshape(w, (d, d), order="C")
-        objective = cp.normNuc(W) if norm_type == "nuc" else cp.sigma_max(W)
+        objective = MATRIX_NORM_SOLVERS[norm_type].conic_objective(W)
     elif norm_type in (1.0, 2.0, np.inf):
         objective = cp.norm(w, norm_type)
     else:

@@ -13,8 +13,8 @@ from collections.abc import Callable
 import numpy as np
 import scipy.linalg as sla
 
+from ..norms import dual_exponent, lp_norm
 from .l2 import cholesky, gram
-from .norms import dual_exponent, lp_norm
 
 
 class _Lp:
@@ -85,7 +85,7 @@ def _interior_point(A, p, w_l2, lam_l2, tol=1e-8, max_iter=100):
     if from_dual:  # λ along the ℓ2 multipliers, scaled to maximise the dual on that ray
         lam = lam_l2 + 0.1 * lam_l2.mean()
         # × (1ᵀλ / ‖Aᵀλ‖_q^q)^(1/(q−1)), with the power of the norm taken apart (scale-safe)
-        lam *= lam.sum() ** (1 / (f.q - 1)) * lp_norm(A.T @ lam, f.q) ** (-f.q / (f.q - 1))
+        lam *= lam.sum() ** (1 / (f.q - 1)) * float(lp_norm(A.T @ lam, f.q)) ** (-f.q / (f.q - 1))
         w = f.conj_grad(A.T @ lam)
         slack = np.maximum(A @ w - 1, 1.0)
     else:  # strictly feasible start from the ℓ2 solution
@@ -195,7 +195,7 @@ def solve_lp(A, p, w_l2, lam_l2):
     Solved for w' = w/κ with κ = ‖w_ℓ2‖_p (so ‖w'‖_p ≤ 1 at the optimum) on A' = κA, whose
     ½‖w‖² multipliers are λ_ℓ2/κ²; the multipliers of A' are κ times those of A.
     """
-    kappa = lp_norm(w_l2, p)
+    kappa = float(lp_norm(w_l2, p))
     As, w_l2, lam_l2 = A * kappa, w_l2 / kappa, lam_l2 / kappa**2
     with np.errstate(all="ignore"):  # overshooting trial steps are rejected, failures verified
         w, lam, slack = _interior_point(As, p, w_l2, lam_l2)
@@ -203,4 +203,4 @@ def solve_lp(A, p, w_l2, lam_l2):
         if polished is not None:
             w, lam = polished
         # multipliers of ‖w‖_p^p/p → of ‖w‖_p: λ / ‖w‖_p^(p−1), and back to A: λ κ, w κ
-        return w * kappa, lam * (kappa * lp_norm(w, p) ** (1 - p))
+        return w * kappa, lam * (kappa * float(lp_norm(w, p)) ** (1 - p))

@@ -23,10 +23,10 @@ import math
 import numpy as np
 
 from ..defaults import DEFAULT_MAX_MEMORY_GB as DEFAULT_MAX_MEMORY_GB  # svm's name for it
+from .matrix_norms import FLOAT, MATRIX_NORM_SOLVERS
 from .norms import MATRIX_NORMS
 
 GB = 10**9
-FLOAT = 8  # bytes of a float64
 
 
 def solver_memory(m: int, D: int, norm_type, queries: int | None = None) -> int:
@@ -34,11 +34,8 @@ def solver_memory(m: int, D: int, norm_type, queries: int | None = None) -> int:
     (norm_type as parse_norm returns it; queries: the Att-SVM's distinct z_i, at most n)."""
     dense, square = FLOAT * m * D, FLOAT * min(m, D) ** 2
     total = 6 * dense + 3 * square
-    if norm_type == "nuc":
-        total += 5 * FLOAT * m * m
-    elif norm_type == "spectral":
-        d = math.isqrt(D)
-        total += 4 * FLOAT * (D + 1) ** 2 + FLOAT * (queries or m) * d**3
+    if norm_type in MATRIX_NORM_SOLVERS:
+        total += MATRIX_NORM_SOLVERS[norm_type].memory(m, D, queries)
     elif norm_type in (1.0, np.inf):
         total += 30 * dense
     elif norm_type not in (2.0, *MATRIX_NORMS):

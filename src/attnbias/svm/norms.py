@@ -1,19 +1,19 @@
 """The norms ‖w‖ (entrywise ℓp, 1 ≤ p ≤ ∞; nuclear or spectral of W = w.reshape(d, d)), their
 duals and the KKT residual that verifies every solution, whichever solver produced it.
 
-All of it is scale-safe (ℓp norms divide by the largest entry before raising to the power p, so
-p = 1000 neither overflows nor underflows) and NaN-propagating (np.max over arrays, never Python's
-max, which drops a NaN depending on its position): any NaN in w or λ makes the residual NaN.
+All of it is scale-safe (ℓp norms are `norms.lp_norm`'s, which divides by the largest entry
+before raising to the power p, so p = 1000 neither overflows nor underflows) and NaN-propagating
+(np.max over arrays, never Python's max, which drops a NaN depending on its position): any NaN in
+w or λ makes the residual NaN.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..metrics import MATRIX_NORMS, parse_norm
-from ..norms import dual_exponent
-
-DUAL_MATRIX_NORM = {"nuc": "spectral", "spectral": "nuc"}
+from ..metrics import MATRIX_NORMS, Norm, parse_norm
+from ..norms import dual_exponent, lp_norm
+from .matrix_norms import MATRIX_NORM_SOLVERS
 
 __all__ = ["MATRIX_NORMS", "dual_exponent", "kkt_residual", "norm_value", "parse_norm"]
 
@@ -25,29 +25,18 @@ def square_side(D: int, norm_type="nuc") -> int:
     return d
 
 
-def lp_norm(w: np.ndarray, p: float) -> float:
-    """‖w‖_p for 1 ≤ p ≤ ∞ as top · ‖w / top‖_p (top = max |w|): no overflow or underflow of the
-    powers for any p; NaN if w holds a NaN."""
-    top = float(np.max(np.abs(w)))
-    if not np.isfinite(top) or top == 0 or p == np.inf:
-        return top
-    return top * float(np.sum((np.abs(w) / top) ** p)) ** (1 / p)
-
-
 def norm_value(w: np.ndarray, norm_type) -> float:
     if norm_type in MATRIX_NORMS:
         if not np.all(np.isfinite(w)):  # the SVD does not converge on NaN
             return np.nan
         singular = np.linalg.svd(w.reshape(square_side(w.size), -1), compute_uv=False)
-        return float(singular.sum() if norm_type == "nuc" else singular.max())
-    return lp_norm(w, norm_type)
+        return MATRIX_NORM_SOLVERS[norm_type].value(singular)
+    return float(lp_norm(w, norm_type))
 
 
 def dual_norm_value(g: np.ndarray, norm_type) -> float:
-    """‖g‖_*: ℓq for ℓp, spectral for nuclear and nuclear for spectral."""
-    if norm_type in MATRIX_NORMS:
-        return norm_value(g, DUAL_MATRIX_NORM[norm_type])
-    return lp_norm(g, dual_exponent(norm_type))
+    """‖g‖_*: ℓq for ℓp, spectral for nuclear and nuclear for spectral (`metrics.Norm.dual`)."""
+    return norm_value(g, Norm(norm_type).dual.value)
 
 
 def kkt_residual(A: np.ndarray, w: np.ndarray, lam: np.ndarray, norm_type) -> float:

@@ -20,8 +20,8 @@ from .l1 import solve_l1
 from .l2 import solve_l2
 from .linf import solve_linf
 from .lp import solve_lp
+from .matrix_norms import MATRIX_NORM_SOLVERS
 from .norms import MATRIX_NORMS, kkt_residual
-from .sdp import solve_nuclear, solve_spectral
 
 KKT_TOL = 1e-6  # a verified solution: "optimal"
 INACCURATE_TOL = 1e-3  # up to this: "optimal_inaccurate" (warned); beyond: no solution
@@ -65,10 +65,10 @@ def _attempts(As, scale, norm_type, labels, lifted, conic, rank_one):
         yield "highs", lambda: solve_linf(As, lifted, kappa)
     elif norm_type not in (2.0, *MATRIX_NORMS) and l2 is not None:
         yield "interior-point", lambda: solve_lp(As, norm_type, l2[0], l2[1])
-    elif norm_type == "nuc" and rank_one is not None:
-        yield "interior-point-sdp", lambda: solve_nuclear(rank_one[0] / scale, rank_one[1])
-    elif norm_type == "spectral" and rank_one is not None and l2 is not None:
-        yield "interior-point-sdp", lambda: solve_spectral(rank_one[0] / scale, rank_one[1], l2[0])
+    elif norm_type in MATRIX_NORM_SOLVERS and rank_one is not None:
+        factors, w_l2 = (rank_one[0] / scale, rank_one[1]), None if l2 is None else l2[0]
+        if (solve := MATRIX_NORM_SOLVERS[norm_type].solve(factors, w_l2)) is not None:
+            yield "interior-point-sdp", solve
     if conic is not None:
         yield "clarabel", lambda: conic(As)
     else:

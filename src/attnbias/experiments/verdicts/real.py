@@ -80,7 +80,7 @@ def more_accurate(
 ) -> Claim:
     """Test accuracy (%) at each run's validation-chosen checkpoint: better − worse > 0, paired
     by seed. mcnemar: the exact McNemar test on the pooled test predictions
-    (text_md_tables.mcnemar_test), a second view kept in the evidence."""
+    (mcnemar.mcnemar_test), a second view kept in the evidence."""
     label = difference("test accuracy (%, validation-chosen checkpoint)", better, worse)
     claim = paired(
         arms, better, worse, "test_accuracy", Rule(label, ">", 0.0, PAPER_SIGN),
