@@ -33,9 +33,15 @@ PAPERS = {
     "Machines*, arXiv:2308.16898 (the setting both seed papers build on)",
     "ours": "attnbias's own extension beyond the seeds (docs/theory.md, the atlas)",
 }
+# The real-data experiments choose each arm's learning rate on the first seed's runs
+SELECTION = (
+    "each {arm}'s learning rate chosen by a search trained from seed 0, which the comparisons "
+    "then leave out (selection and evaluation on different seeds): n = {n} paired seeds of {of}"
+)
 MINILM = (
     "pretrained all-MiniLM-L6-v2 (6 layers) instead of bert-base-uncased; Rotten Tomatoes and "
-    "3-class tweets instead of MultiNLI / CivilComments; far fewer steps (sized for 2 CPU cores)"
+    "3-class tweets instead of MultiNLI / CivilComments; far fewer steps (sized for 2 CPU cores); "
+    + SELECTION.format(arm="optimiser", n=7, of=8)
 )
 TEXT_MD = (
     "Rotten Tomatoes snippets instead of IMDb reviews; a smaller model (text-md.toml: width 64, "
@@ -47,10 +53,13 @@ TEXT_MD = (
     "shown beside it; "
     "2-class cross-entropy (mean) = the paper's sigmoid + BCE, its summed-loss learning rates "
     "× batch size; test accuracy at the checkpoint chosen on a validation split carved from "
-    "the training snippets by movie (the paper reports the best test accuracy); 10 paired seeds "
-    "(the paper: 10 data orders from one initialisation)"
+    "the training snippets by movie (the paper reports the best test accuracy); 10 seeds "
+    "(the paper: 10 data orders from one initialisation), " + SELECTION.format(arm="p", n=9, of=10)
 )
-VIT = "ViT on MNIST (5,000) and Fashion-MNIST instead of MNIST and CIFAR-10; fewer steps"
+VIT = (
+    "ViT on MNIST (5,000) and Fashion-MNIST instead of MNIST and CIFAR-10; fewer steps; "
+    + SELECTION.format(arm="optimiser", n=9, of=10)
+)
 NOT_RUN = "not run yet at full scale on the current code"
 # Why an experiment has no full-scale summary, where that is known (docs/REAL_DATA.md)
 NOT_RUN_WHY = {
