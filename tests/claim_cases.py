@@ -252,9 +252,13 @@ def cases() -> dict[str, list]:
             (NOT_SUPPORTED, (ngd_groups(gd_norm_rate=0.9), "NGD", "GD", 0.1), {}),
             (
                 NOT_SUPPORTED,
-                ({"NGD": ngd_group(1e-4, norm_rate=1.5), "GD": g["GD"]}, "NGD", "GD", 0.1),
+                ({"NGD": ngd_group(1e-4, norm_rate=0.5), "GD": g["GD"]}, "NGD", "GD", 0.1),
                 {},
             ),
+        ],
+        "ngd.norm_growth_bound": [
+            (SUPPORTED, (g, "NGD", 0.1), {}),
+            (NOT_SUPPORTED, ({"NGD": ngd_group(1e-4, norm_rate=1.5)}, "NGD", 0.1), {}),
         ],
         "ngd.momentum_improves": [
             (SUPPORTED, (g, "NGD-mom", "NGD"), {}),

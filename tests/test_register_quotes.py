@@ -87,7 +87,8 @@ def test_a_statement_the_seed_texts_do_not_hold_says_where_it_was_read():
         cited = claims_register.where_read(entry.where, entry.read_in)
         assert claims_register.cell(cited) in text, cited
     rows = {row.cells[0]: row.cells[1] for row in claims_register.register_rows({})}
+    # our extension of the SVM paper's result (issue 29), saying where that was read
     assert rows["kq-nuclear/kq-nuclear-svm"] == (
-        f"SVM, KQ parameterisation theorem ({papers.READ_SVM})"
+        f"ours, {claims_register.KQ_WHERE} ({papers.READ_SVM})"
     )
     assert rows["ngd-fixed/ngd-beats-gd"] == "NGD, §3 (Q3), Fig. 2"

@@ -21,7 +21,7 @@ from .claims import (
     is_consistency_check,
     status_of,
 )
-from .experiments.claims_register import REGISTER, matching
+from .experiments.claims_register import REGISTER, matching, repeated
 
 NOT_RUN = "not run"
 COLUMNS = (SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, NOT_APPLICABLE, NOT_RUN)
@@ -50,11 +50,12 @@ class Tally:
         return self
 
 
-def tally_of(summary: dict | None, experiment: str) -> Tally:
-    """The tally of one experiment: its summary's claims (None: it did not run), and the
+def tally_of(summary: dict | None, experiment: str, repeats=()) -> Tally:
+    """The tally of one experiment: its summary's claims (None: it did not run) but those in
+    `repeats` (ids of claims that repeat another claim's evidence: counted there), and the
     register's entries for it that no claim of the summary answers, as not run."""
     tally = Tally()
-    claims = (summary or {}).get("claims", [])
+    claims = [c for c in (summary or {}).get("claims", []) if c.get("id") not in repeats]
     for claim in claims:
         status = status_of(claim)
         if is_consistency_check(claim):
@@ -70,7 +71,8 @@ def tally_of(summary: dict | None, experiment: str) -> Tally:
 
 def tallies(summaries: dict[str, dict], not_run: list[str] = ()) -> dict[str, Tally]:
     """The tally of each experiment that ran (`summaries`, by name) and of each of `not_run`."""
-    found = {name: tally_of(summary, name) for name, summary in summaries.items()}
+    repeats = repeated(summaries)
+    found = {name: tally_of(summary, name, repeats) for name, summary in summaries.items()}
     found |= {name: tally_of(None, name) for name in not_run if name not in found}
     return found
 
@@ -116,6 +118,12 @@ def tally_lines(summaries: dict[str, dict], not_run: list[str] = ()) -> list[str
         *(line(name, tally) for name, tally in rows.items()),
         line("total", total),
     ]
+    if repeats := repeated(summaries):
+        lines.append(
+            f"  not counted: {len(repeats)} claim(s) repeating another's evidence (the same "
+            "runs), each counted once where it first appears: "
+            + ", ".join(f"{claim} (see {first})" for claim, first in repeats.items())
+        )
     if not_run:
         lines.append(
             f"  not run here: {', '.join(not_run)} (their register entries are counted as not "

@@ -132,21 +132,34 @@ def plot_movement(records, dataset, labels, seed, out: Path, name: str) -> list[
     return save_figure(fig, out, f"{name}_{dataset}_norms")
 
 
+def evaluated(row: dict) -> np.ndarray:
+    """Which of a row's per-seed values the claims compare: every seed but the one its rate
+    search trained from (the rate was chosen on that seed's runs; a row without a search, or
+    without its seeds, keeps every value)."""
+    size = len(row["final_train_loss_by_seed"])
+    chosen_on = row.get("rate_search", {}).get("seed")
+    if chosen_on is None or "seeds" not in row:
+        return np.ones(size, dtype=bool)
+    return np.asarray(row["seeds"]) != chosen_on
+
+
 def arms(rows, dataset: str) -> dict[str, Arm]:
     """Optimiser → its Arm on `dataset`: per-seed final train loss and log norm growth of each
-    layer (NaN for a diverged run), and whether its chosen rate is inside the rates tried (a
-    row without a search — a rate given, not chosen — counts as inside)."""
+    layer (NaN for a diverged run), on the seeds the rate search did not train from
+    (`evaluated`), and whether its chosen rate is inside the rates tried (a row without a
+    search — a rate given, not chosen — counts as inside)."""
     out = {}
     for r in rows:
         if r["dataset"] != dataset:
             continue
+        keep = evaluated(r)
         values = {"final_train_loss": np.asarray(r["final_train_loss_by_seed"], dtype=float)}
         for layer in r["norm_growth_by_seed"][0]:
             growth = [g.get(layer, math.nan) for g in r["norm_growth_by_seed"]]
             values[f"log_growth/{layer}"] = np.log(np.asarray(growth, dtype=float))
         losses = values["final_train_loss"]
         for key in values:  # a diverged run's norms are no evidence either
-            values[key] = np.where(np.isfinite(losses), values[key], np.nan)
+            values[key] = np.where(np.isfinite(losses), values[key], np.nan)[keep]
         interior = r.get("rate_search", {}).get("interior", True)
         out[r["optimizer"]] = Arm(r["optimizer"], values, interior=interior)
     return out

@@ -72,6 +72,10 @@ def run(config: Config, out: Path) -> dict:
     return plotting.with_figures(summary, lambda: figure(groups, names, out))
 
 
+# the unit of n: one toy problem of d = 2, its run from zero deterministic
+TOY = "toy data set (d = 2; one zero-initialised run)"
+
+
 def claims(groups, names, threshold) -> list[Claim]:
     """The MD paper's joint-training claims on its toy (one deterministic run per p: each
     verdict is exact for this problem; experiments/verdicts/md.py)."""
@@ -80,11 +84,11 @@ def claims(groups, names, threshold) -> list[Claim]:
     return identified("md-joint", [
         rules.own_p(groups, own_W, threshold,
                     "W converges in direction to the ℓp-AttSVM of the optimal tokens for each p "
-                    f"(final divergence < {threshold:g})", exact=True),
+                    f"(final divergence < {threshold:g})", exact=True, unit=TOY),
         rules.own_p(groups, own_v, threshold,
                     "v converges in direction to the ℓp head-SVM for each p (final divergence < "
-                    f"{threshold:g})", exact=True),
-        rules.selects_and_classifies(groups),
+                    f"{threshold:g})", exact=True, unit=TOY),
+        rules.selects_and_classifies(groups, unit=TOY),
     ], ("W-own-p-svm", "v-own-p-svm", "selects-and-classifies"))  # fmt: skip
 
 

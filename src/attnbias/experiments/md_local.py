@@ -102,6 +102,7 @@ def claims(random, zero, ps, names, threshold) -> list[Claim]:
         "From zero initialisation too (one deterministic run per p on one problem, as in the "
         f"paper's figure), each run ends below {threshold:g} divergence from its own ℓp-AttSVM",
         exact=True,
+        unit=ONE_PROBLEM,
     )  # fmt: skip
     nearest = (
         rules.own_p_nearest(random, own)
@@ -113,6 +114,8 @@ def claims(random, zero, ps, names, threshold) -> list[Claim]:
 
 
 OFF_DIAGONAL = "Off the diagonal the divergence stays away"
+# the unit of n of the zero-initialised runs: one problem, its run from zero deterministic
+ONE_PROBLEM = "data set (one zero-initialised run)"
 
 
 def figure(grid, zero, ps, names, out) -> list[str]:

@@ -132,11 +132,12 @@ def claims(
         rules.ngd_beats_gd(groups, reference, baseline),
         rules.polyak_faster(groups, config["fast"], reference),
         rules.norm_growth(groups, reference, baseline, start),
+        rules.norm_growth_bound(groups, reference, start),
         rules.momentum_improves(groups, config["momentum"], reference),
         rules.score_saturation(groups, reference, svm_norms(records, groups[reference]), start),
     ]
     slugs = ("global-convergence", "ngd-beats-gd", "polyak-faster", "norm-growth",
-             "momentum-improves", "score-saturation")  # fmt: skip
+             "norm-growth-bound", "momentum-improves", "score-saturation")  # fmt: skip
     # evidence only (no verdict reads it): Assumption 1's report on the rows citing Thm 1
     beyond = dict.fromkeys(THEOREM_ROWS, outside or {})
     for claim, slug in zip(out, slugs):

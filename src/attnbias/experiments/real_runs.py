@@ -64,6 +64,18 @@ class RealConfig(ExperimentConfig):
         """The seeds: the list given, or 0 … n−1 for a count n."""
         return list(range(self.seeds)) if isinstance(self.seeds, int) else list(self.seeds)
 
+    @property
+    def selection_seed(self) -> int:
+        """The seed the learning-rate search trains from (the first). Its evaluated runs share
+        that seed's initial weights and data order with the runs that chose the rate, so the
+        claims leave it out (`evaluation_seeds`)."""
+        return self.seed_list[0]
+
+    @property
+    def evaluation_seeds(self) -> list[int]:
+        """The seeds the claims compare: every seed but the selection seed."""
+        return [seed for seed in self.seed_list if seed != self.selection_seed]
+
 
 class CompareConfig(RealConfig):
     """The fields of the experiments that compare optimisers on one model (text-finetune,
@@ -287,6 +299,7 @@ class RateSearch:
 
     scores: dict[float, tuple] = field(default_factory=dict)
     run_keys: list[str] = field(default_factory=list)  # the stored runs that scored them
+    seed: int | None = None  # the seed its runs trained from (None: not recorded)
 
     @property
     def chosen(self) -> float:
@@ -310,7 +323,8 @@ class RateSearch:
 
     def summary(self) -> dict:
         return {"tried": self.tried, "chosen": self.chosen, "interior": self.interior,
-                "scores": {f"{r:g}": list(s) for r, s in sorted(self.scores.items())}}  # fmt: skip
+                "scores": {f"{r:g}": list(s) for r, s in sorted(self.scores.items())},
+                **({"seed": self.seed} if self.seed is not None else {})}  # fmt: skip
 
 
 def rate(value: float) -> float:
@@ -411,7 +425,8 @@ def train_grid(
 
     Per dataset, each optimiser's rate (its table's lr, or lr_max for SPS) is first chosen by
     `search_rates`: the table's rate × each of `rate_grid`, extended by `rate_factor` past an
-    edge, each trained from the first seed for `search_steps` steps and scored by its final
+    edge, each trained from the first seed (`selection_seed`, which the claims then leave out:
+    compare.arms) for `search_steps` steps and scored by its final
     train loss (`tail_score`: the claims are about training speed). load(dataset) gives the
     data and the model; run_fields are the experiment's own fields of each run's config (its
     store key; the device is not in it: a run is the same run wherever it trained, and its
@@ -423,6 +438,7 @@ def train_grid(
         found = search_rates(grid.grids(), grid.score, config.rate_factor, config.rate_extensions)
         for k, label in enumerate(grid.labels):
             found[k].run_keys = grid.search_keys[k]
+            found[k].seed = config.selection_seed
             searches[(dataset, label)] = found[k]
             for seed in config.seed_list:
                 records[(dataset, label, seed)] = grid.run(
@@ -476,7 +492,7 @@ class OptimizerGrid:
     def score(self, pending: dict[int, list[float]]) -> dict[int, dict[float, tuple]]:
         """Train the pending rates from the first seed for search_steps (all started before any
         is read: on a cluster, side by side) and score them (`tail_score`)."""
-        first, steps = self.config.seed_list[0], self.config.search_steps
+        first, steps = self.config.selection_seed, self.config.search_steps
         started = {(k, r): self.run(k, r, first, steps, steps, "search")
                    for k, rates in pending.items() for r in rates}  # fmt: skip
         for (k, _), record in started.items():

@@ -13,15 +13,25 @@ SOURCE_OWN = "ours: divergence {threshold:g} (config threshold); the theorem's l
 
 
 def own_p(
-    groups: dict[str, Curves], own: dict[str, str], threshold: float, text: str, exact=False
+    groups: dict[str, Curves],
+    own: dict[str, str],
+    threshold: float,
+    text: str,
+    exact=False,
+    unit: str = "deterministic run",
 ) -> Claim:
     """Each algorithm's final divergence from the SVM of its own p (own: algorithm → metric),
-    mean over seeds (or the one deterministic run's value), is below `threshold`."""
+    mean over seeds (or the one deterministic run's value, n = 1 `unit`), is below
+    `threshold`."""
     source = SOURCE_OWN.format(threshold=threshold)
     parts = []
     for name, metric in own.items():
         values = final(groups[name], metric)
-        effect = exact_effect(values[0]) if exact and values.size == 1 else mean_effect(values)
+        effect = (
+            exact_effect(values[0], unit=unit)
+            if exact and values.size == 1
+            else mean_effect(values)
+        )
         rule = Rule(f"final {metric} of {name}", "<", threshold, source)
         parts.append(Claim("", rule=rule, effect=effect))
     evidence = described({n: final(groups[n], m) for n, m in own.items()})
@@ -75,15 +85,17 @@ def until(name: str, level: float, reach: dict[str, float] | None) -> str:
             "long would decide it")  # fmt: skip
 
 
-def selects_and_classifies(groups: dict[str, Curves], level: float = 0.99) -> Claim:
+def selects_and_classifies(
+    groups: dict[str, Curves], level: float = 0.99, unit: str = "deterministic run"
+) -> Claim:
     """Every algorithm's final optimal-token score and head probability σ(y f) exceed
-    `level` (deterministic runs: exact)."""
+    `level` (deterministic runs: exact, n = 1 `unit`)."""
     source = "ours: 0.99 taken as selected / classified"
     parts = []
     for name, c in groups.items():
         for metric in ("score/opt", "prob"):
             v = final(c, metric)
-            effect = exact_effect(v[0]) if v.size == 1 else mean_effect(v)
+            effect = exact_effect(v[0], unit=unit) if v.size == 1 else mean_effect(v)
             rule = Rule(f"final {metric} of {name}", ">", level, source, centre=1.0)
             parts.append(Claim("", rule=rule, effect=effect))
     return Claim(

@@ -127,30 +127,47 @@ def polyak_faster(groups: dict[str, Curves], fast: str, reference: str) -> Claim
     )
 
 
+def norm_slopes(groups: dict[str, Curves], name: str, start: float) -> np.ndarray:
+    """Per run of group `name`: the log–log slope of ‖W_t‖ in t from `start` × the last step."""
+    c = groups[name]
+    return np.array([loglog_slope(c.steps, row, start) for row in values(c, "norm/2")])
+
+
 def norm_growth(groups: dict[str, Curves], reference: str, baseline: str, start: float) -> Claim:
-    """‖W_t‖ ∝ t under NGD (a log–log slope near 1), far slower under GD."""
-
-    def slopes(name):
-        c = groups[name]
-        return np.array([loglog_slope(c.steps, row, start) for row in values(c, "norm/2")])
-
-    source = "ours: linear growth (Eq. 12) read as a log–log slope within ±0.2 of 1"
-    ngd, gd = slopes(reference), slopes(baseline)
+    """‖W_t‖ grows about linearly under NGD (a log–log slope near 1 from below), far slower
+    under GD. Only the parts that can fail: that the slope stays below 1.2 is bounded by the
+    triangle inequality (`norm_growth_bound`, a consistency check)."""
+    source = "ours: linear growth (Eq. 12) read as a log–log slope above 0.8 (the limit is 1)"
+    ngd, gd = norm_slopes(groups, reference, start), norm_slopes(groups, baseline, start)
     parts = [
         Claim("", rule=Rule(f"log–log slope of ‖W_t‖ in t, {reference}", ">", 0.8, source, 1.0),
-              effect=mean_effect(ngd)),
-        Claim("", rule=Rule(f"log–log slope of ‖W_t‖ in t, {reference}", "<", 1.2, source, 1.0),
               effect=mean_effect(ngd)),
         Claim("", rule=Rule(f"log–log slope of ‖W_t‖ in t, {baseline}", "<", 0.5,
                             "ours: GD's growth is logarithmic (slope → 0)"),
               effect=mean_effect(gd)),
     ]  # fmt: skip
     return Claim(
-        f"‖W_t‖ grows about linearly in t under {reference} (log–log slope in [0.8, 1.2]) and "
-        f"far slower under {baseline} (slope < 0.5)",
+        f"‖W_t‖ grows about linearly in t under {reference} (log–log slope > 0.8) and far "
+        f"slower under {baseline} (slope < 0.5)",
         parts=parts,
         evidence={"fitted_over_steps_from": start, **described({reference: ngd, baseline: gd})},
     )
+
+
+def norm_growth_bound(groups: dict[str, Curves], reference: str, start: float) -> Claim:
+    """A consistency check of the code, not evidence: normalised steps have length η, so
+    ‖W_t‖ ≤ ‖W₀‖ + ηt (the triangle inequality) and the log–log slope of ‖W_t‖ can exceed 1
+    only where ‖W_t‖ first lagged far behind ηt; below 1.2 it is what the steps allow."""
+    slopes = norm_slopes(groups, reference, start)
+    return Claim(
+        f"Consistency check (the triangle inequality for steps of length η): the log–log slope "
+        f"of ‖W_t‖ in t under {reference} stays below 1.2",
+        rule=Rule(f"log–log slope of ‖W_t‖ in t, {reference}", "<", 1.2,
+                  "identity: steps of length η give ‖W_t‖ ≤ ‖W₀‖ + ηt; 0.2 above its limit 1 "
+                  "ours", 1.0, consistency=True),
+        effect=mean_effect(slopes),
+        evidence={"fitted_over_steps_from": start, **described({reference: slopes})},
+    )  # fmt: skip
 
 
 def momentum_improves(groups: dict[str, Curves], momentum: str, reference: str) -> Claim:

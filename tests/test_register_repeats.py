@@ -1,0 +1,82 @@
+"""Issue 29 (referee, point 11): one piece of evidence is one counted row. atlas/muon and
+reexamine-muon/muon report the same runs; so do ngd-fixed/polyak-faster and reexamine-polyak's
+row at the same cap and c. The register counts the first and points to it from the other."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attnbias.claims import Claim, Rule, exact_effect, mean_effect
+from attnbias.experiments.claims_register import (
+    NOT_RUN,
+    evidence_key,
+    register_markdown,
+    register_rows,
+)
+from test_verdict_machinery import headline, stored
+
+RULE = Rule("final gap, mean over seeds", "<", 0.05, "ours")
+
+
+def muon_claim(experiment: str, values) -> Claim:
+    return Claim("Muon behaves like spectral descent", id=f"{experiment}/muon-like-spectraldescent",
+                 rule=RULE, effect=mean_effect(values))  # fmt: skip
+
+
+def summaries(atlas_values, reexamine_values) -> dict:
+    return {
+        "atlas": stored([muon_claim("atlas", atlas_values)], quick=False),
+        "reexamine-muon": stored([muon_claim("reexamine-muon", reexamine_values)], quick=False),
+    }
+
+
+def test_two_counted_rows_never_carry_the_same_evidence():
+    """The same runs in two experiments (identical estimate, interval and n): counted once, the
+    later row pointing to the earlier; the headline counts one verdict, and says so."""
+    values = np.array([0.3, 0.4, 0.35, 0.45])
+    rows = register_rows(summaries(values, values))
+    measured = [r for r in rows if r.cells[0].endswith("/muon-like-spectraldescent")]
+    measured = [r for r in measured if r.verdict != NOT_RUN]
+    assert [r.cells[0] for r in measured] == [
+        "atlas/muon-like-spectraldescent",
+        "reexamine-muon/muon-like-spectraldescent",
+    ]
+    assert [r.same_as for r in measured] == ["", "atlas/muon-like-spectraldescent"]
+    keys = [evidence_key(c) for s in summaries(values, values).values() for c in s["claims"]]
+    assert keys[0] == keys[1] is not None
+    counted_keys = [r.cells[5] for r in rows
+                    if not r.same_as and not r.consistency and r.verdict != NOT_RUN]  # fmt: skip
+    assert len(counted_keys) == len(set(counted_keys)), counted_keys
+    text = register_markdown(summaries(values, values), "test")
+    assert headline(text, "Verdicts: ")["not supported"] == 1
+    assert "Not counted: 1 rows repeat another row's evidence" in text
+    assert "| see atlas/muon-like-spectraldescent |" in text
+
+
+def test_different_evidence_is_counted_twice():
+    rows = register_rows(summaries(np.array([0.3, 0.4, 0.35]), np.array([0.3, 0.4, 0.36])))
+    assert not any(r.same_as for r in rows)
+    text = register_markdown(summaries(np.array([0.3, 0.4, 0.35]), np.array([0.3, 0.4, 0.36])), "t")
+    assert headline(text, "Verdicts: ")["not supported"] == 2
+    assert "Not counted" not in text
+
+
+def test_equal_exact_values_are_not_taken_for_the_same_runs():
+    """Two lemmas with no violation in the same number of cases, or two deterministic runs
+    ending at 1: equal numbers by chance, not one piece of evidence."""
+    one = Claim("c", rule=RULE, effect=exact_effect(0.0))
+    assert evidence_key(stored([one])["claims"][0]) is None
+    spread = Claim("c", rule=RULE, effect=mean_effect([0.1, 0.2, 0.3]))
+    assert evidence_key(stored([spread])["claims"][0]) is not None
+
+
+def test_the_tally_of_reproduce_counts_repeated_evidence_once():
+    from attnbias.cli_tally import tallies, tally_lines
+
+    values = np.array([0.3, 0.4, 0.35, 0.45])
+    found = tallies(summaries(values, values))
+    assert found["atlas"].verdicts["not supported"] == 1
+    assert found["reexamine-muon"].verdicts["not supported"] == 0
+    lines = tally_lines(summaries(values, values))
+    assert any("reexamine-muon/muon-like-spectraldescent (see atlas/muon-like-spectraldescent)"
+               in line for line in lines)  # fmt: skip
