@@ -451,8 +451,9 @@ def reexamination_entries() -> list[PaperClaim]:
         PaperClaim("reexamine-polyak/larger-cap-ends-closer", "ours", REEXAMINE, "artefact "
                    "named: the cap γ_b (late Polyak is GD with step γ_b) decides how far Polyak "
                    "gets, so NGD's lead at the end is the cap's; supported = each larger cap "
-                   "ends closer (c = 1), compared at the end; the uncapped step's comparison "
-                   "falls at its float64 stop: inconclusive",
+                   "ends closer (c = 1), compared at the end, over the finite caps 1e2 < 1e4 "
+                   "< 1e6: float64 stops the uncapped step (1e300) where L − L* rounds to 0, so "
+                   "no float64 run compares it at the end (the config's `uncapped`)",
                    POLYAK),
     ]  # fmt: skip
 
