@@ -179,16 +179,37 @@ def atlas_group(gaps: dict, norm_rate=1.0, rate=-1.0, seed=0, scatter=0.05) -> C
 
 
 def atlas_groups(
-    own_gap=0.01, other_gap=0.2, adam=None, muon_norm_rate=1.0, rate=-1.0, scatter=0.05
-):
+    own_gap=0.01, other_gap=0.2, adam=None, muon_norm_rate=1.0, rate=-1.0, scatter=0.05,
+    adam_rate=-1.0,
+):  # fmt: skip
+    """Owners whose gaps fall like t^rate (0: flat, a gap that has stopped), Adam's like
+    t^adam_rate, Muon's like t^-1."""
     groups = {}
     for k, (name, label) in enumerate(OWN.items()):
         gaps = {lab: own_gap if lab == label else other_gap for lab in LABELS}
         groups[name] = atlas_group(gaps, rate=rate, seed=10 * k, scatter=scatter)
-    groups["Adam"] = atlas_group(adam or {"2": 0.2, "inf": 0.01, "spectral": 0.3}, seed=50)
+    groups["Adam"] = atlas_group(adam or {"2": 0.2, "inf": 0.01, "spectral": 0.3},
+                                 rate=adam_rate, seed=50)  # fmt: skip
     groups["Muon"] = atlas_group({"2": 0.2, "inf": 0.3, "spectral": 0.01}, norm_rate=muon_norm_rate,
                                  seed=60)  # fmt: skip
     return groups
+
+
+def atlas_spread_rates(final: float, label: str, slowest=0.0, fastest=-0.2) -> Curves:
+    """A group whose gap in `label` ends at `final` on every seed, each seed falling like its own
+    t^rate (rates evenly from `slowest` to `fastest`); the other gaps 0.3, ‖W_t‖ ∝ t."""
+    rates = np.linspace(slowest, fastest, SEEDS)[:, None]
+    gaps = {lab: np.full((SEEDS, STEPS.size), 0.3) for lab in LABELS}
+    gaps[label] = final * ((1.0 + STEPS[None, :]) / (1.0 + STEPS[-1])) ** rates
+    norm = power_law(0.1 * STEPS[-1], 1.0, scatter=0.01, seed=9) + 0.1
+    return Curves(STEPS, {**{f"gap/{lab}": v for lab, v in gaps.items()}, "norm/2": norm})
+
+
+def adam_above_level(adam_rate: float, *algorithm: Algorithm) -> tuple:
+    """behaves_like's arguments for an Adam whose ℓ∞ gap, 0.2, is its smallest but above the
+    level 0.05, falling like t^adam_rate (0: stopped); `algorithm`: its design, if given."""
+    groups = atlas_groups(adam={"2": 0.3, "inf": 0.2, "spectral": 0.4}, adam_rate=adam_rate)
+    return (groups, "Adam", "SignGD", "inf", LABELS, 0.05, 0.1, *algorithm)
 
 
 def kq_alignment(nuc=0.995, fro=0.9, spread=0.002):
@@ -379,8 +400,27 @@ def cases() -> dict[str, list]:
             (NOT_SUPPORTED, (joint_groups(score=0.5),), {}),
         ],
         "atlas.own_norm_gap": [
-            (SUPPORTED, (atlas_groups(), OWN, 0.05), {}),
-            (NOT_SUPPORTED, (atlas_groups(own_gap=0.2), OWN, 0.05), {}),
+            (SUPPORTED, (atlas_groups(), OWN, 0.05, 0.1), {}),
+            # gaps above the level that have stopped falling: a refutation
+            (NOT_SUPPORTED, (atlas_groups(own_gap=0.2, rate=0.0), OWN, 0.05, 0.1), {}),
+            # ... that still fall like t^-1 at the budget: not converged, no refutation
+            (INCONCLUSIVE, (atlas_groups(own_gap=0.2), OWN, 0.05, 0.1), {}),
+            # ... whose slopes, seed by seed from 0 to −0.2, straddle −0.1: cannot tell
+            (
+                INCONCLUSIVE,
+                ({**atlas_groups(), "NGD": atlas_spread_rates(0.2, "2")}, OWN, 0.05, 0.1),
+                {},
+            ),
+        ],
+        "atlas.level_part": [
+            (SUPPORTED, (atlas_groups()["NGD"], "NGD", "2", "q", 0.05, "s", 0.1), {}),
+            (
+                NOT_SUPPORTED,
+                (atlas_groups(own_gap=0.2, rate=0.0)["NGD"], "NGD", "2", "q", 0.05, "s", 0.1),
+                {},
+            ),
+            (INCONCLUSIVE, (atlas_groups(own_gap=0.2)["NGD"], "NGD", "2", "q", 0.05, "s", 0.1), {}),
+            (INCONCLUSIVE, (atlas_spread_rates(0.2, "2"), "NGD", "2", "q", 0.05, "s", 0.1), {}),
         ],
         "atlas.lower_gap": [
             (SUPPORTED, (atlas_groups(), "NGD", "SignGD", "2", "s"), {}),
@@ -477,6 +517,19 @@ def cases() -> dict[str, list]:
                 ),
                 {"as_run": True},
             ),
+            # above the level in its own norm, smallest there: a refutation if the gap has
+            # stopped falling, none while it still falls at the budget (in either mode)
+            (
+                NOT_SUPPORTED,
+                adam_above_level(0.0, Algorithm("Adam", "adam", 0.05, lr_decay=0.5)),
+                {},
+            ),
+            (
+                INCONCLUSIVE,
+                adam_above_level(-1.0, Algorithm("Adam", "adam", 0.05, lr_decay=0.5)),
+                {},
+            ),
+            (INCONCLUSIVE, adam_above_level(-1.0), {"as_run": True}),
             # the design outside the theorem: Adam's ℓ∞ bias needs a decaying rate
             (
                 INCONCLUSIVE,

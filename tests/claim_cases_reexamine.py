@@ -89,19 +89,23 @@ def reexamine_cases() -> dict[str, list]:
             (SUPPORTED, (n, "NGD", ["GD"], "GD"), {}),
             (NOT_SUPPORTED, (n, "NGD", ["GD", "Polyak"], "GD and Polyak"), {}),
             (INCONCLUSIVE, (tied_ngd, "NGD", ["GD"], "GD"), {}),
-            # GD stopped at 10 % of the run, behind NGD there: NGD leads where both moved
-            (SUPPORTED, (halted, "NGD", ["GD"], "GD"), {}),
-            (NOT_SUPPORTED, (stopped, "NGD", ["Polyak"], "Polyak"), {}),
-            (NOT_SUPPORTED, (noise, "NGD", ["Polyak-noise"], "Polyak"), {}),
+            # GD stopped at 10 % of the run, behind NGD there; Polyak stopped ahead of NGD (its
+            # last move rounding noise or not): each compared at a float64 stop, an artefact
+            (INCONCLUSIVE, (halted, "NGD", ["GD"], "GD"), {}),
+            (INCONCLUSIVE, (stopped, "NGD", ["Polyak"], "Polyak"), {}),
+            (INCONCLUSIVE, (noise, "NGD", ["Polyak-noise"], "Polyak"), {}),
+            # ... and where another setting is refuted at the end, the claim is refuted
+            (NOT_SUPPORTED, ({**stopped, "GD": n["NGD-mom"]}, "NGD", ["Polyak", "GD"], "both"), {}),
             (INCONCLUSIVE, (still, "NGD", ["GD"], "GD"), {}),  # GD never moved
         ],
         "reexamine.ahead_while_moving": [
             (SUPPORTED, (n, "GD", "NGD", "s"), {}),
             (NOT_SUPPORTED, (n, "NGD", "GD", "s"), {}),
             (INCONCLUSIVE, (tied_ngd, "GD", "NGD", "s"), {}),
-            # Polyak stopped behind where NGD ends, ahead at the last step both moved
-            (SUPPORTED, (stopped, "NGD", "Polyak", "s"), {}),
-            (NOT_SUPPORTED, (stopped, "Polyak", "NGD", "s"), {}),
+            # Polyak stopped behind where NGD ends, ahead at the last step both moved: compared
+            # at a float64 stop, either way round
+            (INCONCLUSIVE, (stopped, "NGD", "Polyak", "s"), {}),
+            (INCONCLUSIVE, (stopped, "Polyak", "NGD", "s"), {}),
             (INCONCLUSIVE, (still, "GD", "NGD", "s"), {}),  # GD never moved: no step to compare
         ],
         "reexamine.explains": [
@@ -116,9 +120,10 @@ def reexamine_cases() -> dict[str, list]:
             (SUPPORTED, (n, ["GD", "NGD", "NGD-mom"]), {}),  # 0.14, 1e-4, 1e-6
             (NOT_SUPPORTED, (n, ["GD", "NGD-mom", "NGD"]), {}),  # the last step goes back up
             (INCONCLUSIVE, (tied_ngd, ["GD", "NGD"]), {}),
-            (SUPPORTED, (halted, ["GD", "NGD", "NGD-mom"]), {}),  # GD stopped, behind
-            (SUPPORTED, (stopped, ["NGD", "Polyak"]), {}),  # ahead where both moved
-            (NOT_SUPPORTED, (stopped, ["Polyak", "NGD"]), {}),
+            # GD stopped (behind), Polyak stopped (ahead where both moved): at a float64 stop
+            (INCONCLUSIVE, (halted, ["GD", "NGD", "NGD-mom"]), {}),
+            (INCONCLUSIVE, (stopped, ["NGD", "Polyak"]), {}),
+            (INCONCLUSIVE, (stopped, ["Polyak", "NGD"]), {}),
             (INCONCLUSIVE, (still, ["GD", "NGD"]), {}),
         ],
     }

@@ -201,6 +201,8 @@ SURVIVING = {
     "theory_measures.assumption1_report": "evidence: how many seeds satisfy Assumption 1",
     "trajectory_lemmas.failures": "evidence: the first violations listed",
     "mcnemar.pooled_mcnemar": "evidence: McNemar's test beside the paired accuracies",
+    "joint_rates.thm3_premises": "the loss premise's reason: Eq. 13's absent time factor, the "
+    "other premise, leaves thm3-rate inconclusive either way",
 }
 
 

@@ -207,7 +207,7 @@ SYNTHETIC_VERDICTS = {
     "ngd-rates/lemma1-vs-margin": "N/NS",
     "joint-rates/thm3-slower": "S",
     "joint-rates/thm3-norm-growth": "S",
-    "joint-rates/thm3-rate": "S",
+    "joint-rates/thm3-rate": "I",  # Eq. 13's time factor, a premise of Thm 3, is absent
     "joint-rates/thm4-v-margin": "S/SS",
     "trajectory-lemmas/lemma5": "N",
     "trajectory-lemmas/lemma6": "S",

@@ -102,13 +102,15 @@ CONFIG_KEYS = {
     # issue 29: local_radii (64, 256; quick 64) for local-gaussian, whose R₀ lay beyond R = 16
     "local-global": ("d94f07e73d791898", "9728f60e7c0fb865"),
     "md-plain": ("c73421361197350f", "21ddee3f79ac4452"),  # issue 29: 100 seeds (was 10)
-    "joint-rates": ("38dbaa88fd80ff7d", "00a28c9738a7b2a9"),  # 48 seeds: thm3-rate decided
+    # 48 seeds: thm3-rate decided; the exponential loss Thm 3 is proved for (issue 29)
+    "joint-rates": ("de94800b08bc7993", "d92fa0a4a65c6ef5"),
     "trajectory-lemmas": ("d8129fbb8a31cf6a", "823f90c22dcac812"),  # level gone: violations
     # issue 29 class 5: both momentum orders, Nesterov and a rate sweep; closer takes a list
     "reexamine-muon": ("ad98aa1f98d0a97f", "5bb76cab051c544d"),  # as_run: torch's Muon
     # as_run: constant-rate Adam; 3·10⁵ steps: at 10⁵ Adam-decay's gap straddled 0.05
     "reexamine-adam": ("f6d01dcf0f67a147", "9d01f455b0171abd"),
-    "reexamine-polyak": ("38eed1fb64593634", "7d0556b32d942c05"),
+    # issue 29: `uncapped` (1e300) leaves the float64-stopped step out of the cap ladder
+    "reexamine-polyak": ("873c6ac7137dc3a5", "aadef1633753c78d"),
 }
 
 

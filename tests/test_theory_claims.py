@@ -331,3 +331,50 @@ def test_a_lemma_of_every_step_is_judged_by_its_violations_not_a_share():
     assert found["lemma13-score"].status == SUPPORTED
     assert found["lemma13-gap"].effect.method == "0 of 999 cases violate it, none"
     assert tl.change(0.5, 0.5 + 1e-9) == pytest.approx(-1e-9)  # a real decrease stays
+
+
+def test_thm3_premises_name_the_loss_and_the_absent_time_factor():
+    """Theorem 3 is proved for the exponential loss with Eq. 13's time factor (lost in
+    extraction): a logistic run misses both premises, an exponential one the factor alone."""
+    from attnbias.experiments import joint_rates
+
+    logistic = joint_rates.thm3_premises("logistic")
+    exponential = joint_rates.thm3_premises("exponential")
+    assert len(logistic) == 2 and "logistic" in logistic[0]
+    assert len(exponential) == 1 and "time-dependent step factor" in exponential[0]
+
+
+def test_thm3_rate_is_inconclusive_for_its_premise_with_the_rate_shown():
+    """The rate is judged only on runs meeting Thm 3's premises; its effect is still printed."""
+    import claim_cases_rates
+    from attnbias.claims import INCONCLUSIVE
+    from attnbias.experiments import joint_rates
+
+    claims = {c.id: c for c in joint_rates.claims(*claim_cases_rates.joint_rates_inputs())}
+    rate = claims["joint-rates/thm3-rate"]
+    assert rate.status == INCONCLUSIVE and rate.effect.n == claim_cases_rates.SEEDS
+    assert any("time-dependent step factor" in u for u in rate.unmet)
+    assert "time-dependent step factor" in claims["joint-rates/thm3-slower"].claim
+
+
+def test_thm7_is_inconclusive_when_float64_stops_polyak_before_thm1s_window():
+    """Uncapped Polyak frozen from step 40 (L − L* rounded to 0): its fit over the early window
+    is set by the format, not by the theorem, so Thm 7's row says so instead of a verdict."""
+    import claim_cases_rates
+    from attnbias.claims import INCONCLUSIVE, reasons
+    from attnbias.experiments import ngd_rates
+    from attnbias.experiments.runs import Curves
+
+    groups, saturation, config = claim_cases_rates.ngd_rates_inputs()
+    uncapped = ngd_rates.polyak(max(config.polyak_caps)).name
+    c = groups[uncapped]
+    norm = c.values["norm/2"].copy()
+    norm[:, c.steps > 40] = norm[:, [np.searchsorted(c.steps, 40, side="right") - 1]]
+    groups[uncapped] = Curves(c.steps, {**c.values, "norm/2": norm}, seeds=c.seeds)
+    thm7 = {c.id: c for c in ngd_rates.claims(groups, saturation, config)}[
+        "ngd-rates/thm7-polyak-rate"
+    ]
+    assert thm7.status == INCONCLUSIVE
+    (why,) = [u for u in thm7.unmet if "float64" in u]
+    assert "stops moving" in why and "before the end of Thm 1's window 100–3,000" in why
+    assert why in reasons({"status": INCONCLUSIVE, "rule": None, "unmet": thm7.unmet, "parts": []})

@@ -229,7 +229,7 @@ def claims(
     present = {name: label for name, label in own.items() if name in groups}
     rows = "In each owned norm the owner ends with the smallest gap"
     out = [
-        rules.own_norm_gap(groups, present, threshold),
+        rules.own_norm_gap(groups, present, threshold, rate_start),
         rules.owner_smallest(groups, present)
         if len(present) > 1
         else not_applicable(rows, "fewer than two owners: nothing to compare"),

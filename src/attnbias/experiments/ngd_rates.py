@@ -42,6 +42,7 @@ from .theory_measures import (
     span,
 )
 from .verdicts import theory as rules
+from .verdicts.reexamine import moving_until
 
 DESCRIPTION = (
     "NGD paper's rates measured: Thm 1 / Thm 7 exponents, Eq. 12 norm growth vs η, "
@@ -251,6 +252,25 @@ def moving(groups, name: str, window, what: str) -> list[str]:
     return [f"{what}: ‖W_t‖ grows with log–log slope {low:.2g} ≤ 0.5 over steps {span(window)}"]
 
 
+def stops_before(groups, name: str, window, fitted) -> list[str]:
+    """The precondition that the runs of `name` still move through `window`, where the
+    theorem's rate is judged (Thm 1's row fits there): a run that float64 stops before its end
+    (Polyak's step is 0 once L − L* is below L*'s resolution) can be fitted only over the
+    steps before the stop (`fitted`), a window set by the format, not by the theorem, and
+    too short to judge a rate that holds from some step on (the constants are lost)."""
+    until = moving_until(groups[name])
+    stopped = until < window[-1]
+    if not stopped.any():
+        return []
+    return [
+        f"{name} stops moving (float64: L − L* below L*'s resolution, the step is 0) by step "
+        f"{np.nanmax(until[stopped]):.0f} in {int(stopped.sum())} of {until.size} runs, before "
+        f"the end of Thm 1's window {span(window)}; the fit over steps {span(fitted)} is set by "
+        "that stop, not by the theorem, and cannot judge its rate; only arithmetic finer than "
+        "float64 would decide it"
+    ]
+
+
 def claims(groups, saturation: dict, config: Config) -> list[Claim]:
     ref = ngd(config.lr).name
     fit, (early, late) = list(config.fit_window), [list(w) for w in config.windows]
@@ -293,10 +313,12 @@ def claims(groups, saturation: dict, config: Config) -> list[Claim]:
         f"fitted exponent of 1 − cos(W_t, W_mm) in t, {uncapped}",
         "derived: Thm 7 is Thm 1's analogue for the Polyak step (same order), whose own "
         "exponent over the window is the bound",
-        unmet=moving(
-            groups, uncapped, early_fit, "stalled: L − L* reaches float64's floor, the step is 0"
-        ),
-    )
+        unmet=[
+            *moving(groups, uncapped, early_fit,
+                    "stalled: L − L* reaches float64's floor, the step is 0"),
+            *stops_before(groups, uncapped, fit, early_fit),
+        ],
+    )  # fmt: skip
     slows = rules.slower(
         *paired_exponents(groups, capped, ref, late),
         f"The capped Polyak step ({capped}) slows down late, as the paper remarks (its steps "

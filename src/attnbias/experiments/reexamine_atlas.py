@@ -149,7 +149,9 @@ def claims(groups, config) -> list[Claim]:
     """The claims listed in the module text; one about an algorithm this torch cannot run
     (Muon before torch 2.9) is not applicable."""
     own = {name: label for name, label in config.own_norm.items() if name in groups}
-    out = {"own-norm-gap": atlas_rules.own_norm_gap(groups, own, config.threshold)}
+    out = {
+        "own-norm-gap": atlas_rules.own_norm_gap(groups, own, config.threshold, config.rate_start)
+    }
     for slug, text, names, rule, args in planned(config):
         missing = [n for n in names if n not in groups]
         out[slug] = not_applicable(text, f"{missing} not run") if missing else rule(groups, *args)

@@ -50,6 +50,11 @@ class Config(OptimalTokenConfig):
         "paper's own value being lost in extraction"
     )
     paper_c: Positive = Field(description="the c of the paper's setting (one of cs)")
+    uncapped: Positive = Field(
+        description="a cap this large stands for ∞ (JSON has no ∞): larger-cap-ends-closer "
+        "leaves it out, since float64 stops the uncapped step where L − L* rounds to 0 and no "
+        "float64 run compares it at the end"
+    )
     rate_start: real(gt=0, lt=1) = Field(
         description="‖W_t‖'s log–log slope, and whether a run stopped, are read over steps ≥ "
         "this · last step"
@@ -63,7 +68,17 @@ class Config(OptimalTokenConfig):
             raise ValueError(f"paper_cap {self.paper_cap:g} is not one of caps {list(self.caps)}")
         if self.paper_c not in self.cs:
             raise ValueError(f"paper_c {self.paper_c:g} is not one of cs {list(self.cs)}")
+        if len(self.ladder_caps) < 2:
+            raise ValueError(
+                f"caps must hold at least two caps below uncapped ({self.uncapped:g}) for "
+                f"larger-cap-ends-closer, got {list(self.caps)}"
+            )
         return self
+
+    @property
+    def ladder_caps(self) -> list[float]:
+        """The finite caps, increasing: those larger-cap-ends-closer compares."""
+        return sorted(cap for cap in self.caps if cap < self.uncapped)
 
     @property
     def settings(self) -> dict[str, tuple[float, float]]:
@@ -130,7 +145,7 @@ def claims(groups: dict[str, Curves], config: Config) -> list[Claim]:
             for cap in config.caps
         ),
         rules.larger_cap_ends_closer(
-            groups, [polyak_name(cap, config.paper_c) for cap in sorted(config.caps)]
+            groups, [polyak_name(cap, config.paper_c) for cap in config.ladder_caps]
         ),
     ]
     slugs = [

@@ -7,8 +7,9 @@ solution than another on the same seeds (`closer_than`; than each of several, ev
 sweep, `closer_than_each`), a claim that needs every setting of a sweep (`ends_ahead`; one
 that needs only some setting is a `Claim(..., any_part=True)` of the settings' claims), and a
 sweep whose end is set by a parameter that should not matter (`larger_cap_ends_closer`).
-The last two compare where both runs still moved (`ahead_while_moving`): a run that stopped
-(Polyak's, once L − L* rounds to 0 in float64) is judged where it last moved.
+The last two compare where both runs still moved (`ahead_while_moving`): at the end, unless a
+run stopped before it (Polyak's, once L − L* rounds to 0 in float64); a comparison at such a
+float64 stop is an artefact, not a finding, and is inconclusive with that reason.
 """
 
 from __future__ import annotations
@@ -118,11 +119,15 @@ def at_steps(c: Curves, metric: str, rows: np.ndarray, steps: np.ndarray) -> np.
 def ahead_while_moving(groups: dict[str, Curves], slow: str, fast: str, source: str) -> Claim:
     """`fast` has the smaller misalignment than `slow` at each seed's common horizon: the
     last recorded step at which both runs of the seed were still moving (`moving_until`),
-    the last step where neither stopped. Equal steps on both sides; a stopped run is judged
-    where it last moved, not by the state float64 froze it in."""
+    the last step where neither stopped. Equal steps on both sides, never the state float64
+    froze a run in. A horizon before the end (a run stopped moving: float64's stop, as
+    Polyak's once L − L* rounds to 0) compares the runs where float64 ended one of them, not
+    where the runs end: an artefact, so the part is inconclusive and says where it stopped;
+    past that step float64 cannot compute the run, so no float64 run decides it."""
     a, b = groups[slow], groups[fast]
     rows_a, rows_b = paired(a, b, np.arange(len(seeds_of(a))), np.arange(len(seeds_of(b))))
-    horizon = np.minimum(moving_until(a)[rows_a], moving_until(b)[rows_b])
+    until_a, until_b = moving_until(a)[rows_a], moving_until(b)[rows_b]
+    horizon = np.minimum(until_a, until_b)
     slow_at = at_steps(a, MISALIGNMENT, rows_a, horizon)
     fast_at = at_steps(b, MISALIGNMENT, rows_b, horizon)
     quantity = (
@@ -131,12 +136,16 @@ def ahead_while_moving(groups: dict[str, Curves], slow: str, fast: str, source: 
     )
     rule = Rule(quantity, ">", 1.0, source, 1.0)
     effect = ratio_effect(slow_at, fast_at)
+    runs = ((slow, until_a, a), (fast, until_b, b))
+    stops = {name: until < c.steps[-1] for name, until, c in runs}  # stopped before the end
     return Claim(
         f"{fast} has a smaller misalignment than {slow} at equal steps, at the last step at "
         "which both still moved (paired by seed)",
         rule=rule,
         effect=effect,
-        unmet=[] if effect.n else [f"no seed on which both {slow} and {fast} moved"],
+        unmet=float_stops(stops, horizon, a.steps[-1])
+        if effect.n
+        else [f"no seed on which both {slow} and {fast} moved"],
         evidence={
             "horizon_steps": described({"common": horizon[np.isfinite(horizon)]}),
             **described({slow: slow_at, fast: fast_at}),
@@ -144,15 +153,31 @@ def ahead_while_moving(groups: dict[str, Curves], slow: str, fast: str, source: 
     )
 
 
+def float_stops(stops: dict[str, np.ndarray], horizon: np.ndarray, last: float) -> list[str]:
+    """The reason a comparison at `horizon` (per seed) is an artefact: `stops` (run name → per
+    seed, whether that run stopped moving before the end) says which runs float64 stopped,
+    on how many seeds and, as the median horizon of those seeds, where."""
+    early = np.logical_or.reduce(list(stops.values()))
+    if not early.any():
+        return []
+    names = " and ".join(name for name, stopped in stops.items() if stopped.any())
+    return [
+        f"compared at a float64 stop, not at the end: {names} stopped moving (‖W_t‖ frozen) "
+        f"by step {np.median(horizon[early]):.0f} of {last:.0f} on {int(early.sum())} of "
+        f"{early.size} seeds (Polyak: L − L* rounds to 0); past it float64 cannot compute the "
+        "run, so only finer arithmetic would decide it"
+    ]
+
+
 def ends_ahead(groups: dict[str, Curves], name: str, others: list[str], who: str) -> Claim:
     """`name` ends with a smaller misalignment than each of `others` (described as `who`) at
-    equal steps (per-seed ratio > 1, every one of them): who is ahead once the runs end, or,
-    where a run stopped (`moving_until`: the float64 floor, not the method, ended it), at the
-    last step at which both runs of the seed still moved."""
-    source = "ours: any lead at the last step both still moved (a ratio > 1)"
+    equal steps (per-seed ratio > 1, every one of them): who is ahead once the runs end; where
+    a run stopped before the end (`moving_until`: the float64 floor, not the method, ended it)
+    the comparison is at that float64 stop, and inconclusive (`ahead_while_moving`)."""
+    source = "ours: any lead at the end (a ratio > 1)"
     return Claim(
-        f"{name} ends ahead of {who}: smaller misalignment at equal steps, at the last step at "
-        "which both runs still moved (paired by seed)",
+        f"{name} ends ahead of {who}: smaller misalignment at equal steps, at the end (paired "
+        "by seed; where float64 stopped a run first, compared there: inconclusive)",
         parts=[ahead_while_moving(groups, other, name, source) for other in others],
         evidence=described({n: final(groups[n], MISALIGNMENT) for n in [name, *others]}),
     )
@@ -161,14 +186,15 @@ def ends_ahead(groups: dict[str, Curves], name: str, others: list[str], who: str
 def larger_cap_ends_closer(groups: dict[str, Curves], by_cap: list[str]) -> Claim:
     """The artefact behind "NGD ends ahead of Polyak": `by_cap` names Polyak's runs in order
     of increasing cap γ_b (one c); each ends with a smaller misalignment than the one before
-    it, paired by seed, at the last step at which both still moved (`ahead_while_moving`: an
-    uncapped run stops where L − L* rounds to 0). Late in a run the capped step is a GD step
-    of size γ_b, so how far Polyak gets is set by γ_b, not by the Polyak rule."""
+    it, paired by seed, at the end (`ahead_while_moving`: an uncapped run stops where L − L*
+    rounds to 0, and a comparison at that float64 stop is inconclusive). Late in a run the
+    capped step is a GD step of size γ_b, so how far Polyak gets is set by γ_b, not by the
+    Polyak rule."""
     source = "ours: any improvement (a ratio > 1) from raising the cap"
     return Claim(
         f"The cap decides how far Polyak gets: each larger γ_b ({', '.join(by_cap)}) ends with "
-        "a smaller misalignment at equal steps, at the last step at which both still moved "
-        "(paired by seed)",
+        "a smaller misalignment at equal steps, at the end (paired by seed; where float64 "
+        "stopped a run first, compared there: inconclusive)",
         parts=[ahead_while_moving(groups, low, high, source) for low, high in pairwise(by_cap)],
     )
 
