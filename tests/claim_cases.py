@@ -12,6 +12,7 @@ from attnbias.engine import Algorithm
 from attnbias.experiments.runs import Curves
 from attnbias.experiments.verdicts.ngd import LOSS_RATE as ONE_OVER_T
 from attnbias.experiments.verdicts.ngd import MISALIGNMENT_RATE as POLYLOG
+from attnbias.experiments.verdicts.tuning import Tuned
 from claim_cases_real import real_cases
 from claim_cases_reexamine import reexamine_cases
 from claim_cases_theory import theory_cases
@@ -368,13 +369,41 @@ def cases() -> dict[str, list]:
             ),
         ],
         "ngd.all_beat": [
-            (SUPPORTED, (joint(g), "GD"), {}),
-            (NOT_SUPPORTED, (joint(ngd_groups(ngd=0.3, polyak=0.3, mom=0.3)), "GD"), {}),
+            (SUPPORTED, (tuned(joint(g)), "GD"), {}),
+            (NOT_SUPPORTED, (tuned(joint(ngd_groups(ngd=0.3, polyak=0.3, mom=0.3))), "GD"), {}),
         ],
         "ngd.fastest": [
-            (SUPPORTED, (joint({k: g[k] for k in ("GD", "Polyak")}), "Polyak"), {}),
-            (NOT_SUPPORTED, (joint(g), "GD"), {}),
-            (INCONCLUSIVE, (joint({"NGD": g["NGD"], "P": ngd_group(1e-4, seed=11)}), "P"), {}),
+            (SUPPORTED, (tuned(joint({k: g[k] for k in ("GD", "Polyak")})), "Polyak"), {}),
+            (NOT_SUPPORTED, (tuned(joint(g)), "GD"), {}),
+            (
+                INCONCLUSIVE,
+                (tuned(joint({"NGD": g["NGD"], "P": ngd_group(1e-4, seed=11)})), "P"),
+                {},
+            ),
+        ],
+        "tuning.tuned_sooner": [
+            (SUPPORTED, (tuned_pair(), *PAIR), {}),
+            (NOT_SUPPORTED, (tuned_pair(1e-4, 1e-2), *PAIR), {}),
+            # the slow one's best step is the largest tried: a support could be overturned
+            (INCONCLUSIVE, (tuned_pair(best={"A": 4.0}), *PAIR), {}),
+            # the fast one's is: its support stands (a better step would only widen the gap)
+            (SUPPORTED, (tuned_pair(best={"B": 4.0}), *PAIR), {}),
+            # the fast one's best is the smallest tried: a refutation could be overturned
+            (INCONCLUSIVE, (tuned_pair(1e-4, 1e-2, best={"B": 0.5}), *PAIR), {}),
+            # the slow one's is: its refutation stands
+            (NOT_SUPPORTED, (tuned_pair(1e-4, 1e-2, best={"A": 0.5}), *PAIR), {}),
+            # a run that never reaches the level is timed at the budget: the fast one's flatter
+            # it, so its support is unsafe, its refutation stands; the slow one's the reverse
+            (INCONCLUSIVE, (tuned_pair(stalled={"A": SEEDS, "B": 2}), *PAIR), {}),
+            (NOT_SUPPORTED, (tuned_pair(stalled={"B": SEEDS}), *PAIR), {}),
+            (SUPPORTED, (tuned_pair(stalled={"A": SEEDS}), *PAIR), {}),
+            (INCONCLUSIVE, (tuned_pair(1e-4, 1e-2, stalled={"A": 2}), *PAIR), {}),
+            # both there by the second recorded step: the grid cannot order them
+            (INCONCLUSIVE, (tuned_pair(instant=True), *PAIR), {}),
+            # no evaluation runs at a chosen step
+            (INCONCLUSIVE, (tuned_pair(evaluated_at=(1.0,)), *PAIR), {}),
+            # every selection run diverged: nothing sets the level
+            (INCONCLUSIVE, (tuned_pair(diverged="A", evaluated_at=TUNING_FACTORS), *PAIR), {}),
         ],
         "md.own_p": [
             (SUPPORTED, (md_groups(), md_own(), 0.05, "diagonal"), {}),
@@ -582,6 +611,61 @@ def cases() -> dict[str, list]:
         **reexamine_cases(),
         **theory_cases(),
     }
+
+
+def slowed(c: Curves, k: float) -> Curves:
+    """c's runs with each metric's distance from its limit (0) raised to k (< 1: slower)."""
+
+    def distance(name, v):
+        if name == "norm/2":
+            return v
+        return v**k if name == "loss" else 1.0 - (1.0 - v) ** k
+
+    return Curves(c.steps, {m: distance(m, v) for m, v in c.values.items()}, c.diverged, c.seeds)
+
+
+TUNING_FACTORS = (0.5, 1.0, 2.0, 4.0)
+
+
+def tuned(groups: dict[str, Curves], best=None, evaluated_at=None) -> Tuned:
+    """Tuned runs: each group at its best step factor (2, or best[name]) as given, at the other
+    factors of TUNING_FACTORS slowed the further they lie from it; evaluated at its best
+    factor (or at the factors `evaluated_at`), on the same curves."""
+    best = {name: 2.0 for name in groups} | (best or {})
+    selection = {
+        name: {f: slowed(c, 1.0 / (1.0 + abs(np.log2(f / best[name])))) for f in TUNING_FACTORS}
+        for name, c in groups.items()
+    }
+    evaluation = {name: dict.fromkeys(evaluated_at or (best[name],), c)
+                  for name, c in groups.items()}  # fmt: skip
+    return Tuned(selection, evaluation, {name: ("η", 0.1) for name in groups})
+
+
+PAIR = ("A", "B", "loss", "training loss", "s")  # tuned_sooner's: slow A, fast B, the loss
+
+
+def tuned_pair(slow=1e-2, fast=1e-4, best=None, stalled=None, diverged="", evaluated_at=None,
+               instant=False):  # fmt: skip
+    """Tuned runs of A and B whose loss falls from 0.69 to about `slow` and `fast` at their
+    best factors (`tuned`); `stalled`: name → how many of its evaluation runs (the first ones)
+    stay at 0.69; `diverged`:
+    every selection run of that one diverged; `instant`: both evaluation runs fall below the
+    level in their first step."""
+    groups = {"A": group(loss=anchored(slow, 0.69, seed=1)),
+              "B": group(loss=anchored(fast, 0.69, seed=2))}  # fmt: skip
+    out = tuned(groups, best, evaluated_at)
+    for name, k in (stalled or {}).items():
+        loss = groups[name].values["loss"].copy()
+        loss[:k] = 0.69
+        out.evaluation[name] = dict.fromkeys(out.evaluation[name], group(loss=loss))
+    if instant:
+        for k, name in enumerate(out.evaluation):
+            at_once = group(loss=two_phase(0.69, 1, 1e-6, 1e-7, seed=k))
+            out.evaluation[name] = dict.fromkeys(out.evaluation[name], at_once)
+    if diverged:
+        empty = Curves(STEPS, {"loss": np.empty((0, STEPS.size))}, diverged=SEEDS)
+        out.selection[diverged] = {f: empty for f in TUNING_FACTORS}
+    return out
 
 
 def joint(groups: dict[str, Curves]) -> dict[str, Curves]:

@@ -128,7 +128,8 @@ def synthetic_claims():
         "ngd-fixed": ngd_fixed.claims(g, ngd_config, records),
         "ngd-joint": ngd_joint.claims(claim_cases.joint(g), {"baseline": "GD",
                                       "fastest": "Polyak", "target_alignment": 0.95,
-                                      "target_loss": 1e-3}),
+                                      "target_loss": 1e-3},
+                                      claim_cases.tuned(claim_cases.joint(g))),
         "kq-nuclear": kq_nuclear.claims({kq_nuclear.KQ: claim_cases.kq_alignment(),
                                          kq_nuclear.DIRECT: claim_cases.kq_alignment(0.9, 0.99)},
                                         np.linspace(-0.7, -0.3, claim_cases.SEEDS)),
@@ -237,7 +238,8 @@ def test_nothing_to_compare_is_not_applicable():
     only_gd = {"GD": claim_cases.joint(claim_cases.ngd_groups())["GD"]}
     config = {"baseline": "GD", "fastest": "Polyak", "target_alignment": 0.95,
               "target_loss": 1e-3}  # fmt: skip
-    assert [c.status for c in ngd_joint.claims(only_gd, config)][3:] == [NOT_APPLICABLE] * 2
+    alone = ngd_joint.claims(only_gd, config, claim_cases.tuned(only_gd))
+    assert [c.status for c in alone][3:] == [NOT_APPLICABLE] * 2
     groups = claim_cases.atlas_groups()
     one_owner = {k: groups[k] for k in ("SignGD", "Adam")}
     _, row, adam, muon, _ = atlas.claims(one_owner, claim_cases.LABELS, {"SignGD": "inf"},

@@ -37,7 +37,7 @@ SMALL = {
     "md-local": {"steps": [20, 20, 20]},
     "md-joint": {"steps": 20},
     "ngd-fixed": {"steps": 20},
-    "ngd-joint": {"steps": 20},
+    "ngd-joint": {"steps": 20, "selection_seeds": 1, "rate_extensions": 0},
     "antipodal": {"steps": 20},
     "kq-nuclear": {"steps": 20},
     "atlas": {"steps": 20},

@@ -141,7 +141,7 @@ FAMILIES = {
     "md-local": {"steps": [30, 30, 30]},
     "md-joint": {"steps": 30},
     "ngd-fixed": {"steps": 30},
-    "ngd-joint": {"steps": 30},
+    "ngd-joint": {"steps": 30, "selection_seeds": 1, "rate_extensions": 0},
     "kq-nuclear": {"steps": 30},
     "atlas": {"steps": 30},
     "antipodal": {"steps": 30},

@@ -34,7 +34,7 @@ TINY = {
     "md-local": {"seeds": 2, "steps": [60, 80, 100]},
     "md-joint": {"steps": 60},
     "ngd-fixed": {"seeds": 2, "steps": 60},
-    "ngd-joint": {"seeds": 2, "steps": 60},
+    "ngd-joint": {"seeds": 2, "steps": 60, "selection_seeds": 1, "rate_extensions": 0},
     "antipodal": {"seeds": 2, "steps": 60},
     "kq-nuclear": {"seeds": 2, "steps": 60},
     "atlas": {"seeds": 2, "steps": 60},
@@ -86,7 +86,8 @@ CONFIG_KEYS = {
     "md-local": ("15e77d2e929d41b6", "addc1762441b6d0e"),
     "md-joint": ("869963a8e1d99e1b", "a11ab0b512f04db9"),
     "ngd-fixed": ("9717e9050aec2750", "f08df28c1178a719"),
-    "ngd-joint": ("841702cf30a84aad", "597720bfd7b1a6d3"),  # small random start
+    # small random start; issue 29: speed at tuned steps (grid, extensions, selection seeds)
+    "ngd-joint": ("93c6145ec3c6fc59", "b0be6b479a4bb396"),
     "antipodal": ("e8b597f3cdbb220a", "d929801a9b322e29"),
     "kq-nuclear": ("cbba58face019893", "c864d0512e0f2cf8"),
     # issue 29 (one policy for Adam and Muon): the Adam row judged on an Adam-decay arm, as_run

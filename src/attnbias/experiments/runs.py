@@ -8,7 +8,7 @@ import logging
 import math
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +30,7 @@ from ..engine import memory
 from ..engine.cluster import active_cluster
 from ..engine.spec import RunSpec
 from ..engine.sweep import SweepReport, run_sweep
+from ..optim.algorithm import Algorithm
 from ..store import DIVERGED, ResultsStore, RunRecord, diverged_runs
 
 logger = logging.getLogger(__name__)
@@ -129,11 +130,20 @@ def random_init(shape, scale: float, seed: int, stream: int = 0) -> np.ndarray:
 
 
 def optimal_token_specs(
-    config: SweepConfig, generator: str, make: Callable, shape: dict, init: Callable[[int], dict]
+    config: SweepConfig,
+    generator: str,
+    make: Callable,
+    shape: dict,
+    init: Callable[[int], dict],
+    run_seeds=None,
+    algorithms=None,
 ) -> list[RunSpec]:
     """One run per algorithm × seed on the seed's problem make(**shape, seed=seed), from the
-    initial weights init(seed), with metrics about the optimal tokens (ℓ2 norm)."""
-    problems = {s: make(**shape, seed=s) for s in seeds(config)}
+    initial weights init(seed), with metrics about the optimal tokens (ℓ2 norm). run_seeds and
+    algorithms default to the config's."""
+    run_seeds = seeds(config) if run_seeds is None else run_seeds
+    algorithms = config.algorithms if algorithms is None else algorithms
+    problems = {s: make(**shape, seed=s) for s in run_seeds}
     return [
         RunSpec(
             {
@@ -150,9 +160,17 @@ def optimal_token_specs(
             alpha="optimal",
             grid_points=config.grid_points,
         )
-        for algorithm in config.algorithms
-        for seed in seeds(config)
+        for algorithm in algorithms
+        for seed in run_seeds
     ]
+
+
+def scaled_step(algorithm: Algorithm, factor: float) -> Algorithm:
+    """The algorithm with its step multiplied by `factor`: its rate η, or for a rule whose lr
+    is a cap (Polyak's γ_b) its step (L − L*)/(c‖∇L‖²) through c, the cap left as it is."""
+    if algorithm.rule.lr_is_cap:
+        return replace(algorithm, c=algorithm.c / factor)
+    return replace(algorithm, lr=algorithm.lr * factor)
 
 
 def sweep(config: SweepConfig, out: Path, specs: list[RunSpec]) -> SweepReport:

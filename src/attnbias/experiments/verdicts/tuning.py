@@ -1,0 +1,177 @@
+"""Speed compared at tuned step sizes (issue 29: "X beats GD" at untuned, unequal rates says
+little). Each method's step is chosen from a grid of factors of its config's step by its own
+score on selection seeds; the level a pair is timed at is set on those seeds too; the methods
+are then compared at their chosen steps on evaluation seeds disjoint from them, paired by seed.
+Nothing measured on an evaluation seed chooses a rate or a level (select on validation, judge
+on test)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...claims import Claim, Rule, ratio_effect
+from ..runs import Curves
+from .common import described, paired, steps_to_reach, values
+
+SCORE = (
+    "per metric, its log averaged over the recorded steps (log-spaced: the area under the log "
+    "curve in log t), mean over the selection seeds; lower is faster, a diverged run scores "
+    "worst"
+)
+LEVEL_RULE = (
+    "per pair and metric, the level the slower of the two reaches at half the budget on the "
+    "selection seeds at their chosen steps (the larger of their median values at the recorded "
+    "step nearest half the steps)"
+)
+TINIEST = np.nextafter(0.0, 1.0)  # a value that underflowed to 0 scores as float64's floor
+
+
+@dataclass
+class Tuned:
+    """selection: method → step factor → its runs on the selection seeds; evaluation: method →
+    step factor → its runs on the evaluation seeds (at least at the chosen factors); steps:
+    method → (the name of the step a factor scales, e.g. "η", and its config value)."""
+
+    selection: dict[str, dict[float, Curves]]
+    evaluation: dict[str, dict[float, Curves]]
+    steps: dict[str, tuple[str, float]]
+
+    def chosen(self, method: str, metric: str) -> float:
+        return chosen_factor(rate_scores(self.selection[method], metric))
+
+    def step_label(self, method: str, metric: str) -> str:
+        """The chosen step as a value: "η = 0.2"."""
+        name, value = self.steps[method]
+        return f"{name} = {value * self.chosen(method, metric):.3g}"
+
+
+def rate_score(c: Curves, metric: str) -> float:
+    """SCORE of one step factor's runs on `metric`; inf (worst) when a run diverged or none
+    finished."""
+    if c.diverged or values(c, metric).shape[0] == 0:
+        return math.inf
+    logs = np.log(np.maximum(values(c, metric), TINIEST))
+    score = float(np.mean(logs))
+    return score if np.isfinite(score) else math.inf
+
+
+def rate_scores(by_factor: dict[float, Curves], metric: str) -> dict[float, float]:
+    return {factor: rate_score(c, metric) for factor, c in by_factor.items()}
+
+
+def chosen_factor(scores: dict[float, float]) -> float:
+    """The factor with the lowest score; a tie goes to the factor nearest 1 (the config's)."""
+    return min(scores, key=lambda f: (scores[f], abs(math.log(f))))
+
+
+def grid_edge(factors, chosen: float) -> str:
+    """ "largest" or "smallest" when `chosen` is at that edge of the factors tried (the grid does
+    not bracket the best step), else ""."""
+    if chosen >= max(factors):
+        return "largest"
+    if chosen <= min(factors):
+        return "smallest"
+    return ""
+
+
+def half_budget_value(c: Curves, metric: str) -> float:
+    """The median over runs of `metric` at the recorded step nearest half the last one; NaN
+    without runs."""
+    v = values(c, metric)
+    if v.shape[0] == 0:
+        return math.nan
+    column = int(np.argmin(np.abs(c.steps - c.steps[-1] / 2)))
+    return float(np.median(v[:, column]))
+
+
+def untimed(c: Curves, a: np.ndarray, b: np.ndarray) -> list[str]:
+    """The precondition that a level can order two methods: not both at it by the second
+    recorded step after 0 (from zero, step 1 is the first real point)."""
+    grid = np.sort(c.steps[c.steps > 0])
+    second = grid[min(1, grid.size - 1)]
+    if a.size and np.all(a <= second) and np.all(b <= second):
+        return [f"both reach the level by the second recorded step ({second}): the recording "
+                "grid cannot order them"]  # fmt: skip
+    return []
+
+
+# Which verdict a doubt about one side could overturn; the ratio is slow/fast. A best step at
+# the grid's edge: a better step would make that side faster (slow's lowers the ratio: a
+# support is unsafe; fast's raises it: a refutation is). A run that never reaches the level,
+# timed at the budget: its true time is longer (slow's raises the ratio, fast's lowers it).
+AT_EDGE = {"slow": "supports", "fast": "refutes"}
+TIMED_AT_BUDGET = {"slow": "refutes", "fast": "supports"}
+
+
+def tuned_sooner(tuned: Tuned, slow: str, fast: str, metric: str, label: str, source: str):
+    """`fast` at its chosen step for `metric` reaches LEVEL_RULE's level of it in fewer steps
+    than `slow` at its own, on the evaluation seeds (per-seed ratio of steps, geometric mean).
+    A run that never reaches the level is timed at the budget; that, or a best step at the
+    edge of the grid tried, leaves inconclusive the one verdict it could overturn
+    (`TIMED_AT_BUDGET`, `AT_EDGE`) and lets the other stand. No evaluation runs at a chosen
+    step: a failed precondition."""
+    chosen = {m: tuned.chosen(m, metric) for m in (slow, fast)}
+    level = max(half_budget_value(tuned.selection[m][chosen[m]], metric) for m in (slow, fast))
+    rates = f"{slow} at {tuned.step_label(slow, metric)} over {fast} at " + tuned.step_label(
+        fast, metric
+    )
+    rule = Rule(f"steps to reach {label} ≤ {level:.3g}: {rates}", ">", 1.0, source, 1.0)
+    text = f"{fast} reaches {label} ≤ {level:.3g} sooner than {slow}, each at its tuned step"
+    missing = [m for m in (slow, fast) if chosen[m] not in tuned.evaluation[m]]
+    if missing or not np.isfinite(level):
+        unmet = [f"no evaluation runs of {m} at its chosen step" for m in missing]
+        unmet += [] if np.isfinite(level) else ["no finished selection runs to set the level"]
+        return Claim(text, rule=rule, effect=None, unmet=unmet, evidence={"level": level})
+    runs = {m: tuned.evaluation[m][chosen[m]] for m in (slow, fast)}
+    a, b = paired(runs[slow], runs[fast], steps_to_reach(runs[slow], metric, level),
+                  steps_to_reach(runs[fast], metric, level))  # fmt: skip
+    budget = float(runs[slow].steps[-1])
+    effect = ratio_effect(np.minimum(a, budget), np.minimum(b, budget))
+    unmet = untimed(runs[slow], a, b) if effect.n else [
+        f"no finished run of both {slow} and {fast} to time"]  # fmt: skip
+    would = "supports" if effect.low > 1.0 else "refutes" if effect.high < 1.0 else ""
+    for role, m, times in (("slow", slow, a), ("fast", fast, b)):
+        late = int(np.sum(~np.isfinite(times)))
+        edge = grid_edge(tuned.selection[m], chosen[m])
+        if late and would == TIMED_AT_BUDGET[role]:
+            unmet.append(f"{late} of {times.size} {m} runs never reach the level in "
+                         f"{budget:g} steps: timed at the budget, they could overturn what "
+                         f"the interval {would}")  # fmt: skip
+        if edge and would == AT_EDGE[role]:
+            unmet.append(f"{m}'s best step ({tuned.step_label(m, metric)}) is the {edge} "
+                         "tried: the grid does not bracket it, and a better step could "
+                         f"overturn what the interval {would}")  # fmt: skip
+    a, b = np.minimum(a, budget), np.minimum(b, budget)
+    return Claim(
+        text,
+        rule=rule,
+        effect=effect,
+        unmet=unmet,
+        evidence={"level": level, **described({slow: a, fast: b})},
+    )
+
+
+def tuned_comparison(tuned: Tuned, pairs, metrics: dict[str, str], text: str, source: str):
+    """For each (slow, fast) pair and each metric (metric → its label): `fast` is sooner
+    (`tuned_sooner`), the parts judged as one family (Holm)."""
+    parts = [
+        tuned_sooner(tuned, slow, fast, metric, label, source)
+        for slow, fast in pairs
+        for metric, label in metrics.items()
+    ]
+    evidence = {"score": SCORE, "level": LEVEL_RULE, "chosen_steps": chosen_steps(tuned, metrics)}
+    return Claim(text, parts=parts, evidence=evidence)
+
+
+def chosen_steps(tuned: Tuned, metrics) -> dict:
+    """Per method and metric: its chosen step and factor, and the score of every factor."""
+    return {
+        m: {metric: {"step": tuned.step_label(m, metric), "factor": tuned.chosen(m, metric),
+                     "scores": {f"{f:g}": s if math.isfinite(s) else None
+                                for f, s in sorted(rate_scores(by, metric).items())}}
+            for metric in metrics}
+        for m, by in tuned.selection.items()
+    }  # fmt: skip

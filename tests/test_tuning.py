@@ -1,0 +1,71 @@
+"""Speed at tuned steps (issue 29): how a step is scaled, scored and chosen, and that the seeds
+it is chosen on are not the seeds it is judged on."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from attnbias.config import ConfigError
+from attnbias.engine import Algorithm
+from attnbias.experiments import ngd_joint
+from attnbias.experiments.base import load_config
+from attnbias.experiments.runs import Curves, scaled_step, seeds
+from attnbias.experiments.verdicts.tuning import chosen_factor, grid_edge, rate_score
+
+STEPS = np.array([0, 1, 2, 4, 8])
+
+
+def test_a_factor_scales_the_rate_or_polyaks_step_not_its_cap():
+    gd = scaled_step(Algorithm("GD", "gd", 0.5), 2.0)
+    polyak = scaled_step(Algorithm("Polyak", "polyak", 1e6), 4.0)
+    assert gd.lr == 1.0
+    assert polyak.lr == 1e6 and polyak.c == 0.25  # the step (L − L*)/(c‖∇L‖²) is 4× longer
+
+
+def test_a_diverged_run_scores_worst_and_an_underflowed_loss_best():
+    falling = Curves(STEPS, {"loss": np.array([[0.7, 0.1, 1e-3, 1e-9, 0.0]])})
+    assert math.isfinite(rate_score(falling, "loss"))  # 0 scores as float64's floor
+    one_diverged = Curves(STEPS, falling.values, diverged=1)
+    assert rate_score(one_diverged, "loss") == math.inf
+    slower = Curves(STEPS, {"loss": np.array([[0.7, 0.5, 0.3, 0.1, 0.01]])})
+    assert rate_score(falling, "loss") < rate_score(slower, "loss")
+
+
+def test_a_tie_goes_to_the_configs_step_and_the_edges_are_named():
+    assert chosen_factor({0.5: 1.0, 1.0: 1.0, 2.0: 1.0}) == 1.0
+    assert chosen_factor({0.25: math.inf, 4.0: math.inf, 0.5: math.inf}) == 0.5
+    assert chosen_factor({0.5: -3.0, 1.0: -1.0, 2.0: -2.0}) == 0.5
+    factors = [0.5, 1.0, 2.0]
+    assert [grid_edge(factors, f) for f in factors] == ["smallest", "", "largest"]
+
+
+def test_the_grid_grows_past_the_edges_its_best_steps_sit_at():
+    assert ngd_joint.extended([0.5, 1.0, 2.0], {"largest"}) == [0.5, 1.0, 2.0, 4.0]
+    assert ngd_joint.extended([0.5, 1.0, 2.0], {"smallest", "largest"}) == [
+        0.25, 0.5, 1.0, 2.0, 4.0]  # fmt: skip
+
+
+def test_steps_are_chosen_on_seeds_apart_from_those_judged():
+    config = load_config("ngd-joint")
+    chosen_on = set(ngd_joint.selection_seeds(config))
+    assert len(chosen_on) == config.selection_seeds
+    assert not chosen_on & set(seeds(config))
+    specs = [s for s, _ in ngd_joint.tagged(config, {"GD": [2.0]} | {
+        a.name: [] for a in config.algorithms[1:]}, "selection")]  # fmt: skip
+    assert {s.config["data"]["seed"] for s in specs} == chosen_on
+    assert {s.algorithm.lr for s in specs} == {1.0}
+
+
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        ({"seeds": 1001}, "seeds must be <= 1000"),
+        ({"rate_factors": [2.0, 2.0]}, "rate_factors must hold at least 2 distinct factors"),
+    ],
+)
+def test_a_config_that_would_mix_selection_and_evaluation_is_refused(fields, message):
+    with pytest.raises(ConfigError, match=message):
+        load_config("ngd-joint", layers=[("test", fields)])
