@@ -35,15 +35,24 @@ PAPERS = {
     "Machines*, arXiv:2308.16898 (the setting both seed papers build on)",
     "ours": "attnbias's own extension beyond the seeds (docs/theory.md, the atlas)",
 }
-# The real-data experiments choose each arm's learning rate on the first seed's runs
-SELECTION = (
-    "each {arm}'s learning rate chosen by a search trained from seed 0, which the comparisons "
-    "then leave out (selection and evaluation on different seeds): n = {n} paired seeds of {of}"
-)
+
+
+def selection(experiment: str, arm: str) -> str:
+    """How a real-data experiment chooses each arm's learning rate, and the seeds its claims
+    compare (from its config: the search's seed is left out)."""
+    config = load_config(experiment)
+    return (
+        f"each {arm}'s learning rate chosen by a search trained from seed "
+        f"{config.selection_seed}, which the comparisons then leave out (selection and "
+        f"evaluation on different seeds): n = {len(config.evaluation_seeds)} paired seeds of "
+        f"{len(config.seed_list)}"
+    )
+
+
 MINILM = (
     "pretrained all-MiniLM-L6-v2 (6 layers) instead of bert-base-uncased; Rotten Tomatoes and "
     "3-class tweets instead of MultiNLI / CivilComments; far fewer steps (sized for 2 CPU cores); "
-    + SELECTION.format(arm="optimiser", n=7, of=8)
+    + selection("text-finetune", "optimiser")
 )
 TEXT_MD = (
     "Rotten Tomatoes snippets instead of IMDb reviews; a smaller model (text-md.toml: width 64, "
@@ -55,12 +64,12 @@ TEXT_MD = (
     "shown beside it; "
     "2-class cross-entropy (mean) = the paper's sigmoid + BCE, its summed-loss learning rates "
     "× batch size; test accuracy at the checkpoint chosen on a validation split carved from "
-    "the training snippets by movie (the paper reports the best test accuracy); 10 seeds "
-    "(the paper: 10 data orders from one initialisation), " + SELECTION.format(arm="p", n=9, of=10)
+    "the training snippets by movie (the paper reports the best test accuracy); the paper: 10 "
+    "data orders from one initialisation; " + selection("text-md", "p")
 )
 VIT = (
     "ViT on MNIST (5,000) and Fashion-MNIST instead of MNIST and CIFAR-10; fewer steps; "
-    + SELECTION.format(arm="optimiser", n=9, of=10)
+    + selection("vision", "optimiser")
 )
 NOT_RUN = "not run yet at full scale on the current code"
 # Why an experiment has no full-scale summary, where that is known (docs/REAL_DATA.md)
