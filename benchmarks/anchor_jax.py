@@ -72,8 +72,10 @@ def measured(kind: str) -> dict:
         command = [sys.executable, __file__, "--experiment", args.experiment, "--child", kind,
                    "--save", save]  # fmt: skip
         out = subprocess.run(
-            command, env={**os.environ, **ONE_THREAD}, check=True, capture_output=True, text=True
+            command, env={**os.environ, **ONE_THREAD}, capture_output=True, text=True
         )
+        if out.returncode != 0:
+            raise SystemExit(f"the {kind} child failed:\n{out.stderr[-4000:]}")
         result = json.loads(out.stdout.strip().splitlines()[-1])
         with np.load(save) as final:
             result["final"] = {k: final[k] for k in final.files}
