@@ -1,20 +1,30 @@
-"""The anchor: md-local's 303 runs as a researcher would write them in JAX, timed beside the
+"""The anchor: an experiment's runs as a researcher would write them in JAX, timed beside the
 engine's training phase in the same run (issue 31).
 
-    python benchmarks/anchor_jax.py [--rounds 3] [--backend torch|compiled|both]
+    python benchmarks/anchor_jax.py [--experiment md-local|ngd-fixed|atlas] [--rounds 3]
+        [--backend torch|compiled|both]
 
-The JAX program is plain: float64, `vmap` over the runs of one p, `lax.scan` over the
-intervals of the recording grid with a `fori_loop` of steps inside, `jit`, one program per p
-(three), the closed-form gradient the engine uses (autodiff is rounding noise once the logit
-gaps reach ~100: the top token's term is minus the sum of the others, the terms in log scale)
-and the scale-safe normalized ℓp mirror step (‖g‖_q as m·‖g/m‖_q). It records W on each run's
-own grid (`log_grid(steps, 60)`), as the engine does. Not tuned beyond that.
+The runs are the experiment's full-scale ones that the engine's compiled step covers: all of
+md-local's (303: ℓp mirror descent, p = 1.75, 2, 3) and ngd-fixed's (40: GD, NGD, NGD-mom,
+Polyak); the atlas's NGD and ℓ1.75-MD runs (100 of its 350). The atlas's SignGD, spectral
+descent, Adam and Muon runs are left out: the engine steps them with torch (the steepest-descent
+core and torch's own optimisers), not with the compiled step this anchor is the bar for.
+
+The JAX program is plain: float64, `vmap` over the runs of one algorithm, `lax.scan` over the
+intervals of the recording grid with a `fori_loop` of steps inside, `jit`, one program per
+algorithm, the closed-form gradient the engine uses (autodiff is rounding noise once the logit
+gaps reach ~100: the top token's term is minus the sum of the others, the terms in log scale),
+the scale-safe normalized step (‖g‖_q as m·‖g/m‖_q), momentum on the normalized gradient and
+Polyak's step min((L − L*)/(c‖∇L‖²), γ_b)·∇L with L* the loss with all attention on the optimal
+tokens. It records W on each run's own grid (`log_grid(steps, grid_points)`), as the engine
+does. Not tuned beyond that.
 
 Each measurement is a fresh process pinned to one core (sched_setaffinity, one thread for
 torch, BLAS and XLA): its CPU seconds, JAX's compile included (no persistent cache), the
-engine's training phase (`engine.simulate` of the 303 runs, without measuring them). Best of
---rounds, anchor and engine interleaved. The anchor's final W is checked against the engine's
-(largest difference relative to each run's largest entry, per p).
+engine's training phase (`engine.simulate` of the runs, in the sweep's batches, without
+measuring them). Best of --rounds, anchor and engine interleaved. The anchor's final W is
+checked against the engine's (largest difference relative to each run's largest entry, per
+algorithm).
 """
 
 import argparse
@@ -24,7 +34,12 @@ import subprocess
 import sys
 import tempfile
 
+EXPERIMENTS = ("md-local", "ngd-fixed", "atlas")
+
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+parser.add_argument(
+    "--experiment", default="md-local", choices=EXPERIMENTS, help="whose runs (default md-local)"
+)
 parser.add_argument("--rounds", type=int, default=3, help="fresh processes per side (best of)")
 parser.add_argument(
     "--backend",
@@ -35,6 +50,8 @@ parser.add_argument(
 parser.add_argument("--child", help=argparse.SUPPRESS)  # "jax" or an engine backend: time it
 parser.add_argument("--save", help=argparse.SUPPRESS)  # where the child writes its final W
 args = parser.parse_args()
+if args.rounds < 1:
+    parser.error(f"--rounds must be at least 1, got {args.rounds}")
 
 ONE_THREAD = {
     "OPENBLAS_NUM_THREADS": "1",
@@ -46,24 +63,23 @@ ONE_THREAD = {
 }
 
 
-def child(kind: str, rounds: int) -> list[dict]:
-    """Run this script as a child timing `kind`, `rounds` times, each a fresh process."""
-    results = []
-    for _ in range(rounds):
-        with tempfile.TemporaryDirectory() as tmp:
-            save = os.path.join(tmp, "final.npz")
-            command = [sys.executable, __file__, "--child", kind, "--save", save]
-            out = subprocess.run(
-                command, env={**os.environ, **ONE_THREAD}, check=True, capture_output=True,
-                text=True,
-            )  # fmt: skip
-            result = json.loads(out.stdout.strip().splitlines()[-1])
-            import numpy as np
+def measured(kind: str) -> dict:
+    """Run this script as a child timing `kind` once, in a fresh process."""
+    import numpy as np
 
-            with np.load(save) as final:
-                result["final"] = {k: final[k] for k in final.files}
-            results.append(result)
-    return results
+    with tempfile.TemporaryDirectory() as tmp:
+        save = os.path.join(tmp, "final.npz")
+        command = [sys.executable, __file__, "--experiment", args.experiment, "--child", kind,
+                   "--save", save]  # fmt: skip
+        out = subprocess.run(
+            command, env={**os.environ, **ONE_THREAD}, capture_output=True, text=True
+        )
+        if out.returncode != 0:
+            raise SystemExit(f"the {kind} child failed:\n{out.stderr[-4000:]}")
+        result = json.loads(out.stdout.strip().splitlines()[-1])
+        with np.load(save) as final:
+            result["final"] = {k: final[k] for k in final.files}
+    return result
 
 
 if args.child is None:
@@ -78,15 +94,15 @@ if args.child is None:
     best: dict[str, dict] = {}
     for _ in range(args.rounds):  # interleaved, so that a busy spell hits both
         for kind in ["jax", *engines]:
-            (result,) = child(kind, 1)
+            result = measured(kind)
             if kind not in best or result["cpu"] < best[kind]["cpu"]:
                 best[kind] = result
     load = os.getloadavg()
-    print(
-        f"md-local, 303 runs, float64, one core, best of {args.rounds} fresh processes by CPU "
-        f"time (load average {load[0]:.2f}, {os.cpu_count()} cores)"
-    )
     anchor = best["jax"]
+    print(
+        f"{args.experiment}, {anchor['runs']} runs, float64, one core, best of {args.rounds} "
+        f"fresh processes by CPU time (load average {load[0]:.2f}, {os.cpu_count()} cores)"
+    )
     print(
         f"  JAX anchor: {anchor['cpu']:6.2f} s CPU = compile {anchor['compile']:.2f} "
         f"({anchor['programs']} programs) + run {anchor['run']:.2f}"
@@ -98,32 +114,36 @@ if args.child is None:
             f"  engine training, {kind}{note}: {mine['cpu']:6.2f} s CPU: "
             f"{mine['cpu'] / anchor['cpu']:.2f}× the anchor's (goal ≤ 1.00×)"
         )
-        for p in sorted(anchor["final"]):
-            a, b = anchor["final"][p], mine["final"][p]
+        for name in anchor["final"]:
+            a, b = anchor["final"][name], mine["final"][name]
             scale = np.abs(b).reshape(len(b), -1).max(1)
             gap = np.abs(a - b).reshape(len(b), -1).max(1) / scale
-            print(f"    final W, p = {p}: the anchor's within {gap.max():.1e} of the engine's")
+            print(f"    final W, {name}: the anchor's within {gap.max():.1e} of the engine's")
     raise SystemExit(0)
 
 # ---- a child: one timed measurement, in this fresh process pinned to one core
 os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+import importlib  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 from attnbias.engine import log_grid  # noqa: E402
 from attnbias.experiments import load_config  # noqa: E402
-from attnbias.experiments.md_local import specs  # noqa: E402
+from attnbias.experiments.base import EXPERIMENTS as MODULES  # noqa: E402
 
-config = load_config("md-local")
-runs = specs(config)
-by_p = {p: [s for s in runs if s.algorithm.p == p] for p in config["ps"]}
-lr = config["lr"]
+config = load_config(args.experiment)
+everything = importlib.import_module(MODULES[args.experiment]).specs(config)
+# the runs of the mirror-descent core with a fixed head: those the compiled step covers
+runs = [s for s in everything if s.algorithm.rule.family == "mirror" and not s.train_head]
+groups: dict[str, list] = {}  # by algorithm, in the experiment's order
+for spec in runs:
+    groups.setdefault(spec.algorithm.name, []).append(spec)
 
 
 def save_and_print(final: dict, **fields) -> None:
-    np.savez(args.save, **{str(p): w for p, w in final.items()})
-    print(json.dumps(fields))
+    np.savez(args.save, **final)
+    print(json.dumps({"runs": len(runs), **fields}))
 
 
 if args.child == "jax":
@@ -134,7 +154,7 @@ if args.child == "jax":
     from jax import lax
 
     def gradient(W, X, z, y, h):
-        """∂L/∂W of one run up to a positive factor (its log scale), closed form."""
+        """∂L/∂W of one run as (g, log scale, L): ∂L/∂W = e^scale·g, closed form."""
         n = X.shape[0]
         a = jnp.einsum("ntd,nd->nt", X, z @ W.T)  # a_{i,t} = x_{i,t}ᵀ W z_i
         shifted = a - a.max(-1, keepdims=True)
@@ -150,38 +170,70 @@ if args.child == "jax":
         m = jnp.where(jnp.isfinite(m), m, 0.0)
         r = jnp.exp(others - m) * (y[:, None] * (f[:, None] - h))
         r = jnp.where(top, -r.sum(-1, keepdims=True), r)  # Σ_t s_t (h_t − f) = 0
-        return jnp.einsum("nt,ntd->dn", r, X) @ z
+        return jnp.einsum("nt,ntd->dn", r, X) @ z, m, jax.nn.softplus(-u).mean()
 
-    def program(p, steps):
+    def lp_norm(g, q):
+        top = jnp.abs(g).max()
+        return top * ((jnp.abs(g) / jnp.where(top > 0, top, 1.0)) ** q).sum() ** (1 / q)
+
+    def program(algorithm, steps, grid_points):
+        """The jitted program of one algorithm's runs: (W₀, X, z, y, v, L*) → (W, recorded)."""
+        rule, p, beta = algorithm.step_rule, algorithm.mirror_p, algorithm.momentum
+        if rule not in ("none", "global", "per_tensor", "polyak"):
+            raise SystemExit(f"the anchor has no {rule!r} step ({algorithm.name})")
         q = p / (p - 1.0)
-        grid = log_grid(steps, config["grid_points"])
-        lengths = jnp.asarray(np.diff(grid))
+        lr = 1.0 if rule == "polyak" else algorithm.lr  # Polyak's lr is its cap
+        lengths = jnp.asarray(np.diff(log_grid(steps, grid_points)))
 
-        def step(state, X, z, y, h):
-            W, theta = state
-            g = gradient(W, X, z, y, h)
-            top = jnp.abs(g).max()
-            norm = top * ((jnp.abs(g) / jnp.where(top > 0, top, 1.0)) ** q).sum() ** (1 / q)
-            theta = theta - lr * g / jnp.where(norm > 0, norm, jnp.inf)
-            return jnp.sign(theta) * jnp.abs(theta) ** (1 / (p - 1.0)), theta
+        def direction(W, X, z, y, h, f_star):
+            g, log_scale, L = gradient(W, X, z, y, h)
+            if rule in ("global", "per_tensor"):  # one parameter: the two are one
+                norm = lp_norm(g, q)
+                return g / jnp.where(norm > 0, norm, jnp.inf)
+            g = jnp.exp(log_scale) * g
+            if rule == "none":
+                return g
+            squared = (g * g).sum()
+            gap = jnp.maximum(L - f_star, 0.0)
+            size = jnp.where(squared > 0, gap / (algorithm.c * squared), 0.0)
+            return jnp.minimum(size, algorithm.lr) * g
 
-        def one_run(W, X, z, y, v):
+        def step(state, X, z, y, h, f_star):
+            W, theta, buffer = state
+            u = direction(W, X, z, y, h, f_star)
+            if beta > 0:
+                buffer = beta * buffer + u
+                u = buffer
+            if p == 2.0:
+                return W - lr * u, theta, buffer
+            theta = theta - lr * u
+            return jnp.sign(theta) * jnp.abs(theta) ** (1 / (p - 1.0)), theta, buffer
+
+        def one_run(W, X, z, y, v, f_star):
             h = X @ v
-            state = (W, jnp.sign(W) * jnp.abs(W) ** (p - 1.0))
+            state = (W, jnp.sign(W) * jnp.abs(W) ** (p - 1.0), jnp.zeros_like(W))
 
             def interval(state, length):
-                state = lax.fori_loop(0, length, lambda _, s: step(s, X, z, y, h), state)
+                state = lax.fori_loop(0, length, lambda _, s: step(s, X, z, y, h, f_star), state)
                 return state, state[0]
 
-            (W, _), recorded = lax.scan(interval, state, lengths)
+            (W, *_), recorded = lax.scan(interval, state, lengths)
             return W, jnp.concatenate([state[0][None], recorded])  # step 0, then the grid
 
         return jax.jit(jax.vmap(one_run))
 
+    def optimal_loss(problem) -> float:
+        """L*: the logistic loss with all attention on each sample's optimal token."""
+        X, y, v = problem.X, problem.y, problem.v
+        opt = problem.opt if problem.opt is not None else np.argmax((X @ v) * y[:, None], 1)
+        return float(np.logaddexp(0.0, -y * (X[np.arange(len(y)), opt] @ v)).mean())
+
     compile_s = run_s = 0.0
     final = {}
     start = time.process_time()
-    for p, group in by_p.items():
+    for name, group in groups.items():
+        algorithm = group[0].algorithm
+        polyak = algorithm.step_rule == "polyak"
         inputs = [
             jnp.asarray(np.stack(x))
             for x in (
@@ -190,42 +242,50 @@ if args.child == "jax":
                 [s.problem.z for s in group],
                 [s.problem.y for s in group],
                 [s.problem.v for s in group],
+                [optimal_loss(s.problem) if polyak else 0.0 for s in group],
             )
         ]
         begin = time.process_time()
-        compiled = program(p, group[0].steps).lower(*inputs).compile()
+        compiled = program(algorithm, group[0].steps, group[0].grid_points)
+        compiled = compiled.lower(*inputs).compile()
         middle = time.process_time()
         W, recorded = compiled(*inputs)
         W.block_until_ready()
         compile_s += middle - begin
         run_s += time.process_time() - middle
-        final[p] = np.asarray(W)
+        final[name] = np.asarray(W)
     cpu = time.process_time() - start
-    save_and_print(final, cpu=cpu, compile=compile_s, run=run_s, programs=len(by_p))
+    save_and_print(final, cpu=cpu, compile=compile_s, run=run_s, programs=len(groups))
     raise SystemExit(0)
 
-# the engine's training phase: `simulate` of the 303 runs, one batch, as the sweep trains it
+# the engine's training phase: `simulate` of the runs in the sweep's batches, as it trains them
 import torch  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
-from attnbias.engine import RunBatch, simulate, union_grid  # noqa: E402
+from attnbias.engine import RunBatch, compiled, simulate  # noqa: E402
+from attnbias.engine.sweep import batch_grid, batches  # noqa: E402
 
 torch.set_num_threads(1)
-final = {}
+final: dict[str, dict[int, np.ndarray]] = {}
 
 
-def keep(done) -> None:
-    for j, i in enumerate(done.index):
-        spec = runs[int(i)]
-        final.setdefault(spec.algorithm.p, {})[int(i)] = done.final["W"][j]
+def keep(batch_runs):
+    def finished(done) -> None:
+        for j, i in enumerate(done.index):
+            spec = batch_runs[int(i)]
+            final.setdefault(spec.algorithm.name, {})[id(spec)] = done.final["W"][j]
+
+    return finished
 
 
-grid = union_grid([(s.steps, s.grid_points) for s in runs])
-backend = {"torch": "torch", "compiled": "compiled"}[args.child]
+used = set()
 with threadpool_limits(1, user_api="blas"):
     start = time.process_time()
-    batch = RunBatch.from_specs(runs)
-    used = simulate(batch, grid, keep, backend=backend)
+    for index in batches(runs, None):
+        batch_runs = [runs[i] for i in index]
+        batch = RunBatch.from_specs(batch_runs)
+        used.add("compiled" if compiled.chosen(batch, args.child) else "torch")
+        simulate(batch, batch_grid(batch_runs), keep(batch_runs), backend=args.child)
     cpu = time.process_time() - start
-stacked = {p: np.stack([w[i] for i in sorted(w)]) for p, w in final.items()}
-save_and_print(stacked, cpu=cpu, backend=used or backend)
+stacked = {name: np.stack([final[name][id(s)] for s in group]) for name, group in groups.items()}
+save_and_print(stacked, cpu=cpu, backend="+".join(sorted(used)))

@@ -119,6 +119,7 @@ def advance(
     top = np.empty(n, dtype=np.int64)
     xr = np.empty((n, d))
     G = np.empty((d, d))
+    WT = np.empty((d, d), dtype=W.dtype)  # the run's Wᵀ: W z_i summed along its rows
     log_n = math.log(n)
     for k in range(R):
         code = rule[k]
@@ -128,14 +129,20 @@ def advance(
         q_kind, q_whole = kind_of(q)
         inverse_kind, inverse_whole = kind_of(inverse)
         needs_loss = code == LOSS or code == POLYAK
+        for a in range(d):
+            for b in range(d):
+                WT[b, a] = W[k, a, b]
         for _ in range(steps):
-            # logits a_{i,t} = x_{i,t}ᵀ W z_i, softmax, u_i = y_i f_i
+            # logits a_{i,t} = x_{i,t}ᵀ W z_i, softmax, u_i = y_i f_i. Every sum here runs
+            # over its index in ascending order (as a dot product would), but with the other
+            # index innermost: independent lanes that the compiler vectorizes.
             for i in range(n):
                 for a in range(d):
-                    s = 0.0
-                    for b in range(d):
-                        s += W[k, a, b] * z[k, i, b]
-                    Wz[i, a] = s
+                    Wz[i, a] = 0.0
+                for b in range(d):
+                    zb = z[k, i, b]
+                    for a in range(d):
+                        Wz[i, a] += WT[b, a] * zb
                 best, at = -math.inf, 0
                 for t in range(T):
                     s = 0.0
@@ -176,16 +183,18 @@ def advance(
                         rest += x
                 r[i, top[i]] = -rest
                 for a in range(d):
-                    s = 0.0
-                    for t in range(T):
-                        s += r[i, t] * X[k, i, t, a]
-                    xr[i, a] = s
+                    xr[i, a] = 0.0
+                for t in range(T):
+                    rt = r[i, t]
+                    for a in range(d):
+                        xr[i, a] += rt * X[k, i, t, a]
             for a in range(d):
                 for b in range(d):
-                    s = 0.0
-                    for i in range(n):
-                        s += xr[i, a] * z[k, i, b]
-                    G[a, b] = s
+                    G[a, b] = 0.0
+                for i in range(n):
+                    xa = xr[i, a]
+                    for b in range(d):
+                        G[a, b] += xa * z[k, i, b]
             # the rule's scale and divisor (`update.in_rule_scale`, `fused.divisors`)
             L = 0.0
             if needs_loss:
@@ -219,6 +228,7 @@ def advance(
                         step = buf[k, a, b]
                     if not mirror:
                         W[k, a, b] = W[k, a, b] - step * lr[k]
+                        WT[b, a] = W[k, a, b]
                         continue
                     theta[k, a, b] = theta[k, a, b] - step * lr[k]
                     size = abs(theta[k, a, b])
@@ -227,4 +237,5 @@ def advance(
                     W[k, a, b] = math.copysign(
                         power(size, inverse, inverse_kind, inverse_whole), theta[k, a, b]
                     )
+                    WT[b, a] = W[k, a, b]
     return -1
