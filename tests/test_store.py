@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from attnbias.data import gaussian_unit
@@ -308,3 +309,31 @@ def test_save_record_is_what_load_reads(tmp_path):
     )
     arrays["a"][0, 0] = 99.0  # the caller's arrays are not the record's
     assert_same_record(record, store.load(record.key))
+
+
+def test_the_table_repeats_each_run_s_key_status_and_config_scalars_on_its_rows(tmp_path):
+    store = ResultsStore(tmp_path)
+    configs = [
+        {"seed": 1, "lr": 0.5, "name": "ℓ1.75-MD", "zero": True, "data": {"n": 6, "x": [1, 2]}},
+        {"seed": 2, "lr": 1e-300, "name": "", "zero": False, "data": {"n": 7}, "only": 3},
+    ]
+    keys = [
+        store.save(c, tidy(np.arange(r), {"loss": np.linspace(1, 0, r), "gap": np.full(r, np.nan)}))
+        for r, c in zip((3, 5), configs)
+    ]
+    table = store.table(keys=keys)
+    assert table.num_rows == 2 * 3 + 2 * 5
+    expected = {"run": pa.string(), "status": pa.string(), "seed": pa.int64(), "lr": pa.float64()}
+    expected |= {"name": pa.string(), "zero": pa.bool_(), "data.n": pa.int64(), "only": pa.int64()}
+    assert {name: table.schema.field(name).type for name in expected} == expected
+    assert "data.x" not in table.column_names  # not a scalar
+    rows = table.to_pylist()
+    for r, (key, config) in enumerate(zip(keys, configs)):
+        mine = rows[:6] if r == 0 else rows[6:]
+        assert {row["run"] for row in mine} == {key} and {row["status"] for row in mine} == {
+            FINISHED
+        }
+        for name in ("seed", "lr", "name", "zero"):
+            assert all(row[name] == config[name] for row in mine)
+        assert all(row["data.n"] == config["data"]["n"] for row in mine)
+        assert all(row["only"] == config.get("only") for row in mine)  # null where absent

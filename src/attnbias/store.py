@@ -1013,10 +1013,10 @@ class ResultsStore:
         for rec in records:
             if rec.metrics is None:
                 continue
-            t = rec.metrics.append_column("run", pa.array([rec.key] * rec.metrics.num_rows))
-            t = t.append_column("status", pa.array([rec.status] * t.num_rows))
-            for name, value in _scalars(rec.config):
-                t = t.append_column(name, pa.array([value] * t.num_rows))
+            t = rec.metrics
+            fields = [("run", rec.key), ("status", rec.status), *_scalars(rec.config)]
+            for name, value in fields:  # (one value repeated: built in arrow, not as a list)
+                t = t.append_column(name, pa.repeat(pa.scalar(value), t.num_rows))
             parts.append(t)
         return pa.concat_tables(parts, promote_options="permissive") if parts else pa.table({})
 
