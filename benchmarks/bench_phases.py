@@ -5,8 +5,9 @@
 For each experiment (default: md-local), in a fresh process: the CPU seconds (one thread: the
 work done) of importing the command line, of the engine's training steps (its loop, without
 the measuring of finished runs), of measuring them (their Att-SVMs and metrics), of drawing
-the figures, and of the rest (configs, specs, the store, claims, the summary). What a faster
-engine step can gain is the "training" share only.
+the figures, and of the rest (configs, specs, the store, claims, the summary); then, within
+those, the Att-SVMs (measuring), storing the runs (training), reading runs back and the runs'
+table (the rest). What a faster engine step can gain is the "training" share only.
 """
 
 import argparse
@@ -36,26 +37,32 @@ start = time.process_time()
 import importlib  # noqa: E402
 
 from attnbias import cli  # noqa: E402
-from attnbias.engine import sweep  # noqa: E402
+from attnbias.engine import sweep, targets  # noqa: E402
 from attnbias.experiments import base  # noqa: E402
+from attnbias.store import ResultsStore  # noqa: E402
 
 imported = time.process_time() - start
 spent = {"measure": 0.0, "simulate": 0.0, "figures": 0.0}
+parts = {"Att-SVMs": 0.0, "storing runs": 0.0, "reading runs": 0.0, "the runs' table": 0.0}
 
 
-def timed(function, phase):
+def timed(function, phase, into=spent):
     def wrapper(*a, **k):
         begin = time.process_time()
         try:
             return function(*a, **k)
         finally:
-            spent[phase] += time.process_time() - begin
+            into[phase] += time.process_time() - begin
 
     return wrapper
 
 
 sweep.measure = timed(sweep.measure, "measure")
 sweep.simulate = timed(sweep.simulate, "simulate")
+targets.References.att = timed(targets.References.att, "Att-SVMs", parts)
+ResultsStore.save_record = timed(ResultsStore.save_record, "storing runs", parts)
+ResultsStore.load = timed(ResultsStore.load, "reading runs", parts)
+ResultsStore.table = timed(ResultsStore.table, "the runs' table", parts)
 module = importlib.import_module(base.EXPERIMENTS[args.one])
 if hasattr(module, "save_figure"):
     module.save_figure = timed(module.save_figure, "figures")
@@ -69,3 +76,4 @@ print(
     f"{imported:.1f} + training {training:.1f} + measuring {spent['measure']:.1f} + figures "
     f"{spent['figures']:.1f} + rest {rest:.1f}"
 )
+print("  of which: " + ", ".join(f"{name} {seconds:.1f}" for name, seconds in parts.items()))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import platform
+import sys
 
 import pytest
 import torch
@@ -65,6 +66,44 @@ def test_the_thread_counts_are_those_in_effect():
         assert provenance.environment()["threads"]["torch"] == 1
     finally:
         torch.set_num_threads(threads)
+
+
+def test_the_native_thread_counts_are_those_in_effect():
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    provenance.environment()  # the libraries found before the limit
+    with threadpool_limits(1, user_api="blas"):
+        limited = provenance.environment()["threads"]["native"]
+        assert [lib["num_threads"] for lib in limited] == [
+            lib["num_threads"] for lib in threadpool_info()
+        ]
+    after = provenance.environment()["threads"]["native"]
+    assert [lib["num_threads"] for lib in after] == [
+        lib["num_threads"] for lib in threadpool_info()
+    ]
+
+
+def test_the_native_libraries_are_looked_for_again_only_after_an_import(monkeypatch):
+    import types
+
+    import threadpoolctl
+
+    made = []
+
+    class Counted(threadpoolctl.ThreadpoolController):
+        def __init__(self):
+            made.append(1)
+            super().__init__()
+
+    monkeypatch.setattr(threadpoolctl, "ThreadpoolController", Counted)
+    provenance.native_pools.cache_clear()
+    for _ in range(3):
+        provenance.threads()
+    assert len(made) == 1  # one search for the libraries, not one per stored run
+    monkeypatch.setitem(sys.modules, "attnbias_test_new_module", types.ModuleType("new"))
+    provenance.threads()
+    assert len(made) == 2  # a module imported since may have brought a library
+    provenance.native_pools.cache_clear()
 
 
 def test_no_file_path_of_the_user_is_stored():

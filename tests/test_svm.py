@@ -363,3 +363,28 @@ def test_inaccurate_solution_warns(monkeypatch):
     with pytest.warns(RuntimeWarning, match="inaccurate"):
         result = att_svm(X, z, alpha, 1.5)
     assert result.status == "optimal_inaccurate"
+
+
+def test_one_att_svm_in_several_norms_solves_its_l2_start_once(monkeypatch):
+    """Every norm starts from the ℓ2 solution: asked for in three norms, one Att-SVM's ℓ2
+    active set is solved once, and each answer is the one solved afresh."""
+    from attnbias.data import gaussian_unit
+    from attnbias.svm import att_svm_batch, l2
+
+    problem = gaussian_unit(6, 8, 10, seed=3)
+    alpha = [np.arange(6) % 8]  # any tokens: gaussian_unit separates them all
+    args = ([problem.X], [problem.z], alpha)
+    fresh = {}
+    for p in (1.75, 2.0, 3.0):
+        l2._remembered_active_set_l2.cache_clear()
+        fresh[p] = att_svm_batch(*args, norm=p)[0].W
+    calls = []
+    solve = l2._active_set_l2
+    monkeypatch.setattr(l2, "_active_set_l2", lambda A: calls.append(1) or solve(A))
+    l2._remembered_active_set_l2.cache_clear()
+    for p in (1.75, 2.0, 3.0):
+        (found,) = att_svm_batch(*args, norm=p)
+        assert found.status == "optimal"
+        torch.testing.assert_close(found.W, fresh[p], rtol=0, atol=0)
+    assert len(calls) == 1
+    l2._remembered_active_set_l2.cache_clear()

@@ -11,6 +11,7 @@ import functools
 import importlib.metadata
 import os
 import platform
+import sys
 from pathlib import Path
 
 # The packages whose version can change a number in the results.
@@ -53,11 +54,20 @@ def fixed() -> dict:
     }
 
 
+@functools.lru_cache(maxsize=1)
+def native_pools(modules_loaded: int):
+    """threadpoolctl's controller of the BLAS and OpenMP libraries loaded (finding them costs
+    ~5 ms, once per run stored); kept while no module is imported, since a library arrives with
+    the module that loads it. Its `info()` reads each library's thread count afresh."""
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
+
+
 def threads() -> dict:
     """The thread counts in effect now: torch's intra- and inter-op pools, and each BLAS or
     OpenMP library threadpoolctl finds loaded (a sweep limits them while it runs)."""
     import torch
-    from threadpoolctl import threadpool_info
 
     def entry(lib: dict) -> dict:
         # the file's folder names its owner (numpy.libs, torch/lib); the rest of its path,
@@ -69,7 +79,7 @@ def threads() -> dict:
     return {
         "torch": torch.get_num_threads(),
         "torch_interop": torch.get_num_interop_threads(),
-        "native": [entry(lib) for lib in threadpool_info()],
+        "native": [entry(lib) for lib in native_pools(len(sys.modules)).info()],
     }
 
 

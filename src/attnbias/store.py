@@ -811,6 +811,18 @@ class ResultsStore:
     ) -> str:
         """Write one finished run atomically; returns its key. Two processes saving the same
         key (the same config, hence the same result) both succeed; one copy stays."""
+        return self.save_record(config, metrics, arrays, info, key).key
+
+    def save_record(
+        self,
+        config: Mapping,
+        metrics: pa.Table | None = None,
+        arrays: Mapping | None = None,
+        info: Mapping | None = None,
+        key: str | None = None,
+    ) -> RunRecord:
+        """As `save`; returns the run as `load` reads it back (config and info parsed from the
+        JSON written, copies of the arrays), without reading the files again."""
         key = key or config_key(config)
         if not plain_name(key):
             raise ValueError(f"save: key {key!r} is not a file name")
@@ -827,7 +839,8 @@ class ResultsStore:
                         )
                     if arrays:
                         write_new_at(fd, "arrays.npz", writer=lambda f: np.savez(f, **arrays))
-                    write_new_at(fd, "info.json", json_text(info).encode())
+                    info_text = json_text(info)
+                    write_new_at(fd, "info.json", info_text.encode())
                     config_text = json.dumps(dict(config), default=str, indent=1)
                     write_new_at(fd, "config.json", config_text.encode())
                     write_manifest_at(fd, key=key, status=info.get("status", FINISHED))
@@ -836,7 +849,8 @@ class ResultsStore:
                 self._install(runs, tmp, key)
             finally:
                 remove_at(runs, tmp)
-        return key
+        kept = {name: np.array(a) for name, a in (arrays or {}).items()}
+        return RunRecord(key, json.loads(config_text), metrics, kept, json.loads(info_text))
 
     def copy_runs_from(self, other: ResultsStore) -> int:
         """Copy in the intact runs of another store (which may be read-only) that this one
@@ -999,10 +1013,10 @@ class ResultsStore:
         for rec in records:
             if rec.metrics is None:
                 continue
-            t = rec.metrics.append_column("run", pa.array([rec.key] * rec.metrics.num_rows))
-            t = t.append_column("status", pa.array([rec.status] * t.num_rows))
-            for name, value in _scalars(rec.config):
-                t = t.append_column(name, pa.array([value] * t.num_rows))
+            t = rec.metrics
+            fields = [("run", rec.key), ("status", rec.status), *_scalars(rec.config)]
+            for name, value in fields:  # (one value repeated: built in arrow, not as a list)
+                t = t.append_column(name, pa.repeat(pa.scalar(value), t.num_rows))
             parts.append(t)
         return pa.concat_tables(parts, promote_options="permissive") if parts else pa.table({})
 

@@ -108,13 +108,14 @@ def run_sweep(
     device = device or default_device()
     if not todo:
         logger.info("%s: all %d runs are stored; nothing to train", desc, len(keys))
+    trained = {}  # the records of the runs stored by this process, as the store reads them
     if cluster is None:
-        svms = train_here(chunks, store, device, progress, desc)
+        svms = train_here(chunks, store, device, progress, desc, trained)
     else:
         svms = train_on(cluster, chunks, store, device, progress, desc)
-    logger.info("%s: reading the %d runs back from the store", desc, len(keys))
+    logger.info("%s: reading %d runs back from the store", desc, len(keys) - len(trained))
     return SweepReport(
-        records=[store.load(k) for k in keys],
+        records=[trained[k] if k in trained else store.load(k) for k in keys],
         ran=len(todo),
         skipped=len(specs) - len(todo),
         svms=svms,
@@ -307,9 +308,10 @@ def train(
     device: str,
     progress: Progress | None = None,
     skip=(),
+    trained: dict | None = None,
 ) -> None:
     """Train a chunk as one batched program, storing each of its runs (but those in `skip`)
-    as it ends."""
+    as it ends; `trained` (if given) gets each stored run's record by its key."""
 
     def finish(done: Finished):
         at = [r for r, i in enumerate(done.index) if chunk.own[i]]
@@ -325,7 +327,11 @@ def train(
         for (r, stored), result in zip(rows, results):
             spec = finished[r]
             if stored and spec.key not in skip:
-                store.save(spec.record, result.metrics, result.arrays, result.info, key=spec.key)
+                record = store.save_record(
+                    spec.record, result.metrics, result.arrays, result.info, key=spec.key
+                )
+                if trained is not None:
+                    trained[spec.key] = record
                 if progress is not None:
                     progress.runs_finished()
 
@@ -344,8 +350,11 @@ def select(done: Finished, rows: list[int]) -> dict:
     }
 
 
-def train_here(chunks: list[Chunk], store, device, progress: bool, desc: str) -> int:
-    """Train the chunks in this process, sharing SVM solutions; returns the SVMs solved."""
+def train_here(
+    chunks: list[Chunk], store, device, progress: bool, desc: str, trained: dict | None = None
+) -> int:
+    """Train the chunks in this process, sharing SVM solutions; returns the SVMs solved.
+    trained: as `train`'s."""
     refs = References()
     if not chunks:
         return 0
@@ -353,7 +362,7 @@ def train_here(chunks: list[Chunk], store, device, progress: bool, desc: str) ->
     steps = sum(c.steps for c in chunks)
     with _threads(1), Progress(desc, steps, runs=runs, enabled=progress, logger=logger) as bar:
         for chunk in chunks:
-            train(chunk, store, refs, device, progress=bar)
+            train(chunk, store, refs, device, progress=bar, trained=trained)
     return refs.solved
 
 
