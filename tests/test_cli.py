@@ -162,6 +162,16 @@ def test_version(capsys):
     assert capsys.readouterr().out.strip() == f"attnbias {attnbias.__version__}"
 
 
+def test_python_dash_m_runs_the_command_line():
+    done = subprocess.run(
+        [sys.executable, "-m", "attnbias", "svm", "/nonexistent.npz"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2 and done.stderr.startswith("attnbias: error: ")
+    assert done.stderr.count("\n") == 1
+
+
 def one_error_line(capsys) -> str:
     """The stderr of a failed command: exactly one line, no traceback."""
     err = capsys.readouterr().err
