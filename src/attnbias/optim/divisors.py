@@ -318,13 +318,3 @@ def one_per_run(values: torch.Tensor, dtypes: list[torch.dtype]) -> list[torch.T
     as `divisors` gives it (views of one converted tensor per dtype)."""
     converted = {t: values.to(t).view(-1, 1) for t in set(dtypes)}
     return [converted[t][k] for k, t in enumerate(dtypes)]
-
-
-def split_quick(factors: list, found: list | None, lr) -> list[tuple]:
-    """The parts of a step as (indices, divisors, η): the tensors with a factor F = D/η (from
-    `step_divisors`) with those and η = 1, the others with their divisors `found` and η;
-    parts without tensors left out."""
-    quick = [k for k, f in enumerate(factors) if f is not None]
-    rest = [k for k, f in enumerate(factors) if f is None]
-    parts = ((quick, factors, 1.0), (rest, found, lr))
-    return [(part, values, eta) for part, values, eta in parts if part]

@@ -23,10 +23,17 @@ from .._validate import check_p
 from ..norms import inverse_mirror_map
 from . import functional as F
 from .checked import CheckedOptimizer, StepBatch, check_normalize, decay_, torch_arguments
-from .divisors import split_quick, step_divisors
+from .divisors import step_divisors
 from .duals import dual_iterates, fits, remember_weights
 from .guards import LOW_PRECISION, largest_magnitudes
-from .multi_tensor import ScratchSpace, as_runs, normalized_step_, pick, small_on_cpu
+from .multi_tensor import (
+    ScratchSpace,
+    as_runs,
+    normalized_step_,
+    pick,
+    small_on_cpu,
+    split_quick,
+)
 from .sparse_rows import gather_rows, scatter_rows_
 
 

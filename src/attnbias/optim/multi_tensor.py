@@ -7,13 +7,22 @@ from __future__ import annotations
 import torch
 
 from . import functional as F
-from .divisors import split_quick
 
 
 def as_runs(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
     """Each tensor as a view with a leading run axis of length 1: the functional core's layout
     (in-place updates of the views write through to the tensors)."""
     return [t.unsqueeze(0) for t in tensors]
+
+
+def split_quick(factors: list, found: list | None, lr) -> list[tuple]:
+    """The parts of a step as (indices, divisors, η): the tensors with a factor F = D/η (from
+    `step_divisors`) with those and η = 1, the others with their divisors `found` and η;
+    parts without tensors left out."""
+    quick = [k for k, f in enumerate(factors) if f is not None]
+    rest = [k for k, f in enumerate(factors) if f is None]
+    parts = ((quick, factors, 1.0), (rest, found, lr))
+    return [(part, values, eta) for part, values, eta in parts if part]
 
 
 def normalized_step_(
