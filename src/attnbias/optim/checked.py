@@ -59,7 +59,7 @@ def evaluate(closure):
         return closure()
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class StepBatch:
     """What the template step gathers for one update: one param group's parameters that have
     a gradient (PolyakStep's: one group's share of a step over all groups)."""
@@ -304,7 +304,8 @@ class CheckedOptimizer(Optimizer):
             foreach = use_foreach(group, params)
             shrink = decay_factor(name, index, group)
             followed = gradients(group, grads, foreach)
-            rows = [touched_rows(g) if self.sparse(group, shrink) else None for g in followed]
+            sparse = self.sparse(group, shrink)
+            rows = [touched_rows(g) for g in followed] if sparse else [None] * len(followed)
             yield StepBatch(
                 index, group, params, grads, followed, working_copies(params), foreach, shrink,
                 rows,

@@ -9,7 +9,7 @@ import math
 
 import torch
 
-from .multi_tensor import on_cpu, small_on_cpu
+from .multi_tensor import large_on_cpu
 
 # Parameter dtypes the optimisers step; float16/bfloat16 ones are stepped in float32.
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
@@ -73,7 +73,9 @@ def check_finite(optimizer: str, values: list[torch.Tensor], culprit) -> None:
     """Raise FloatingPointError if any of the values (one element each) is NaN or ±inf, with
     one host sync for all of them. `culprit` names the cause: a string, or (group index,
     params, grads) to name the first parameter whose gradient is not finite."""
-    if not bool(torch.isfinite(torch.stack([v.reshape(-1)[0] for v in values])).all()):
+    if not all(v.dim() == 0 for v in values):  # (0-d ones stack as they are)
+        values = [v.reshape(-1)[0] for v in values]
+    if not bool(torch.isfinite(torch.stack(values)).all()):
         raise not_finite(optimizer, culprit)
 
 
@@ -106,10 +108,10 @@ def largest_magnitudes(optimizer: str, tensors: list[torch.Tensor], culprit) -> 
 
 def largest_entries(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
     """max|x| of each (non-empty) tensor, 0-d each, NaN where it holds one: for a small group
-    (`multi_tensor.small_on_cpu`) or on a GPU, two multi-tensor calls where torch has
+    (not `multi_tensor.large_on_cpu`) or on a GPU, two multi-tensor calls where torch has
     torch._foreach_max (on the CPU a quarter of the time of their ℓ∞ norms, which torch takes
     slowly there); else one pass over each tensor, torch.aminmax, without the temporary |x|
     (on MiniLM's 22.7 M entries, fresh memory each step: most of the cost)."""
-    if hasattr(torch, "_foreach_max") and (not on_cpu(tensors) or small_on_cpu(tensors)):
+    if hasattr(torch, "_foreach_max") and not large_on_cpu(tensors):
         return list(torch._foreach_max(torch._foreach_abs(tensors)))
     return [torch.maximum(high, low.neg()) for low, high in map(torch.aminmax, tensors)]

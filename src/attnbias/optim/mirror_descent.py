@@ -144,12 +144,13 @@ class MirrorDescent(CheckedOptimizer):
         p = group["p"]
         if p != 2.0:
             self._prepare_duals(batch)
-        gathered = gather_rows(batch.followed, batch.rows)
-        g = as_runs(gathered)
+        # (the run axis of the functional core only where something broadcasts per run)
+        gathered, g = gather_rows(batch.followed, batch.rows), None
         if group["normalize"] == "none":
-            d, factors = None, [None] * len(g)
-            sizes = largest_magnitudes("MirrorDescent", g, batch.culprit)
+            d, factors = None, [None] * len(gathered)
+            sizes = largest_magnitudes("MirrorDescent", gathered, batch.culprit)
         else:  # |g/D| ≤ 1, D being a norm of g or of all the group's gradients
+            g = as_runs(gathered)
             d, factors = step_divisors(
                 "MirrorDescent", g, group["normalize"], eta, batch.culprit, p=p,
                 scratch=self.scratch,
@@ -189,8 +190,9 @@ class MirrorDescent(CheckedOptimizer):
         parts, rows = batch.parts, batch.rows
         if batch.group["p"] == 2.0:
             w = gather_rows(batch.weights, rows)
+            g = parts["g"] or as_runs(parts["gathered"])
             normalized_step_(
-                as_runs(w), parts["g"], parts["divisors"], parts["factors"], batch.group["lr"],
+                as_runs(w), g, parts["divisors"], parts["factors"], batch.group["lr"],
                 batch.foreach, self.scratch,
             )  # fmt: skip
             scatter_rows_(batch.weights, rows, w)
@@ -200,7 +202,7 @@ class MirrorDescent(CheckedOptimizer):
     def _mirror_update(self, batch: StepBatch) -> None:
         params, weights, rows, parts = batch.params, batch.weights, batch.rows, batch.parts
         p, lr = batch.group["p"], batch.group["lr"]
-        g, d, bounds = parts["g"], parts["divisors"], parts["bounds"]
+        gathered, d, bounds = parts["gathered"], parts["divisors"], parts["bounds"]
         duals, states = parts["duals"], parts["states"]
         # (1 − ηλ)^{p−1} θ: the same shrink of w (|θ| only shrinks, so the bounds still hold)
         theta_shrink = batch.shrink ** (p - 1.0)
@@ -215,7 +217,7 @@ class MirrorDescent(CheckedOptimizer):
             w_k, theta_k = (t.clone() if rows[k] is None else t for t in (w[k], theta[k]))
             theta_k.mul_(theta_shrink)
             F.step_(
-                as_runs([w_k]), [g[k]], None if d is None else [d[k]], lr, p=p,
+                as_runs([w_k]), as_runs([gathered[k]]), None if d is None else [d[k]], lr, p=p,
                 duals=as_runs([theta_k]),
             )  # fmt: skip
             self._check_result(batch.index, k, params, weights, w_k)
@@ -231,8 +233,9 @@ class MirrorDescent(CheckedOptimizer):
         # nor, in `F.step_`'s multi-tensor path, scratch
         plain = d is None and p < 2.0 and not isinstance(lr, torch.Tensor)
         if plain:
-            w_live, g_live, theta_live = pick((w, parts["gathered"], theta), live)
+            w_live, g_live, theta_live = pick((w, gathered, theta), live)
         else:
+            g = parts["g"] or as_runs(gathered)
             w_live, g_live, theta_live = pick((as_runs(w), g, as_runs(theta)), live)
             copies = [None if c is None else c.unsqueeze(0) for c in copies]
         f_live, d_live = pick((parts["factors"], d), live)

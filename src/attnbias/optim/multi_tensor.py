@@ -66,6 +66,17 @@ def small_on_cpu(tensors: list[torch.Tensor]) -> bool:
     return on_cpu(tensors) and sum(t.numel() for t in tensors) <= SMALL_GROUP
 
 
+def large_on_cpu(tensors: list[torch.Tensor]) -> bool:
+    """Whether the tensors are all on the CPU, more than SMALL_GROUP entries in all (one loop:
+    a small model's step calls it for a dozen tensors)."""
+    total = 0
+    for t in tensors:
+        if not t.is_cpu:
+            return False
+        total += t.numel()
+    return total > SMALL_GROUP
+
+
 def on_cpu(tensors: list[torch.Tensor]) -> bool:
     """Whether every tensor is on the CPU (where torch._foreach_* ops loop over the tensors,
     calling each tensor's own kernel: the same results as a loop of ours, bit for bit)."""
