@@ -10,7 +10,7 @@ import torch
 
 from attnbias import norms
 from attnbias.norms import inverse_mirror_map, lp_norm, power_, whole_exponent
-from attnbias.optim import MirrorDescent, NormalizedGD, PolyakStep, _common
+from attnbias.optim import MirrorDescent, NormalizedGD, PolyakStep, sparse_rows
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -136,7 +136,7 @@ def run(make, edits: str | None):
 @pytest.fixture(autouse=True)
 def small_tensors_have_sparse_rows(monkeypatch):
     """The tests' embeddings are small: let them take the sparse-row path all the same."""
-    monkeypatch.setattr(_common, "SPARSE_MIN_SIZE", 0)
+    monkeypatch.setattr(sparse_rows, "SPARSE_MIN_SIZE", 0)
 
 
 @pytest.fixture
@@ -144,18 +144,18 @@ def straightforward(monkeypatch):
     """Every parameter stepped whole, as before the sparse-row path."""
 
     def disable():
-        monkeypatch.setattr(_common, "SPARSE_MIN_ROWS", 10**9)
+        monkeypatch.setattr(sparse_rows, "SPARSE_MIN_ROWS", 10**9)
 
     return disable
 
 
 def test_sparse_embedding_gradients_are_found():
     g = sparse_gradient(0, [3, 50, 400, 599])
-    assert _common.touched_rows(g).tolist() == [3, 50, 400, 599]
+    assert sparse_rows.touched_rows(g).tolist() == [3, 50, 400, 599]
     g[10, 2] = float("nan")
-    assert _common.touched_rows(g).tolist() == [3, 10, 50, 400, 599]
-    assert _common.touched_rows(torch.randn(ROWS, WIDTH)) is None  # dense: the whole step
-    assert _common.touched_rows(torch.zeros(100, WIDTH)) is None  # few rows: the whole step
+    assert sparse_rows.touched_rows(g).tolist() == [3, 10, 50, 400, 599]
+    assert sparse_rows.touched_rows(torch.randn(ROWS, WIDTH)) is None  # dense: the whole step
+    assert sparse_rows.touched_rows(torch.zeros(100, WIDTH)) is None  # few rows: the whole step
 
 
 @pytest.mark.parametrize("edits", [None, "data", "no_grad"])

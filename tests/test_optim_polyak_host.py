@@ -13,8 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnbias.optim import PolyakStep, polyak
-from attnbias.optim import functional as F
+from attnbias.optim import PolyakStep, divisors, polyak
 from test_optim_step_cost import OperatorCount, small_layer
 
 SPECIAL = [0.0, 5e-324, 1e-45, 1e-30, 0.1, 1.0, 3.0, 1e30, 1e300, math.inf, math.nan]
@@ -22,7 +21,7 @@ SPECIAL = [0.0, 5e-324, 1e-45, 1e-30, 0.1, 1.0, 3.0, 1e30, 1e300, math.inf, math
 
 def tensor_divisor(norm, loss, f_star, c, cap, dtype) -> float:
     as_one = lambda x: torch.tensor([x], dtype=dtype)  # noqa: E731
-    return F.polyak_divisor(as_one(norm), as_one(loss), f_star, c, cap).item()
+    return divisors.polyak_divisor(as_one(norm), as_one(loss), f_star, c, cap).item()
 
 
 def same(a: float, b: float) -> bool:
@@ -44,7 +43,7 @@ def test_the_host_divisor_is_the_tensor_divisor_bit_for_bit(dtype):
         f_star, c, cap = rng.uniform(-1, 1), 10.0 ** rng.uniform(-3, 3), 10.0 ** rng.uniform(-5, 1)
         cases.append((float(norm), float(loss), float(f_star), float(c), float(cap)))
     for case in cases:
-        host = F.polyak_divisor_of_numbers(*case, dtype)
+        host = divisors.polyak_divisor_of_numbers(*case, dtype)
         assert same(host, tensor_divisor(*case, dtype)), case
 
 

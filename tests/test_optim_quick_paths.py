@@ -11,7 +11,8 @@ import torch
 
 from attnbias import norms
 from attnbias.norms import unscaled_two_norms
-from attnbias.optim import MirrorDescent, NormalizedGD, PolyakStep, _common
+from attnbias.optim import MirrorDescent, NormalizedGD, PolyakStep, duals, guards, multi_tensor
+from attnbias.optim import divisors as D
 from attnbias.optim import functional as F
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -74,14 +75,14 @@ def as_grads(tensors):
 
 
 def scale_safe_divisors(grads, normalize):
-    return F.divisors(grads, normalize)
+    return D.divisors(grads, normalize)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("normalize", ["per_tensor", "global"])
 def test_quick_divisors_match_the_scale_safe_ones_on_ordinary_gradients(normalize, dtype):
     grads = as_grads([sample(n, "normal", dtype, seed=n) * 1e-3 for n in (5, 384, 70_000)])
-    divisors, factors = _common.quick_two_norm_divisors("X", grads, normalize, 0.1, "grads")
+    divisors, factors = D.quick_two_norm_divisors("X", grads, normalize, 0.1, "grads")
     want = scale_safe_divisors(grads, normalize)
     for d, w, f in zip(divisors, want, factors):
         assert d.shape == w.shape == (1,) and d.dtype == w.dtype == dtype
@@ -111,8 +112,8 @@ def test_quick_divisors_fall_back_to_the_scale_safe_norm(case, dtype):
     that keeps its quick norm."""
     ordinary = sample(100, "normal", dtype, seed=3)
     grads = as_grads([unusual_gradients(dtype)[case], ordinary])
-    divisors, factors = _common.quick_two_norm_divisors("X", grads, "per_tensor", 0.5, "g")
-    want = F.gradient_norms(grads[:1], 2.0)[0]
+    divisors, factors = D.quick_two_norm_divisors("X", grads, "per_tensor", 0.5, "g")
+    want = D.gradient_norms(grads[:1], 2.0)[0]
     assert torch.equal(divisors[0], want)
     assert factors[0] is None  # the step divides first, as before
     if case != "zero":
@@ -129,7 +130,7 @@ def test_a_global_norm_falls_back_as_a_whole(case, dtype):
     cases = unusual_gradients(dtype)
     other = cases["tiny"][:10] if case == "tiny" else sample(10, "normal", dtype)
     grads = as_grads([cases[case], other])
-    divisors, factors = _common.quick_two_norm_divisors("X", grads, "global", 0.5, "g")
+    divisors, factors = D.quick_two_norm_divisors("X", grads, "global", 0.5, "g")
     want = scale_safe_divisors(grads, "global")
     assert all(torch.equal(d, w) for d, w in zip(divisors, want))
     assert factors == [None, None]
@@ -137,7 +138,7 @@ def test_a_global_norm_falls_back_as_a_whole(case, dtype):
 
 def test_a_step_size_that_makes_the_factor_subnormal_takes_the_two_pass_step():
     grads = as_grads([sample(100, "normal", torch.float32)])
-    _, factors = _common.quick_two_norm_divisors("X", grads, "per_tensor", 1e39, "g")
+    _, factors = D.quick_two_norm_divisors("X", grads, "per_tensor", 1e39, "g")
     assert factors == [None]  # ‖g‖/η ≈ 1e-38: below twice the smallest normal number
 
 
@@ -148,9 +149,9 @@ def test_a_nonfinite_gradient_is_refused_naming_the_parameter(normalize, bad):
     tensors[1][2, 3] = bad
     culprit = (0, [torch.empty(4), torch.empty(6, 5)], tensors)
     with pytest.raises(FloatingPointError, match=r"parameter 1 of group 0 \(shape \(6, 5\)\)"):
-        _common.quick_two_norm_divisors("X", as_grads(tensors), normalize, 0.1, culprit)
+        D.quick_two_norm_divisors("X", as_grads(tensors), normalize, 0.1, culprit)
     with pytest.raises(FloatingPointError, match=r"parameter 1 of group 0"):
-        _common.quick_factors("X", F.divisors(as_grads(tensors), normalize), 0.1, culprit)
+        D.quick_factors("X", D.divisors(as_grads(tensors), normalize), 0.1, culprit)
 
 
 @pytest.mark.parametrize("p", [2.0, 1.5, 1.1])
@@ -174,8 +175,8 @@ def test_the_one_pass_step_is_the_two_pass_step_bit_for_bit(dtype, p):
 
 def scale_safe_path(monkeypatch):
     """Every quick norm rejected and no factor taken: the steps as before the quick path."""
-    monkeypatch.setattr(_common, "underflow_floor", lambda numel, dtype: math.inf)
-    monkeypatch.setattr(_common, "normal_number", lambda value, dtype: False)
+    monkeypatch.setattr(D, "underflow_floor", lambda numel, dtype: math.inf)
+    monkeypatch.setattr(D, "normal_number", lambda value, dtype: False)
 
 
 OPTIMIZERS = {
@@ -256,7 +257,7 @@ def test_quick_steps_are_the_same_with_and_without_foreach(name):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_small_tensors_norms_taken_together_are_their_own(dtype, q):
     """Rows padded with zeros: the scale-safe norm of each tensor, to its rounding; zero,
-    tiny and huge tensors included, and the large ones as `F.gradient_norms` takes them."""
+    tiny and huge tensors included, and the large ones as `D.gradient_norms` takes them."""
     small, large = (1e-30, 1e30) if dtype == torch.float32 else (1e-300, 1e300)
     tensors = [
         sample(7, "normal", dtype),
@@ -266,28 +267,30 @@ def test_small_tensors_norms_taken_together_are_their_own(dtype, q):
         sample(9000, "normal", dtype),
     ]
     grads = as_grads(tensors)
-    got = _common.gradient_norms(grads, q, _common.Workspace())
-    want = F.gradient_norms(grads, q)
+    got = D.grouped_gradient_norms(grads, q, multi_tensor.ScratchSpace())
+    want = D.gradient_norms(grads, q)
     for a, b in zip(got, want):
         assert a.shape == b.shape == (1,) and a.dtype == b.dtype
         assert float(a) == pytest.approx(float(b), rel=NORM_EPS * eps(dtype), abs=0)
     assert float(got[2]) == 0.0 and float(got[1]) > 0 and math.isfinite(float(got[3]))
     nan = [t.clone() for t in tensors]
     nan[1][5] = float("nan")
-    assert math.isnan(float(_common.gradient_norms(as_grads(nan), q, _common.Workspace())[1]))
+    assert math.isnan(
+        float(D.grouped_gradient_norms(as_grads(nan), q, multi_tensor.ScratchSpace())[1])
+    )
 
 
 def test_largest_magnitudes_are_exact_and_refuse_nonfinite_entries():
     tensors = [torch.tensor([1.0, -3.0, 2.0]), torch.zeros(0), torch.tensor([[0.5], [-0.25]])]
-    assert _common.largest_magnitudes("X", tensors, "g") == [3.0, 0.0, 0.5]
+    assert guards.largest_magnitudes("X", tensors, "g") == [3.0, 0.0, 0.5]
     tensors[2][1, 0] = float("inf")
     with pytest.raises(FloatingPointError, match="g is NaN or infinite"):
-        _common.largest_magnitudes("X", tensors, "g")
+        guards.largest_magnitudes("X", tensors, "g")
 
 
 def test_workspace_views_lie_in_the_current_buffer():
     """Views are handed out again for the same shapes, and rebuilt once the buffer grew."""
-    workspace = _common.Workspace()
+    workspace = multi_tensor.ScratchSpace()
     a = [torch.empty(10)]
     first = workspace.views(a, 2)
     assert workspace.views(a, 2) is first
@@ -305,7 +308,7 @@ def test_quick_divisors_under_torch_default_float32(normalize, dtype, float32_on
     """The suite's default dtype is float64; a user's is float32. A constant built without a
     dtype then is float32 (float64's largest number overflowed it in the global case)."""
     grads = as_grads([sample(n, "normal", dtype, seed=n) * 1e-3 for n in (5, 384, 70_000)])
-    divisors, _ = _common.quick_two_norm_divisors("X", grads, normalize, 0.1, "grads")
+    divisors, _ = D.quick_two_norm_divisors("X", grads, normalize, 0.1, "grads")
     for d, w in zip(divisors, scale_safe_divisors(grads, normalize)):
         assert d.dtype == w.dtype == dtype
         assert float(d) == pytest.approx(float(w), rel=NORM_EPS * eps(dtype), abs=0)
@@ -341,7 +344,7 @@ def test_same_values_each_is_torch_equal_of_each_pair(device):
     ]
     expected = [torch.equal(a, b) for a, b in pairs]
     assert expected == [True, False, False, True, True]
-    assert _common.same_values_each(pairs) == expected
+    assert duals.same_values_each(pairs) == expected
 
 
 def bits(t: torch.Tensor) -> torch.Tensor:

@@ -20,7 +20,7 @@ from attnbias.optim import (
     SpectralDescent,
     SteepestDescent,
 )
-from attnbias.optim._common import use_foreach
+from attnbias.optim.checked import use_foreach
 
 W0 = [[0.8, -1.3], [0.4, 2.0]]
 G = [[0.3, -0.4], [1.2, 0.5]]

@@ -21,6 +21,7 @@ from attnbias.optim.algorithm import Algorithm
 from attnbias.optim.registry import RULES, Rule, register
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
+import toy_checked_optimizer
 import toy_optimizer
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "attnbias"
@@ -123,3 +124,47 @@ def imported_modules(path: Path) -> set[str]:
 )
 def test_config_real_and_optim_do_not_import_the_engine(path):
     assert not {m for m in imported_modules(path) if m.startswith("attnbias.engine")}
+
+
+# A toy on the checked base class (tests/fixtures/toy_checked_optimizer.py): it writes only its
+# hyper-parameter check, `prepare` and `update`; the template step gives it the rest.
+
+
+def test_a_toy_on_the_checked_base_class_takes_the_hand_computed_step():
+    w = torch.tensor([0.5, -2.0, 1.0], dtype=torch.float64, requires_grad=True)
+    w.grad = torch.tensor([3.0, -0.2, 0.0], dtype=torch.float64)
+    toy_checked_optimizer.ClippedSGD([w], lr=0.1).step()
+    assert w.detach().tolist() == [0.5 - 0.1, -2.0 + 0.1 * 0.2, 1.0]
+
+
+def test_a_toy_on_the_checked_base_class_gets_the_template_steps_guarantees():
+    ClippedSGD = toy_checked_optimizer.ClippedSGD
+    # float16: stepped in float32 and rounded back
+    half = torch.tensor([0.1, 3.0], dtype=torch.float16, requires_grad=True)
+    half.grad = torch.tensor([0.3, -7.0], dtype=torch.float16)
+    want = (half.detach().float() - 0.01 * half.grad.float().clamp(-1, 1)).half()
+    ClippedSGD([half], lr=0.01).step()
+    assert torch.equal(half.detach(), want)
+    # weight decay (decoupled, before the step) and maximize
+    w = torch.tensor([2.0], dtype=torch.float64, requires_grad=True)
+    w.grad = torch.tensor([0.5], dtype=torch.float64)
+    ClippedSGD([w], lr=0.1, weight_decay=0.5, maximize=True).step()
+    assert w.item() == 2.0 * (1 - 0.1 * 0.5) + 0.1 * 0.5
+    # a NaN gradient: FloatingPointError naming the parameter, no parameter changed
+    a, b = (torch.ones(2, dtype=torch.float32, requires_grad=True) for _ in range(2))
+    a.grad = torch.ones(2, dtype=torch.float32)
+    b.grad = torch.tensor([1.0, float("nan")], dtype=torch.float32)
+    with pytest.raises(FloatingPointError, match=r"parameter 1 of group 0 .* no parameter"):
+        ClippedSGD([a, b], lr=0.1).step()
+    assert a.tolist() == b.tolist() == [1.0, 1.0]
+    # a value a scheduler writes is checked at the step
+    optimizer = ClippedSGD([a], lr=0.1)
+    optimizer.param_groups[0]["lr"] = -1.0
+    with pytest.raises(ValueError, match=r"ClippedSGD: lr of param group 0"):
+        optimizer.step()
+    # a step that would leave float32's range is refused before anything is written
+    big = torch.tensor([3e38], dtype=torch.float32, requires_grad=True)
+    big.grad = torch.tensor([-1.0], dtype=torch.float32)
+    with pytest.raises(FloatingPointError, match="leaves float32's range"):
+        ClippedSGD([big], lr=1e38).step()
+    assert big.item() == torch.tensor(3e38, dtype=torch.float32).item()

@@ -34,10 +34,11 @@ import math
 import numpy as np
 import torch
 
-from ..norms import dual_exponent, lp_norm, per_run
-from ..optim.functional import RULES, global_norm, polyak_divisor, run_dims, step_
+from ..norms import lp_norm, per_run
+from ..optim.functional import run_dims
+from . import update
 from .kernel import Stack, finite_max
-from .update import Hyper, in_rule_scale
+from .update import Hyper
 
 # From the same state as the unfused step (tests/test_engine_fused.py, every rule and
 # parameterisation, float64 and float32): the parameters after a fused step agree to STEP_ULPS
@@ -143,49 +144,13 @@ def step(
     ws: StepBuffers,
     range_ok: torch.Tensor | None = None,
 ) -> None:
-    """`update.step`, fused (in place; range_ok: as `optim.functional.step_`'s)."""
-    grads = in_rule_scale(grads, log_scales, hp)
-    p = 2.0 if hp.mirror_p is None else hp.mirror_p
-    step_(
-        params,
-        grads,
-        divisors(grads, hp, p, loss, ws),
-        hp.lr,
-        p=p,
-        duals=duals,
-        momentum=hp.momentum if hp.has_momentum else 0.0,
-        buffers=buffers,
+    """`update.step`, fused: the norms of its divisors and its temporaries in the workspace
+    (in place; range_ok: as `optim.functional.step_`'s)."""
+    update.step(
+        params, duals, grads, log_scales, buffers, loss, hp, range_ok,
+        norms=lambda gs, q: [run_norm(g, q, work) for g, work in zip(gs, ws.norm_work)],
         scratch=ws.scratch,
-        range_ok=range_ok,
-    )
-
-
-def divisors(grads, hp: Hyper, p, loss, ws: StepBuffers) -> list[torch.Tensor] | None:
-    """`optim.functional.divisors` for the rules present in the batch (known on the host, so
-    a mixed batch needs no synchronisation), with the workspace's norms."""
-    if hp.rules == {"none"}:
-        return None
-    out: list = [1.0] * len(grads)
-
-    def choose(rule: str, values: list[torch.Tensor]) -> None:
-        for k, value in enumerate(values):
-            mixed = hp.uniform_rule is None
-            out[k] = torch.where(hp.rule == RULES.index(rule), value, out[k]) if mixed else value
-
-    if hp.rules & {"per_tensor", "global"}:
-        q = dual_exponent(p)
-        norms = [run_norm(g, q, work) for g, work in zip(grads, ws.norm_work)]
-        if "per_tensor" in hp.rules:
-            choose("per_tensor", norms)
-        if "global" in hp.rules:
-            choose("global", [global_norm(norms, q)] * len(grads))
-    if "loss" in hp.rules:
-        choose("loss", [loss] * len(grads))
-    if "polyak" in hp.rules:
-        norms = [run_norm(g, 2.0, work) for g, work in zip(grads, ws.norm_work)]
-        divisor = polyak_divisor(global_norm(norms, 2.0), loss, hp.f_star, hp.c, hp.cap)
-        choose("polyak", [divisor] * len(grads))
-    return out
+    )  # fmt: skip
 
 
 def run_norm(g: torch.Tensor, q, work) -> torch.Tensor:

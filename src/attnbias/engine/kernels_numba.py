@@ -14,8 +14,8 @@ import math
 import numpy as np
 from numba import njit
 
-# loss codes (compiled.LOSSES) and rule codes (optim.functional.RULES: none, per_tensor, global,
-# loss, polyak)
+# loss codes (compiled.LOSSES) and rule codes (optim.divisors.STEP_RULES: none, per_tensor,
+# global, loss, polyak)
 LOGISTIC, EXPONENTIAL, CORRELATION = 0, 1, 2
 NONE, PER_TENSOR, GLOBAL, LOSS, POLYAK = 0, 1, 2, 3, 4
 # (every function with error_model="numpy": x/0 is ±inf or NaN as in torch, not a Python
@@ -195,7 +195,7 @@ def advance(
                     xa = xr[i, a]
                     for b in range(d):
                         G[a, b] += xa * z[k, i, b]
-            # the rule's scale and divisor (`update.in_rule_scale`, `fused.divisors`)
+            # the rule's scale and divisor (`update.in_rule_scale`, `optim.divisors.divisors`)
             L = 0.0
             if needs_loss:
                 for i in range(n):

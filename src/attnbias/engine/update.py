@@ -10,7 +10,8 @@ import torch
 
 from ..norms import per_run
 from ..optim.algorithm import Algorithm
-from ..optim.functional import RULES, divisors, step_
+from ..optim.divisors import GRADIENT_SCALE, STEP_RULES, Norms, divisors, gradient_norms
+from ..optim.functional import step_
 
 
 @dataclass
@@ -21,21 +22,26 @@ class Hyper:
     lr: torch.Tensor  # 1 for Polyak, whose step is all in its divisor
     cap: torch.Tensor  # Polyak's γ_b (∞ for the others)
     momentum: torch.Tensor
-    rule: torch.Tensor  # index into RULES
+    rule: torch.Tensor  # index into STEP_RULES (the compiled kernels' encoding)
     c: torch.Tensor
     f_star: torch.Tensor
     # Python-level facts about the batch that choose fast paths (derived, not stored state).
     uniform_p: float | None = field(init=False)
     rules: frozenset[str] = field(init=False)  # the step rules present
     uniform_rule: str | None = field(init=False)
+    # the step rules as `divisors` takes them: the one name, or {name: (R,) runs that take it}
+    step_rules: str | dict[str, torch.Tensor] = field(init=False)
     has_momentum: bool = field(init=False)
     needs_loss: bool = field(init=False)
 
     def __post_init__(self):
-        ps, rules = set(self.p.tolist()), {RULES[r] for r in self.rule.tolist()}
+        ps, rules = set(self.p.tolist()), {STEP_RULES[r] for r in self.rule.tolist()}
         self.uniform_p = next(iter(ps)) if len(ps) == 1 else None
         self.rules = frozenset(rules)
         self.uniform_rule = next(iter(rules)) if len(rules) == 1 else None
+        self.step_rules = self.uniform_rule or {
+            name: self.rule == STEP_RULES.index(name) for name in STEP_RULES if name in rules
+        }
         self.has_momentum = bool((self.momentum > 0).any())
         self.needs_loss = bool({"loss", "polyak"} & rules)
 
@@ -53,7 +59,7 @@ class Hyper:
             lr=col([1.0 if cap else a.lr for a, cap in zip(algorithms, capped)]),
             cap=col([a.lr if cap else float("inf") for a, cap in zip(algorithms, capped)]),
             momentum=col([a.momentum for a in algorithms]),
-            rule=torch.tensor([RULES.index(a.step_rule) for a in algorithms], device=device),
+            rule=torch.tensor([STEP_RULES.index(a.step_rule) for a in algorithms], device=device),
             c=col([a.c for a in algorithms]),
             f_star=col(f_stars),
         )
@@ -79,30 +85,30 @@ def step(
     loss: torch.Tensor | None,
     hp: Hyper,
     range_ok: torch.Tensor | None = None,
+    *,
+    norms: Norms = gradient_norms,
+    scratch: list[torch.Tensor] | None = None,
 ) -> None:
     """In place: one step of every run (parameters, dual iterates and momentum buffers), from
     gradients given in log scale (∂L/∂θ_k = exp(m_k)·G̃_k, see `Stack.scaled_gradients`);
-    range_ok: as `optim.functional.step_`'s."""
+    range_ok: as `optim.functional.step_`'s. norms, scratch: how the divisors' norms are
+    computed (`optim.divisors.divisors`) and buffers for the step's temporaries (the fused
+    step's workspace)."""
     grads = in_rule_scale(grads, log_scales, hp)
-    p = hp.mirror_p
+    p = 2.0 if hp.mirror_p is None else hp.mirror_p
     d = divisors(
-        grads,
-        hp.uniform_rule or hp.rule,
-        p=2.0 if p is None else p,
-        loss=loss,
-        f_star=hp.f_star,
-        c=hp.c,
-        cap=hp.cap,
+        grads, hp.step_rules, p=p, loss=loss, f_star=hp.f_star, c=hp.c, cap=hp.cap, norms=norms
     )
     step_(
         params,
         grads,
         d,
         hp.lr,
-        p=2.0 if p is None else p,
+        p=p,
         duals=duals,
         momentum=hp.momentum if hp.has_momentum else 0.0,
         buffers=buffers,
+        scratch=scratch,
         range_ok=range_ok,
     )
 
@@ -110,31 +116,32 @@ def step(
 def in_rule_scale(
     grads: list[torch.Tensor], log_scales: list[torch.Tensor], hp: Hyper
 ) -> list[torch.Tensor]:
-    """Each gradient at the scale its run's rule needs. "per_tensor" divides each tensor by its
-    own norm: G̃ as it is, so the direction is exact however small ∂L/∂θ is. "global": all
-    tensors of a run relative to the largest scale among them. The others ("none", "loss",
-    "polyak") step by the gradient itself: exp(m)·G̃, which underflows as the true one does."""
-    if hp.uniform_rule == "per_tensor" or (hp.uniform_rule == "global" and len(grads) == 1):
+    """Each gradient at the scale its run's rule needs (`optim.divisors.GRADIENT_SCALE`).
+    "own" (per_tensor: each tensor divided by its own norm): G̃ as it is, so the direction is
+    exact however small ∂L/∂θ is. "shared" (global): all tensors of a run relative to the
+    largest scale among them. "true" (none, loss, polyak): the gradient itself, exp(m)·G̃,
+    which underflows as the true one does."""
+    scale = GRADIENT_SCALE.get(hp.uniform_rule)
+    if scale == "own" or (scale == "shared" and len(grads) == 1):
         return grads
-    if hp.uniform_rule in ("none", "loss", "polyak"):
+    if scale == "true":
         return true_scale(grads, log_scales)
     top = torch.stack(log_scales).amax(0)
-    relative = {
-        "none": log_scales,
-        "loss": log_scales,
-        "polyak": log_scales,
-        "per_tensor": [None] * len(grads),
-        "global": [None] * len(grads) if len(grads) == 1 else [m - top for m in log_scales],
+    exponents_of = {
+        "true": log_scales,
+        "own": [None] * len(grads),
+        "shared": [None] * len(grads) if len(grads) == 1 else [m - top for m in log_scales],
     }
+    relative = {rule: exponents_of[GRADIENT_SCALE[rule]] for rule in STEP_RULES}
     if hp.uniform_rule is not None:
         exponents = relative[hp.uniform_rule]
     else:
         exponents = []
         for k, m in enumerate(log_scales):
             e = torch.zeros_like(m)
-            for code, rule in enumerate(RULES):
+            for rule, runs in hp.step_rules.items():
                 if relative[rule][k] is not None:
-                    e = torch.where(hp.rule == code, relative[rule][k], e)
+                    e = torch.where(runs, relative[rule][k], e)
             exponents.append(e)
     return [g if e is None else g * per_run(torch.exp(e), g) for g, e in zip(grads, exponents)]
 

@@ -1,7 +1,8 @@
 """Optimisers as `torch.optim.Optimizer` subclasses (drop into any training loop), beside the
-functional update rules they and the batched engine share (`attnbias.optim.functional`)."""
+functional update rules they and the batched engine share (`attnbias.optim.functional`, with
+the divisors of `attnbias.optim.divisors`)."""
 
-from . import functional
+from . import divisors, functional
 from .mirror_descent import MirrorDescent
 from .normalized_gd import NormalizedGD
 from .polyak import PolyakStep
@@ -14,5 +15,6 @@ __all__ = [
     "SignGD",
     "SpectralDescent",
     "SteepestDescent",
+    "divisors",
     "functional",
 ]

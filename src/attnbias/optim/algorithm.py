@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, fields, replace
 import torch
 
 from .._validate import check_scalar
-from .functional import NORMALIZE_TRUE
+from .divisors import NORMALIZE_TRUE
 from .registry import RULE_FIELDS, RULES, TABLE_NAMES, Rule, readers
 from .steepest import METHODS, MOMENTUM_ON
 
@@ -257,7 +257,7 @@ class Algorithm:
 
     @property
     def step_rule(self) -> str:
-        """The mirror-descent core's step rule (`attnbias.optim.functional.RULES`): the rule's
+        """The mirror-descent core's step rule (`attnbias.optim.divisors.STEP_RULES`): the rule's
         own (Polyak's), else its normalisation."""
         return self.rule.core_rule or self.normalize or "none"
 

@@ -5,9 +5,8 @@ Every tensor carries a leading run axis: the engine advances R runs at once, the
 each parameter as a view with R = 1. Hyper-parameters are floats (shared by all runs) or (R,)
 tensors (one per run). One step is three transformations, applied to each parameter tensor:
 
-    u = g / D          the divisor D of the step rule: 1 (plain), ‖g‖_q of the tensor
-                       ("per_tensor"), ‖(g_1, …, g_k)‖_q of all of them ("global"), the loss L
-                       ("loss": η/L steps), or 1/η_t with Polyak's η_t ("polyak")
+    u = g / D          the divisor D of the step rule (`divisors`: 1, a norm of g, the
+                       loss, or Polyak's 1/η_t)
     m ← β m + u        momentum (β = 0: m = u)
     θ ← θ − η m        θ = ∇ψ(w) = sign(w)|w|^{p−1}, the dual iterate of ℓp mirror descent
     w = (∇ψ)⁻¹(θ)      (p = 2: θ = w, and this is gradient descent)
@@ -28,119 +27,22 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import torch
 
 from ..norms import (
-    dual_exponent,
     inverse_mirror_map,
     inverse_mirror_map_foreach_,
     log_domain_step,
-    lp_norm,
     per_run,
     power_,
 )
 
-RULES = ("none", "per_tensor", "global", "loss", "polyak")
-# What normalize=True means wherever it is taken (the optimiser classes, the engine's
-# Algorithm): the papers' ‖∇L‖ over all parameters (it meant "per_tensor" before; CHANGELOG).
-NORMALIZE_TRUE = "global"
 Number = float | torch.Tensor
 
 
 def run_dims(t: torch.Tensor) -> tuple[int, ...]:
     """Every dimension but the run axis."""
     return tuple(range(1, t.dim()))
-
-
-def gradient_norms(grads: list[torch.Tensor], q: Number, scratch=None) -> list[torch.Tensor]:
-    """‖g‖_q of each tensor, per run: a list of (R,) tensors. `scratch`: for each gradient
-    one or two buffers shaped like it (see `lp_norm`), or None."""
-    scratch = scratch or [None] * len(grads)
-    return [lp_norm(g, q, run_dims(g), scratch=s) for g, s in zip(grads, scratch)]
-
-
-def global_norm(norms: list[torch.Tensor], q: Number) -> torch.Tensor:
-    """‖(g_1, …, g_k)‖_q per run from the tensors' norms (equal to the norm of all entries)."""
-    return norms[0] if len(norms) == 1 else lp_norm(torch.stack(norms, 1), q, dim=(1,))
-
-
-def polyak_divisor(
-    sq_root: torch.Tensor, loss: torch.Tensor, f_star: Number, c: Number, cap: Number
-) -> torch.Tensor:
-    """1/η_t for η_t = min{(L − L*) / (c‖g‖²), γ_b}, given ‖g‖ (SPS_max, Loizou et al. 2021).
-
-    Written as max{c‖g‖·(‖g‖/(L − L*)), 1/γ_b} so that no intermediate overflows before it
-    matters: ‖g‖² underflowing to 0 gives the cap (as the true η_t would), L ≤ L* gives ∞
-    (no step). A zero gradient (‖g‖ = 0, where 0·(0/0) would be NaN, e.g. at L = L* or with
-    maximize) gives the cap too: the step g/D is 0 either way."""
-    gap = (loss - f_star).clamp(min=0.0)
-    inverse_cap = torch.as_tensor(cap, dtype=sq_root.dtype, device=sq_root.device).reciprocal()
-    scaled = torch.where(sq_root == 0, 0.0, c * sq_root * (sq_root / gap))  # NaN stays NaN
-    return torch.maximum(scaled, inverse_cap)  # γ_b = 0: ∞, no step
-
-
-def polyak_divisor_of_numbers(
-    sq_root: float, loss: float, f_star: float, c: float, cap: float, dtype: torch.dtype
-) -> float:
-    """`polyak_divisor` of one run from numbers on the host, in `dtype` (float32 or float64)
-    as the tensors would hold them: the same operations in the same order, each rounded to
-    the dtype as torch's are, so the same number bit for bit (tests/test_optim_polyak_host.py
-    compares them) for an optimiser on the CPU, without a dozen operator calls on
-    one-element tensors."""
-    kind = np.dtype(str(dtype).removeprefix("torch.")).type
-    with np.errstate(all="ignore"):
-        sq, zero = kind(sq_root), kind(0.0)
-        gap = np.maximum(kind(loss) - kind(f_star), zero)  # clamp: NaN stays NaN
-        inverse_cap = kind(1.0) / kind(cap)
-        scaled = zero if sq == 0 else kind(c) * sq * (sq / gap)
-        return float(np.maximum(scaled, inverse_cap))
-
-
-def divisors(
-    grads: list[torch.Tensor],
-    rule: str | torch.Tensor,
-    *,
-    p: Number = 2.0,
-    loss: torch.Tensor | None = None,
-    f_star: Number = 0.0,
-    c: Number = 1.0,
-    cap: Number = math.inf,
-    scratch=None,
-) -> list[torch.Tensor] | None:
-    """The divisor D of each tensor, (R,) each; None for plain steps (D = 1). D = 0 (a zero
-    gradient or loss) is passed on as it is: `step_` takes no step there.
-
-    rule: one of RULES, or an (R,) tensor of indices into RULES, one per run (the engine mixes
-    algorithms in one batch). p: mirror exponent, whose dual exponent q = p/(p−1) is the norm
-    of "per_tensor" and "global" (q = 2 for gradient descent). loss: (R,) losses, needed by
-    "loss" and "polyak"; f_star, c, cap: Polyak's L*, c and γ_b."""
-    if isinstance(rule, str):
-        if rule not in RULES:
-            raise ValueError(f"rule must be one of {RULES}, got {rule!r}")
-        if rule == "none":
-            return None
-        present = {RULES.index(rule)}
-    else:
-        present = set(rule.tolist())
-    out: list = [1.0] * len(grads)  # "none" runs of a mixed batch: D = 1
-
-    def choose(code: int, values: list[torch.Tensor]) -> None:
-        for k, v in enumerate(values):
-            out[k] = v if isinstance(rule, str) else torch.where(rule == code, v, out[k])
-
-    if present & {1, 2}:
-        norms = gradient_norms(grads, dual_exponent(p), scratch)
-        if 1 in present:
-            choose(1, norms)
-        if 2 in present:
-            choose(2, [global_norm(norms, dual_exponent(p))] * len(grads))
-    if 3 in present:
-        choose(3, [loss] * len(grads))
-    if 4 in present:
-        sq_root = global_norm(gradient_norms(grads, 2.0, scratch), 2.0)
-        choose(4, [polyak_divisor(sq_root, loss, f_star, c, cap)] * len(grads))
-    return out
 
 
 def step_(

@@ -22,37 +22,19 @@ from torch import Tensor
 from .._validate import check_p
 from ..norms import inverse_mirror_map
 from . import functional as F
-from ._common import (
-    LOW_PRECISION,
-    CheckedOptimizer,
-    Workspace,
+from .checked import CheckedOptimizer, StepBatch, check_normalize, decay_, torch_arguments
+from .divisors import step_divisors
+from .duals import dual_iterates, fits, remember_weights
+from .guards import LOW_PRECISION, largest_magnitudes
+from .multi_tensor import (
+    ScratchSpace,
     as_runs,
-    check_normalize,
-    decay_,
-    decay_factor,
-    dual_iterates,
-    dual_norm_divisors,
-    evaluate,
-    fits,
-    gather_rows,
-    gradients,
-    guarded,
-    largest_magnitudes,
     normalized_step_,
     pick,
-    quick_factors,
-    quick_two_norm_divisors,
-    remember_weights,
-    scatter_rows_,
     small_on_cpu,
     split_quick,
-    step_function,
-    torch_arguments,
-    touched_rows,
-    use_foreach,
-    working_copies,
-    write_back,
 )
+from .sparse_rows import gather_rows, scatter_rows_
 
 
 class MirrorDescent(CheckedOptimizer):
@@ -121,10 +103,10 @@ class MirrorDescent(CheckedOptimizer):
     ):
         hyper = dict(lr=lr, p=p, normalize=normalize, **torch_arguments(locals()))
         super().__init__(params, hyper)
-        self.workspace = Workspace()
+        self.scratch = ScratchSpace()
         # Not optimiser state (never saved: a checkpoint cannot vouch for it; rebuilt on
-        # demand): per parameter, an upper bound on log max|θ|.
-        self.dual_bounds: dict[torch.Tensor, float] = {}
+        # demand): per parameter (by id: the groups hold it), an upper bound on log max|θ|.
+        self.dual_bounds: dict[int, float] = {}
 
     @classmethod
     def check_hyper(cls, hyper: dict, where: str) -> dict:
@@ -154,71 +136,76 @@ class MirrorDescent(CheckedOptimizer):
                     # differs from it get θ = ∇ψ(w) at the next step
                     s["weight"] = inverse_mirror_map(s["dual"], group["p"]).to(key.dtype)
 
-    @step_function
-    def step(self, closure=None):
-        """One mirror-descent step of every parameter with a gradient (class docstring).
-        `closure`: optional, recomputes the loss (with gradients enabled) and returns it.
-        Returns that loss, or None without a closure, as torch.optim's optimisers do. A NaN or
-        infinite gradient raises FloatingPointError naming the parameter, and no parameter is
-        changed."""
-        loss = evaluate(closure)
-        for index, group, params, grads in self.groups_with_grad():
-            foreach = use_foreach(group, params)
-            weights, grads = working_copies(params), gradients(group, grads, foreach)
-            shrink = decay_factor("MirrorDescent", index, group)
-            if group["p"] == 2.0:
-                self._euclidean_step(index, group, params, weights, grads, shrink, foreach)
-            else:
-                self._mirror_step(index, group, params, weights, grads, shrink, foreach)
-        return loss
+    def sparse(self, group: dict, shrink: float) -> bool:
+        return shrink == 1.0  # weight decay moves every row
 
-    def _euclidean_step(self, index, group, params, weights, grads, shrink, foreach) -> None:
-        """p = 2: SGD or normalized GD, no dual iterate."""
-        # weight decay moves every row: no sparse rows then
-        rows = [touched_rows(g) if shrink == 1.0 else None for g in grads]
-        g = as_runs(gather_rows(grads, rows))
-        culprit, eta = (index, params, grads), float(group["lr"])
+    def prepare(self, batch: StepBatch):
+        group, eta = batch.group, float(batch.group["lr"])
+        p = group["p"]
+        if p != 2.0:
+            self._prepare_duals(batch)
+        # (the run axis of the functional core only where something broadcasts per run)
+        gathered, g = gather_rows(batch.followed, batch.rows), None
         if group["normalize"] == "none":
-            d, factors = None, [None] * len(g)
-            sizes = largest_magnitudes("MirrorDescent", g, culprit)
+            d, factors = None, [None] * len(gathered)
+            sizes = largest_magnitudes("MirrorDescent", gathered, batch.culprit)
         else:  # |g/D| ≤ 1, D being a norm of g or of all the group's gradients
-            d, factors = quick_two_norm_divisors(
-                "MirrorDescent", g, group["normalize"], eta, culprit
-            )
-            sizes = [1.0] * len(g)
-        weights = [guarded([w], [x], eta * size)[0] for w, x, size in zip(params, weights, sizes)]
-        decay_(weights, shrink, foreach)
-        w = gather_rows(weights, rows)
-        normalized_step_(as_runs(w), g, d, factors, group["lr"], foreach, self.workspace)
-        scatter_rows_(weights, rows, w)
-        write_back("MirrorDescent", index, params, weights)
-
-    def _mirror_step(self, index, group, params, weights, grads, shrink, foreach) -> None:
-        p, lr = group["p"], group["lr"]
-        # weight decay moves every row: no sparse rows then
-        rows = [touched_rows(g) if shrink == 1.0 else None for g in grads]
-        duals, status = dual_iterates(self.state, params, weights, p, rows)
-        # a new θ = ∇ψ(w) is not yet w's exact preimage: step every row once
-        rows = [None if s == "built" else r for r, s in zip(rows, status)]
-        for key, w, theta, s in zip(params, weights, duals, status):
-            if s is not None or key not in self.dual_bounds:
-                self.dual_bounds[key] = dual_log_bound(theta, w, p)
-        g = as_runs(gather_rows(grads, rows))
-        culprit, eta = (index, params, grads), float(lr)
-        if group["normalize"] == "none":
-            d, factors = None, [None] * len(g)
-            sizes = largest_magnitudes("MirrorDescent", g, culprit)
-        else:  # |g/D| ≤ 1, D being a norm of g or of all the group's gradients
-            d = dual_norm_divisors(g, group["normalize"], p, self.workspace)
-            factors = quick_factors("MirrorDescent", d, eta, culprit)
+            g = as_runs(gathered)
+            d, factors = step_divisors(
+                "MirrorDescent", g, group["normalize"], eta, batch.culprit, p=p,
+                scratch=self.scratch,
+            )  # fmt: skip
             if p > 2.0:  # (the checked update divides first, as `F.step_` does)
                 factors = [None] * len(g)
             sizes = [1.0] * len(g)
-        # (1 − ηλ)^{p−1} θ: the same shrink of w (|θ| only shrinks, so the bounds still hold)
-        theta_shrink = shrink ** (p - 1.0)
-        bounds = [
-            log_add(self.dual_bounds[key], safe_log(eta * size)) for key, size in zip(params, sizes)
+        batch.parts.update(gathered=gathered, g=g, divisors=d, factors=factors)
+        if p == 2.0:  # SGD or normalized GD: the step moves an entry by at most η·max|g/D|
+            return [eta * size for size in sizes]
+        # the mirror step checks its own range, from a bound on log max|θ⁺| per tensor
+        batch.parts["bounds"] = [
+            log_add(self.dual_bounds[id(key)], safe_log(eta * size))
+            for key, size in zip(batch.params, sizes)
         ]
+        return None
+
+    def _prepare_duals(self, batch: StepBatch) -> None:
+        """The dual iterates of the batch's parameters (`duals.dual_iterates`), and the rows
+        stepped: every row of a θ built just now."""
+        p, params = batch.group["p"], batch.params
+        states = [self.state[key] for key in params]
+        duals, status = dual_iterates(states, params, batch.weights, p, batch.rows)
+        # a new θ = ∇ψ(w) is not yet w's exact preimage: step every row once
+        batch.rows = [None if s == "built" else r for r, s in zip(batch.rows, status)]
+        for key, w, theta, s in zip(params, batch.weights, duals, status):
+            if s is not None or id(key) not in self.dual_bounds:
+                self.dual_bounds[id(key)] = dual_log_bound(theta, w, p)
+        batch.parts.update(states=states, duals=duals)
+
+    def decay(self, batch: StepBatch) -> None:
+        if batch.group["p"] == 2.0:
+            super().decay(batch)
+        # else θ ← (1 − ηλ)^{p−1} θ in the update: the same shrink of w
+
+    def update(self, batch: StepBatch) -> None:
+        parts, rows = batch.parts, batch.rows
+        if batch.group["p"] == 2.0:
+            w = gather_rows(batch.weights, rows)
+            g = parts["g"] or as_runs(parts["gathered"])
+            normalized_step_(
+                as_runs(w), g, parts["divisors"], parts["factors"], batch.group["lr"],
+                batch.foreach, self.scratch,
+            )  # fmt: skip
+            scatter_rows_(batch.weights, rows, w)
+        else:
+            self._mirror_update(batch)
+
+    def _mirror_update(self, batch: StepBatch) -> None:
+        params, weights, rows, parts = batch.params, batch.weights, batch.rows, batch.parts
+        p, lr = batch.group["p"], batch.group["lr"]
+        gathered, d, bounds = parts["gathered"], parts["divisors"], parts["bounds"]
+        duals, states = parts["duals"], parts["states"]
+        # (1 − ηλ)^{p−1} θ: the same shrink of w (|θ| only shrinks, so the bounds still hold)
+        theta_shrink = batch.shrink ** (p - 1.0)
         w, theta = gather_rows(weights, rows), gather_rows(duals, rows)
         # 1. tensors whose step might leave the range: stepped on copies and checked before
         # anything is written
@@ -230,30 +217,38 @@ class MirrorDescent(CheckedOptimizer):
             w_k, theta_k = (t.clone() if rows[k] is None else t for t in (w[k], theta[k]))
             theta_k.mul_(theta_shrink)
             F.step_(
-                as_runs([w_k]), [g[k]], None if d is None else [d[k]], lr, p=p,
+                as_runs([w_k]), as_runs([gathered[k]]), None if d is None else [d[k]], lr, p=p,
                 duals=as_runs([theta_k]),
             )  # fmt: skip
-            self._check_result(index, k, params, weights, grads, w_k)
+            self._check_result(batch.index, k, params, weights, w_k)
             done[k] = (w_k, theta_k)
         # 2. the others, in place (for gathered rows: on their copies)
         live = [k for k in range(len(params)) if k not in done]
         decay_([theta[k] for k in live], theta_shrink, foreach=False)
-        w_live, g_live, theta_live, f_live, d_live = pick(
-            (as_runs(w), g, as_runs(theta), factors, d), live
-        )
         # the copy of w that the next step compares with, taken as each tensor is stepped
         # (while w is in cache) where the step writes the parameter itself, whole
         direct = [rows[k] is None and weights[k] is params[k] for k in range(len(params))]
-        copies = [self.state[params[k]]["weight"].unsqueeze(0) if direct[k] else None for k in live]
+        copies = [states[k]["weight"] if direct[k] else None for k in live]
+        # plain steps with a float η and p < 2 need no run axis (nothing broadcasts per run),
+        # nor, in `F.step_`'s multi-tensor path, scratch
+        plain = d is None and p < 2.0 and not isinstance(lr, torch.Tensor)
+        if plain:
+            w_live, g_live, theta_live = pick((w, gathered, theta), live)
+        else:
+            g = parts["g"] or as_runs(gathered)
+            w_live, g_live, theta_live = pick((as_runs(w), g, as_runs(theta)), live)
+            copies = [None if c is None else c.unsqueeze(0) for c in copies]
+        f_live, d_live = pick((parts["factors"], d), live)
         # D/η and η = 1 where D/η is a normal number: θ − g/(D/η) in one pass (`F.step_`)
         for part, divisors, rate in split_quick(f_live, d_live, lr):
             w_part, g_part, d_part, theta_part, c_part = pick(
                 (w_live, g_live, divisors, theta_live, copies), part
             )
-            scratch = [b for (b,) in self.workspace.views(w_part, 1)]
+            foreach = batch.foreach or small_on_cpu(w_part)
+            scratch = None if plain and foreach else [b for (b,) in self.scratch.views(w_part, 1)]
             F.step_(
                 w_part, g_part, d_part, rate, p=p, duals=theta_part, scratch=scratch,
-                copies=c_part, foreach=foreach or small_on_cpu(w_part),
+                copies=c_part, foreach=foreach,
             )  # fmt: skip
         for k, (w_k, theta_k) in done.items():
             if rows[k] is None:
@@ -263,15 +258,27 @@ class MirrorDescent(CheckedOptimizer):
                 w[k], theta[k] = w_k, theta_k
         scatter_rows_(weights, rows, w)
         scatter_rows_(duals, rows, theta)
-        write_back("MirrorDescent", index, params, weights)
         copied = set(live) & {k for k, x in enumerate(direct) if x}
-        others = [k for k in range(len(params)) if k not in copied]
-        remember_weights(self.state, [params[k] for k in others], [rows[k] for k in others])
-        for k, key in enumerate(params):
-            exact = k in done
-            self.dual_bounds[key] = dual_log_bound(duals[k], weights[k], p) if exact else bounds[k]
+        parts.update(done=done, copied=copied)
 
-    def _check_result(self, index, k, params, weights, grads, result) -> None:
+    def written(self, batch: StepBatch) -> None:
+        """After the write-back of a mirror step: the copies of w the next step compares with
+        (`duals.remember_weights`), and the bounds on log max|θ|."""
+        if batch.group["p"] == 2.0:
+            return
+        params, parts, p = batch.params, batch.parts, batch.group["p"]
+        others = [k for k in range(len(params)) if k not in parts["copied"]]
+        remember_weights(
+            [parts["states"][k] for k in others], params=[params[k] for k in others],
+            rows=[batch.rows[k] for k in others],
+        )  # fmt: skip
+        for k, key in enumerate(params):
+            if k in parts["done"]:
+                self.dual_bounds[id(key)] = dual_log_bound(parts["duals"][k], batch.weights[k], p)
+            else:
+                self.dual_bounds[id(key)] = parts["bounds"][k]
+
+    def _check_result(self, index, k, params, weights, result) -> None:
         """Refuse a step whose result is not finite in the parameter's dtype, saying why."""
         w = params[k]
         if bool(torch.isfinite(result.to(w.dtype)).all()):

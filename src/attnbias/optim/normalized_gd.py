@@ -11,28 +11,10 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from ._common import (
-    CheckedOptimizer,
-    Workspace,
-    as_runs,
-    check_momentum,
-    check_normalize,
-    decay_,
-    decay_factor,
-    evaluate,
-    gather_rows,
-    gradients,
-    guarded,
-    normalized_step_,
-    quick_two_norm_divisors,
-    scatter_rows_,
-    step_function,
-    torch_arguments,
-    touched_rows,
-    use_foreach,
-    working_copies,
-    write_back,
-)
+from .checked import CheckedOptimizer, StepBatch, check_momentum, check_normalize, torch_arguments
+from .divisors import step_divisors
+from .multi_tensor import ScratchSpace, as_runs, normalized_step_
+from .sparse_rows import gather_rows, scatter_rows_
 
 
 class NormalizedGD(CheckedOptimizer):
@@ -84,7 +66,7 @@ class NormalizedGD(CheckedOptimizer):
     ):
         hyper = dict(lr=lr, momentum=momentum, normalize=normalize, **torch_arguments(locals()))
         super().__init__(params, self.renamed(hyper, renamed))
-        self.workspace = Workspace()
+        self.scratch = ScratchSpace()
 
     @classmethod
     def check_hyper(cls, hyper: dict, where: str) -> dict:
@@ -100,35 +82,29 @@ class NormalizedGD(CheckedOptimizer):
             normalize=normalize,
         )
 
-    @step_function
-    def step(self, closure=None):
-        """One step W ← W − η m of every parameter with a gradient (class docstring). `closure`:
-        optional, recomputes the loss (with gradients enabled) and returns it. Returns that
-        loss, or None without a closure, as torch.optim's optimisers do. A NaN or infinite
-        gradient raises FloatingPointError naming the parameter, and no parameter is changed."""
-        loss = evaluate(closure)
-        for index, group, params, grads in self.groups_with_grad():
-            beta, buffers = group["momentum"], None
-            foreach = use_foreach(group, params)
-            shrink = decay_factor("NormalizedGD", index, group)
-            # |m| ≤ 1/(1 − β): a step moves an entry by at most η/(1 − β)
-            weights = guarded(params, working_copies(params), float(group["lr"]) / (1 - beta))
-            grads = gradients(group, grads, foreach)
-            # momentum and weight decay move a row even where its gradient is zero: no sparse
-            # rows then
-            sparse = beta == 0.0 and shrink == 1.0
-            rows = [touched_rows(g) if sparse else None for g in grads]
-            g = as_runs(gather_rows(grads, rows))
-            d, factors = quick_two_norm_divisors(
-                "NormalizedGD", g, group["normalize"], float(group["lr"]), (index, params, grads)
-            )
-            if beta != 0.0:
-                buffers = as_runs(self.momentum_buffers(params, weights))
-                factors = [None] * len(g)
-            decay_(weights, shrink, foreach)
-            gathered = gather_rows(weights, rows)
-            w = as_runs(gathered)
-            normalized_step_(w, g, d, factors, group["lr"], foreach, self.workspace, beta, buffers)
-            scatter_rows_(weights, rows, gathered)
-            write_back("NormalizedGD", index, params, weights)
-        return loss
+    def sparse(self, group: dict, shrink: float) -> bool:
+        # momentum and weight decay move a row even where its gradient is zero
+        return group["momentum"] == 0.0 and shrink == 1.0
+
+    def prepare(self, batch: StepBatch) -> float:
+        group = batch.group
+        g = as_runs(gather_rows(batch.followed, batch.rows))
+        d, factors = step_divisors(
+            "NormalizedGD", g, group["normalize"], float(group["lr"]), batch.culprit
+        )
+        batch.parts.update(g=g, divisors=d, factors=factors)
+        # |m| ≤ 1/(1 − β): a step moves an entry by at most η/(1 − β)
+        return float(group["lr"]) / (1 - group["momentum"])
+
+    def update(self, batch: StepBatch) -> None:
+        group, parts, buffers = batch.group, batch.parts, None
+        beta, factors = group["momentum"], parts["factors"]
+        if beta != 0.0:
+            buffers = as_runs(self.momentum_buffers(batch.params, batch.weights))
+            factors = [None] * len(factors)
+        gathered = gather_rows(batch.weights, batch.rows)
+        normalized_step_(
+            as_runs(gathered), parts["g"], parts["divisors"], factors, group["lr"],
+            batch.foreach, self.scratch, beta, buffers,
+        )  # fmt: skip
+        scatter_rows_(batch.weights, batch.rows, gathered)

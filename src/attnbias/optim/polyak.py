@@ -16,28 +16,20 @@ import torch
 
 from .._validate import check_scalar
 from . import functional as F
-from ._common import (
+from .checked import (
     CheckedOptimizer,
-    as_runs,
-    check_finite,
-    decay_,
+    StepBatch,
     decay_factor,
-    gather_rows,
     gradients,
-    guarded,
-    not_finite,
-    on_cpu,
-    quick_two_norm_divisors,
-    scatter_rows_,
-    step_function,
     torch_arguments,
-    touched_rows,
     use_foreach,
-    working_copies,
-    write_back,
 )
+from .divisors import polyak_divisor, polyak_divisor_of_numbers, step_divisors
+from .guards import check_finite, not_finite, working_copies
+from .multi_tensor import as_runs, on_cpu
+from .sparse_rows import gather_rows, scatter_rows_, touched_rows
 
-# dtypes whose divisor is computed on the host on the CPU (`F.polyak_divisor_of_numbers`)
+# dtypes whose divisor is computed on the host on the CPU (`divisors.polyak_divisor_of_numbers`)
 HOST_DTYPES = (torch.float32, torch.float64)
 
 
@@ -120,12 +112,9 @@ class PolyakStep(CheckedOptimizer):
         loss = torch.as_tensor(loss).detach().double().sum()
         self.handed_loss = loss if self.handed_loss is None else self.handed_loss + loss
 
-    @step_function
-    def step(self, closure=None):
-        """One Polyak step of every parameter with a gradient (class docstring), which needs
-        the loss: from `closure` (recomputes it with gradients enabled and returns it) or from
-        `hand_loss`; ValueError with neither. Returns that loss. A NaN or infinite gradient
-        raises FloatingPointError naming the parameter, and no parameter is changed."""
+    def loss_of(self, closure):
+        """The loss of the step: from `closure` (recomputed with gradients enabled) or from
+        `hand_loss`; ValueError with neither."""
         if closure is None and self.handed_loss is None:
             raise ValueError(
                 "PolyakStep.step needs the loss: pass closure, a callable returning it "
@@ -135,9 +124,13 @@ class PolyakStep(CheckedOptimizer):
             )
         if closure is None:
             loss, self.handed_loss = self.handed_loss, None
-        else:
-            with torch.enable_grad():
-                loss = closure()
+            return loss
+        with torch.enable_grad():
+            return closure()
+
+    def gather(self, loss):
+        """One batch per group, from one step over all groups: one loss, so ‖g‖ is taken
+        over every parameter and each group's η_t from it (with its own cap, c and L*)."""
         for index, group in enumerate(self.param_groups):
             self.check_group(group, index)
         gathered = [
@@ -145,7 +138,7 @@ class PolyakStep(CheckedOptimizer):
         ]
         params = [w for ws, _ in gathered for w in ws]
         if not params:
-            return loss
+            return
         # one loss for all groups: maximize and foreach must agree across them
         maximize = self.common("maximize")
         foreach = use_foreach(dict(foreach=self.common("foreach")), params)
@@ -168,37 +161,45 @@ class PolyakStep(CheckedOptimizer):
             check_finite("PolyakStep", [value], "the loss")
         # ‖g‖ over all groups, from the quick norms (their factors are not needed: the step
         # divides by Polyak's D with η = 1, which `F.step_` takes in one pass)
-        sq_root = quick_two_norm_divisors(
-            "PolyakStep", g, "global", 1.0, ("(all groups)", params, grads)
-        )[0][0]
+        sq_root = step_divisors("PolyakStep", g, "global", 1.0, ("(all groups)", params, grads))
+        sq_root = sq_root[0][0]
         start = 0
         host = host and sq_root.dtype == value.dtype
-        for index, (group, (group_params, _)) in enumerate(zip(self.param_groups, gathered)):
+        for index, (group, (group_params, group_grads)) in enumerate(
+            zip(self.param_groups, gathered)
+        ):
             hyper = (group["f_star"], group["c"], float(group["lr"]))
             number = None
             if host:  # the same number as polyak_divisor's, without its dozen operator calls
                 norm, loss_value = float(sq_root), float(value)
-                number = F.polyak_divisor_of_numbers(norm, loss_value, *hyper, value.dtype)
+                number = polyak_divisor_of_numbers(norm, loss_value, *hyper, value.dtype)
                 d = torch.tensor([number], dtype=value.dtype)
             else:
-                d = F.polyak_divisor(sq_root, value, *hyper)
+                d = polyak_divisor(sq_root, value, *hyper)
             group["step_size"] = 1.0 / d.item()
-            if group_params:
-                part = slice(start, start + len(group_params))
-                # |η_t g| ≤ η_t ‖g‖
-                step = group["step_size"] * sq_root.item()
-                weights[part] = guarded(group_params, weights[part], step)
-                decay_(weights[part], shrinks[index], foreach)
-                w = gather_rows(weights[part], rows[part])
-                # η = 1: one pass (on the CPU torch loops over the tensors in C++)
-                if number is not None and number != 0.0:
-                    # `F.step_foreach_`'s addcdiv, without the run axis its (1,) D needs no
-                    # view for, nor its no step at D = 0
-                    torch._foreach_addcdiv_(w, stepped[part], [d] * len(w), value=-1.0)
-                else:
-                    take_step = F.step_foreach_ if foreach or on_cpu(w) else F.step_
-                    take_step(as_runs(w), g[part], [d] * len(w), 1.0)
-                scatter_rows_(weights[part], rows[part], w)
-                write_back("PolyakStep", index, group_params, weights[part])
-                start = part.stop
-        return loss
+            if not group_params:
+                continue
+            part = slice(start, start + len(group_params))
+            start = part.stop
+            # |η_t g| ≤ η_t ‖g‖
+            bound = group["step_size"] * sq_root.item()
+            yield StepBatch(
+                index, group, group_params, group_grads, stepped[part], weights[part], foreach,
+                shrinks[index], rows[part], dict(g=g[part], divisor=d, number=number, bound=bound),
+            )  # fmt: skip
+
+    def prepare(self, batch: StepBatch) -> float:
+        return batch.parts["bound"]
+
+    def update(self, batch: StepBatch) -> None:
+        d, number = batch.parts["divisor"], batch.parts["number"]
+        w = gather_rows(batch.weights, batch.rows)
+        # η = 1: one pass (on the CPU torch loops over the tensors in C++)
+        if number is not None and number != 0.0:
+            # `F.step_foreach_`'s addcdiv, without the run axis its (1,) D needs no view
+            # for, nor its no step at D = 0
+            torch._foreach_addcdiv_(w, batch.followed, [d] * len(w), value=-1.0)
+        else:
+            take_step = F.step_foreach_ if batch.foreach or on_cpu(w) else F.step_
+            take_step(as_runs(w), batch.parts["g"], [d] * len(w), 1.0)
+        scatter_rows_(batch.weights, batch.rows, w)

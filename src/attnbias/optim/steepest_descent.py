@@ -20,26 +20,10 @@ import torch
 
 from .._validate import check_choice, check_scalar
 from . import steepest
-from ._common import (
-    CheckedOptimizer,
-    Workspace,
-    as_runs,
-    check_finite,
-    check_momentum,
-    decay_,
-    decay_factor,
-    evaluate,
-    gradients,
-    guarded,
-    largest_entries,
-    normalized_step_,
-    quick_two_norm_divisors,
-    step_function,
-    torch_arguments,
-    use_foreach,
-    working_copies,
-    write_back,
-)
+from .checked import CheckedOptimizer, StepBatch, check_momentum, torch_arguments
+from .divisors import step_divisors
+from .guards import check_finite, largest_entries
+from .multi_tensor import ScratchSpace, as_runs, normalized_step_
 
 # What every class here does with its inputs (appended to each class's docstring).
 BEHAVIOUR = """
@@ -86,7 +70,7 @@ class _Steepest(CheckedOptimizer):
 
     def __init__(self, params, hyper: dict):
         super().__init__(params, hyper)
-        self.workspace = Workspace()
+        self.scratch = ScratchSpace()
 
     @classmethod
     def check_hyper(cls, hyper: dict, where: str) -> dict:
@@ -105,53 +89,36 @@ class _Steepest(CheckedOptimizer):
     def rule(group: dict) -> dict:
         raise NotImplementedError
 
-    @step_function
-    def step(self, closure=None):
-        """One steepest-descent step of every parameter with a gradient (class docstring).
-        `closure`: optional, recomputes the loss (with gradients enabled) and returns it.
-        Returns that loss, or None without a closure, as torch.optim's optimisers do. A NaN or
-        infinite gradient raises FloatingPointError naming the parameter, and no parameter is
-        changed."""
-        loss = evaluate(closure)
-        name = type(self).__name__
-        for index, group, params, grads in self.groups_with_grad():
-            # max|g| of each tensor: finite exactly where g is
-            check_finite(name, largest_entries(grads), (index, params, grads))
-            foreach = use_foreach(group, params)
-            shrink = decay_factor(name, index, group)
-            # |Δ| ≤ 1: a step moves an entry by at most η
-            weights = guarded(params, working_copies(params), float(group["lr"]))
-            grads = gradients(group, grads, foreach)
-            beta, buffers = group["momentum"], None
-            if beta != 0.0:
-                buffers = as_runs(self.momentum_buffers(params, weights))
-            decay_(weights, shrink, foreach)
-            rule = self.rule(group)
-            if rule == dict(kind="lp", p=2.0) and beta == 0.0:
-                # ℓ2: per-tensor normalized GD, taken as `NormalizedGD` takes it (quick norms,
-                # one pass), so that the two stay the same bit for bit
-                g = as_runs(grads)
-                culprit = (index, params, grads)
-                d, factors = quick_two_norm_divisors(
-                    name, g, "per_tensor", float(group["lr"]), culprit
-                )
-                normalized_step_(
-                    as_runs(weights), g, d, factors, group["lr"], foreach, self.workspace
-                )
-                write_back(name, index, params, weights)
-                continue
-            steepest.steepest_step_(
-                as_runs(weights),
-                as_runs(grads),
-                group["lr"],
-                momentum=beta,
-                buffers=buffers,
-                nesterov=group.get("nesterov", False),
-                momentum_on=group.get("momentum_on", "gradient"),
-                **rule,
+    def prepare(self, batch: StepBatch) -> float:
+        # max|g| of each tensor: finite exactly where g is
+        check_finite(type(self).__name__, largest_entries(batch.grads), batch.culprit)
+        # |Δ| ≤ 1: a step moves an entry by at most η
+        return float(batch.group["lr"])
+
+    def update(self, batch: StepBatch) -> None:
+        group, weights = batch.group, batch.weights
+        beta, buffers, rule = group["momentum"], None, self.rule(group)
+        if rule == dict(kind="lp", p=2.0) and beta == 0.0:
+            # ℓ2: per-tensor normalized GD, taken as `NormalizedGD` takes it (quick norms,
+            # one pass), so that the two stay the same bit for bit
+            g, eta = as_runs(batch.followed), float(group["lr"])
+            d, factors = step_divisors(type(self).__name__, g, "per_tensor", eta, batch.culprit)
+            normalized_step_(
+                as_runs(weights), g, d, factors, group["lr"], batch.foreach, self.scratch
             )
-            write_back(name, index, params, weights)
-        return loss
+            return
+        if beta != 0.0:
+            buffers = as_runs(self.momentum_buffers(batch.params, weights))
+        steepest.steepest_step_(
+            as_runs(weights),
+            as_runs(batch.followed),
+            group["lr"],
+            momentum=beta,
+            buffers=buffers,
+            nesterov=group.get("nesterov", False),
+            momentum_on=group.get("momentum_on", "gradient"),
+            **rule,
+        )
 
 
 class SteepestDescent(_Steepest):
