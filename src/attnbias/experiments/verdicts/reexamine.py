@@ -164,8 +164,9 @@ def float_stops(stops: dict[str, np.ndarray], horizon: np.ndarray, last: float) 
     return [
         f"compared at a float64 stop, not at the end: {names} stopped moving (‖W_t‖ frozen) "
         f"by step {np.median(horizon[early]):.0f} of {last:.0f} on {int(early.sum())} of "
-        f"{early.size} seeds (Polyak: L − L* rounds to 0); past it float64 cannot compute the "
-        "run, so only finer arithmetic would decide it"
+        f"{early.size} seeds (Polyak: L − L* rounds to 0); past it the step computes L − L* "
+        "as a difference of two float64 losses, so a form of L − L* that does not round to 0 "
+        "(not implemented) would decide it"
     ]
 
 

@@ -246,18 +246,33 @@ def proportional(
 
 
 def ratio_near_one(
-    ratios: np.ndarray, tolerance: float, text: str, quantity: str, source: str, clusters
+    ratios: np.ndarray,
+    tolerance: float,
+    text: str,
+    quantity: str,
+    source: str,
+    clusters,
+    consistency: bool = False,
 ) -> Claim:
     """Measured over predicted, mean over seeds, lies within (1 − tolerance, 1 + tolerance);
     the cases of one seed (several problems or step sizes from one draw) are one cluster, so
-    n counts seeds."""
+    n counts seeds. `consistency`: the prediction follows from what other rows test (a check
+    of the code, listed apart)."""
     ratios = np.asarray(ratios, dtype=np.float64)
     effect = clustered_mean_effect(ratios, clusters)
     return Claim(
         text,
         parts=[
-            Claim("", rule=Rule(quantity, ">", 1.0 - tolerance, source, 1.0), effect=effect),
-            Claim("", rule=Rule(quantity, "<", 1.0 + tolerance, source, 1.0), effect=effect),
+            Claim(
+                "",
+                rule=Rule(quantity, ">", 1.0 - tolerance, source, 1.0, consistency),
+                effect=effect,
+            ),
+            Claim(
+                "",
+                rule=Rule(quantity, "<", 1.0 + tolerance, source, 1.0, consistency),
+                effect=effect,
+            ),
         ],
         unmet=unresolved(ratios, "ratio"),
         evidence={"ratios": [float(r) for r in ratios]},
