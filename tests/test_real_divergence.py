@@ -4,7 +4,7 @@ non-finite gradient."""
 
 import torch
 
-from attnbias.experiments.real_runs import run_status
+from attnbias.experiments.real_runs import status_fields
 from attnbias.real.train import train
 from attnbias.store import DIVERGED, FINISHED
 from tiny_model import Tiny, tiny_data
@@ -26,8 +26,8 @@ def test_a_run_whose_gradient_becomes_non_finite_is_marked_diverged():
     )  # fmt: skip
     assert history.diverged and len(history.train_loss) == 1
     assert all(bool(torch.isfinite(p).all()) for p in model.parameters())  # nothing stepped
-    assert run_status(history.diverged, len(history.train_loss)) == {
+    assert status_fields(history.diverged, len(history.train_loss)) == {
         "status": DIVERGED,
         "diverged_at": len(history.train_loss),
     }
-    assert run_status(False, 50) == {"status": FINISHED}
+    assert status_fields(False, 50) == {"status": FINISHED}

@@ -878,7 +878,7 @@ def solve_svm(args) -> int:
             f"svm --out {args.svm_out}: the solution file is now --write {args.svm_out} (--out "
             "names a results root in every other command)"
         )
-    norm = parse_norm(args.norm)
+    norm = norm_argument(args.norm)
     limits = {"--max-array-mb": args.max_array_mb, "--max-memory-gb": args.max_memory_gb}
     for flag, value in limits.items():
         if not 0 < value < float("inf"):
@@ -1021,7 +1021,7 @@ def export_table(args) -> int:
     return 0
 
 
-def parse_norm(text: str) -> float | str:
+def norm_argument(text: str) -> float | str:
     """--norm as att_svm takes it (the library's one reading of a norm's name, numbers given as
     text); ValueError listing the valid values."""
     from . import metrics

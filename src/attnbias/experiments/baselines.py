@@ -21,7 +21,7 @@ import numpy as np
 from ..real.minilm import MiniLMClassifier
 from ..real.records import history_table
 from ..real.train import TensorData, seed_everything, train
-from .real_runs import ValidationChooser, run_once, run_status
+from .real_runs import ValidationChooser, run_once, status_fields
 
 MINILM = "all-MiniLM-L6-v2"
 
@@ -112,7 +112,7 @@ def start_minilm(config, store, encoded: dict, n_classes: int, device):
         chosen, predicted = chooser.report(history)
         info = {
             "seconds": history.seconds,
-            **run_status(history.diverged, len(history.train_loss)),
+            **status_fields(history.diverged, len(history.train_loss)),
             **chosen,
         }
         return history_table(history), {"test_predicted": predicted.astype(np.int8)}, info

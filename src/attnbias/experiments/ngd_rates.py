@@ -234,7 +234,7 @@ def exponents(groups, name: str, window) -> np.ndarray:
     return power_exponents(c.steps, c.values[MISALIGNMENT], window, FLOAT_FLOOR)
 
 
-def norm_slopes(groups, name: str, window) -> np.ndarray:
+def window_norm_slopes(groups, name: str, window) -> np.ndarray:
     """Per run, the log–log slope of ‖W_t‖ in t over the window (1: linear growth, 0: none)."""
     c = groups[name]
     return power_exponents(c.steps, c.values["norm/2"], window)
@@ -243,7 +243,7 @@ def norm_slopes(groups, name: str, window) -> np.ndarray:
 def moving(groups, name: str, window, what: str) -> list[str]:
     """The precondition that ‖W_t‖ still grows like t in the window (log–log slope above
     1/2); below it the run is not under the normalised rule the theorem analyses."""
-    growth = norm_slopes(groups, name, window)
+    growth = window_norm_slopes(groups, name, window)
     if np.all(growth > 0.5):
         return []
     with warnings.catch_warnings():  # all NaN where ‖W_t‖ stays put: "nan", no warning

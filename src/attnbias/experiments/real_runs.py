@@ -105,7 +105,7 @@ def use_threads(config: RealConfig) -> None:
         torch.set_num_threads(config.threads)
 
 
-def run_status(diverged: bool, steps_run: int) -> dict:
+def status_fields(diverged: bool, steps_run: int) -> dict:
     """The info fields that mark a stored real-data run as finished or diverged (the store's
     one marker, RunRecord.status) and, if it diverged, at which step."""
     if diverged:
@@ -393,7 +393,7 @@ def train_compared(
         seed=run_config["seed"], eval_every=run_config["eval_every"], device=device,
         checkpoint_dir=checkpoints, extra_metrics=layer_norms(model), desc=desc, **options,
     )  # fmt: skip
-    info = {"seconds": history.seconds, **run_status(history.diverged, len(history.train_loss))}
+    info = {"seconds": history.seconds, **status_fields(history.diverged, len(history.train_loss))}
     return history_table(history), {}, info
 
 

@@ -32,6 +32,7 @@ from .runs import curves, sweep, sweep_summary
 from .verdicts import atlas as atlas_rules
 from .verdicts import reexamine as rules
 from .verdicts.common import over_runs
+from .verdicts.ngd import norm_slopes
 
 
 class Config(atlas.GapConfig):
@@ -170,7 +171,7 @@ def table(groups, labels: list[str], start: float) -> list[dict]:
                 f"gap in {lab}": float(over_runs(np.median, c.final(f"gap/{lab}")))
                 for lab in labels
             },
-            "‖W_t‖ slope": float(over_runs(np.median, rules.norm_slopes(c, start))),
+            "‖W_t‖ slope": float(over_runs(np.median, norm_slopes(c, start))),
         }
         for name, c in groups.items()
     ]

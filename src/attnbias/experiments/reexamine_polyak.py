@@ -166,7 +166,7 @@ def table(groups: dict[str, Curves], start: float) -> list[dict]:
             "misalignment": float(over_runs(np.median, final(c, ngd_rules.MISALIGNMENT))),
             "1 − score": float(over_runs(np.median, final(c, "1-score/opt"))),
             "‖W_t‖": float(over_runs(np.median, final(c, "norm/2"))),
-            "‖W_t‖ slope": float(over_runs(np.median, rules.norm_slopes(c, start))),
+            "‖W_t‖ slope": float(over_runs(np.median, ngd_rules.norm_slopes(c, start))),
             "runs stopped": int(np.sum(stopped(c, start))),
         }
         for name, c in groups.items()

@@ -72,10 +72,10 @@ from .real_runs import (
     ValidationChooser,
     chosen_evaluation,
     run_once,
-    run_status,
     run_totals,
     search_rates,
     series,
+    status_fields,
     use_threads,
 )
 from .text_md_figures import plot_accuracy, plot_keyword, plot_paired, plot_weights
@@ -315,7 +315,7 @@ class RunMaker:
             info = {
                 "seconds": history.seconds,
                 "seconds_per_step": history.seconds / max(steps_run, 1),
-                **run_status(history.diverged, steps_run),
+                **status_fields(history.diverged, steps_run),
                 "steps_run": steps_run,
                 "reached_target": history.reached_target,
                 "final_train_accuracy": last_train_accuracy(history, config.batch_size),

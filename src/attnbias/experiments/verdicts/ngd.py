@@ -122,9 +122,8 @@ def polyak_faster(groups: dict[str, Curves], fast: str, reference: str) -> Claim
     )
 
 
-def norm_slopes(groups: dict[str, Curves], name: str, start: float) -> np.ndarray:
-    """Per run of group `name`: the log–log slope of ‖W_t‖ in t from `start` × the last step."""
-    c = groups[name]
+def norm_slopes(c: Curves, start: float) -> np.ndarray:
+    """Per run: the log–log slope of ‖W_t‖_F in t over the steps from `start` × the last."""
     return np.array([loglog_slope(c.steps, row, start) for row in values(c, "norm/2")])
 
 
@@ -133,7 +132,7 @@ def norm_growth(groups: dict[str, Curves], reference: str, baseline: str, start:
     under GD. Only the parts that can fail: that the slope stays below 1.2 is bounded by the
     triangle inequality (`norm_growth_bound`, a consistency check)."""
     source = "ours: linear growth (Eq. 12) read as a log–log slope above 0.8 (the limit is 1)"
-    ngd, gd = norm_slopes(groups, reference, start), norm_slopes(groups, baseline, start)
+    ngd, gd = norm_slopes(groups[reference], start), norm_slopes(groups[baseline], start)
     parts = [
         Claim("", rule=Rule(f"log–log slope of ‖W_t‖ in t, {reference}", ">", 0.8, source, 1.0),
               effect=mean_effect(ngd)),
@@ -153,7 +152,7 @@ def norm_growth_bound(groups: dict[str, Curves], reference: str, start: float) -
     """A consistency check of the code, not evidence: normalised steps have length η, so
     ‖W_t‖ ≤ ‖W₀‖ + ηt (the triangle inequality) and the log–log slope of ‖W_t‖ can exceed 1
     only where ‖W_t‖ first lagged far behind ηt; below 1.2 it is what the steps allow."""
-    slopes = norm_slopes(groups, reference, start)
+    slopes = norm_slopes(groups[reference], start)
     return Claim(
         f"Consistency check (the triangle inequality for steps of length η): the log–log slope "
         f"of ‖W_t‖ in t under {reference} stays below 1.2",

@@ -19,20 +19,15 @@ from itertools import pairwise
 import numpy as np
 
 from ...claims import NOT_APPLICABLE, Claim, Rule, mean_effect, ratio_effect
-from ..runs import Curves, loglog_slope
+from ..runs import Curves
 from .atlas import STALLED_SLOPE, as_run_note, gap, lower_gap, stall_reason, stalled
 from .common import described, final, paired, seeds_of, values
-from .ngd import LABELS, MISALIGNMENT
+from .ngd import LABELS, MISALIGNMENT, norm_slopes
 
 STALL_SOURCE = (
     f"ours: the atlas's stall criterion ({STALLED_SLOPE:g}); a normalised method that moves "
     "has slope ≈ 1"
 )
-
-
-def norm_slopes(c: Curves, start: float) -> np.ndarray:
-    """Per run: the log–log slope of ‖W_t‖_F in t over the steps from `start` × the last."""
-    return np.array([loglog_slope(c.steps, row, start) for row in values(c, "norm/2")])
 
 
 def stalls_where(groups: dict[str, Curves], name: str, moving: str, start: float) -> Claim:
