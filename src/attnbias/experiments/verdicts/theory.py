@@ -128,6 +128,15 @@ def exponent_matches(
     )
 
 
+def within_one(quantity: str, tolerance: float, source: str, effect, consistency=False) -> list:
+    """The two parts of "within (1 − tolerance, 1 + tolerance) of 1" on one effect."""
+    return [
+        Claim("", rule=Rule(quantity, op, 1.0 + sign * tolerance, source, 1.0, consistency),
+              effect=effect)
+        for op, sign in ((">", -1.0), ("<", 1.0))
+    ]  # fmt: skip
+
+
 def window_stable(early: np.ndarray, late: np.ndarray, tolerance: float, windows) -> Claim:
     """The exponent fitted on the later window over the one fitted on the earlier (per run,
     geometric mean) lies within (1 − tolerance, 1 + tolerance): the fit does not depend on the
@@ -145,10 +154,7 @@ def window_stable(early: np.ndarray, late: np.ndarray, tolerance: float, windows
     return Claim(
         f"The fitted exponent is stable: on steps {late_span} it is within {tolerance:.0%} of the "
         f"one on {early_span}",
-        parts=[
-            Claim("", rule=Rule(quantity, ">", 1.0 - tolerance, source, centre=1.0), effect=ratio),
-            Claim("", rule=Rule(quantity, "<", 1.0 + tolerance, source, centre=1.0), effect=ratio),
-        ],
+        parts=within_one(quantity, tolerance, source, ratio),
         unmet=unmet,
         evidence={"early": [float(e) for e in early], "late": [float(e) for e in late]},
     )
@@ -233,12 +239,7 @@ def proportional(
     effect = mean_effect(slopes)
     return Claim(
         text,
-        parts=[
-            Claim("", rule=Rule(quantity, ">", 1.0 - tolerance, source, 1.0, consistency),
-                  effect=effect),
-            Claim("", rule=Rule(quantity, "<", 1.0 + tolerance, source, 1.0, consistency),
-                  effect=effect),
-        ],
+        parts=within_one(quantity, tolerance, source, effect, consistency),
         unmet=[*unresolved(y, "value"), *unresolved(slopes, "slope")],
         evidence={"x": [float(v) for v in x], "y": [float(v) for v in y],
                   "slope_per_cluster": [float(v) for v in slopes]},
@@ -262,18 +263,7 @@ def ratio_near_one(
     effect = clustered_mean_effect(ratios, clusters)
     return Claim(
         text,
-        parts=[
-            Claim(
-                "",
-                rule=Rule(quantity, ">", 1.0 - tolerance, source, 1.0, consistency),
-                effect=effect,
-            ),
-            Claim(
-                "",
-                rule=Rule(quantity, "<", 1.0 + tolerance, source, 1.0, consistency),
-                effect=effect,
-            ),
-        ],
+        parts=within_one(quantity, tolerance, source, effect, consistency),
         unmet=unresolved(ratios, "ratio"),
         evidence={"ratios": [float(r) for r in ratios]},
     )
