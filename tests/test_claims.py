@@ -125,7 +125,7 @@ def synthetic_claims():
     return {
         "md-local": md_local.claims(md, zero, ps, names, 0.05),
         "md-joint": md_joint.claims(joint, {n: n[1:-3] for n in joint}, 0.01),
-        "ngd-fixed": ngd_fixed.claims(g, ngd_config, records),
+        "ngd-fixed": ngd_fixed.claims(g, ngd_config, claim_cases.tuned(g), records),
         "ngd-joint": ngd_joint.claims(claim_cases.joint(g), {"baseline": "GD",
                                       "fastest": "Polyak", "target_alignment": 0.95,
                                       "target_loss": 1e-3},
@@ -167,7 +167,7 @@ SYNTHETIC_VERDICTS = {
     "md-joint/v-own-p-svm": "S/SSS",
     "md-joint/selects-and-classifies": "S/SSSSSS",
     "ngd-fixed/global-convergence": "S",
-    "ngd-fixed/ngd-beats-gd": "S",
+    "ngd-fixed/ngd-beats-gd": "S/SSS",
     "ngd-fixed/polyak-faster": "S/SSS",
     "ngd-fixed/norm-growth": "S/SS",
     "ngd-fixed/norm-growth-bound": "S",

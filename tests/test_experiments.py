@@ -33,9 +33,9 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 TINY = {
     "md-local": {"seeds": 2, "steps": [60, 80, 100]},
     "md-joint": {"steps": 60},
-    "ngd-fixed": {"seeds": 2, "steps": 60},
+    "ngd-fixed": {"seeds": 2, "steps": 60, "selection_seeds": 1, "rate_extensions": 0},
     "ngd-joint": {"seeds": 2, "steps": 60, "selection_seeds": 1, "rate_extensions": 0},
-    "antipodal": {"seeds": 2, "steps": 60},
+    "antipodal": {"seeds": 2, "steps": 60, "selection_seeds": 1, "rate_extensions": 0},
     "kq-nuclear": {"seeds": 2, "steps": 60},
     "atlas": {"seeds": 2, "steps": 60},
     "ngd-rates": {
@@ -85,10 +85,11 @@ def test_shipped_configs_are_valid(name, quick):
 CONFIG_KEYS = {
     "md-local": ("15e77d2e929d41b6", "addc1762441b6d0e"),
     "md-joint": ("869963a8e1d99e1b", "a11ab0b512f04db9"),
-    "ngd-fixed": ("9717e9050aec2750", "f08df28c1178a719"),
+    # issue 29: GD vs NGD and NGD vs Polyak at tuned steps (grid, extensions, selection seeds)
+    "ngd-fixed": ("48b48889c08db490", "c4eefbb9f03f1778"),
     # small random start; issue 29: speed at tuned steps (grid, extensions, selection seeds)
     "ngd-joint": ("93c6145ec3c6fc59", "b0be6b479a4bb396"),
-    "antipodal": ("e8b597f3cdbb220a", "d929801a9b322e29"),
+    "antipodal": ("36abd570128b7ce8", "09803682ad4fa5ae"),  # as ngd-fixed
     "kq-nuclear": ("cbba58face019893", "c864d0512e0f2cf8"),
     # issue 29 (one policy for Adam and Muon): the Adam row judged on an Adam-decay arm, as_run
     "atlas": ("eb696d719cfab88a", "efdf33af03c3feac"),

@@ -298,7 +298,8 @@ def test_rows_citing_theorem_1_on_data_outside_assumption_1_report_it_and_say_so
         assert outside["assumption1_holds"] == f"0 of {config.seeds} seeds (δ < 1)"
         records = [RunRecord(str(s), {"init": {"seed": s}}, None, {"W_mm_2": np.eye(2)}, {})
                    for s in range(claim_cases.SEEDS)]  # fmt: skip
-        found = ngd_fixed.claims(claim_cases.ngd_groups(), config, records, outside)
+        groups = claim_cases.ngd_groups()
+        found = ngd_fixed.claims(groups, config, claim_cases.tuned(groups), records, outside)
         with_delta = {c.id for c in found if "gram_dominance" in c.evidence}
         assert with_delta == {f"{name}/{slug}" for slug in ngd_fixed.THEOREM_ROWS}
         for entry in REGISTER:

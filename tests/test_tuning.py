@@ -10,7 +10,7 @@ import pytest
 
 from attnbias.config import ConfigError
 from attnbias.engine import Algorithm
-from attnbias.experiments import ngd_joint
+from attnbias.experiments import ngd_fixed, ngd_joint, tuning_sweep
 from attnbias.experiments.base import load_config
 from attnbias.experiments.runs import Curves, scaled_step, seeds
 from attnbias.experiments.verdicts.tuning import chosen_factor, grid_edge, rate_score
@@ -43,20 +43,21 @@ def test_a_tie_goes_to_the_configs_step_and_the_edges_are_named():
 
 
 def test_the_grid_grows_past_the_edges_its_best_steps_sit_at():
-    assert ngd_joint.extended([0.5, 1.0, 2.0], {"largest"}) == [0.5, 1.0, 2.0, 4.0]
-    assert ngd_joint.extended([0.5, 1.0, 2.0], {"smallest", "largest"}) == [
+    assert tuning_sweep.extended([0.5, 1.0, 2.0], {"largest"}) == [0.5, 1.0, 2.0, 4.0]
+    assert tuning_sweep.extended([0.5, 1.0, 2.0], {"smallest", "largest"}) == [
         0.25, 0.5, 1.0, 2.0, 4.0]  # fmt: skip
 
 
-def test_steps_are_chosen_on_seeds_apart_from_those_judged():
-    config = load_config("ngd-joint")
-    chosen_on = set(ngd_joint.selection_seeds(config))
+@pytest.mark.parametrize("experiment, module", [("ngd-joint", ngd_joint), ("ngd-fixed", ngd_fixed)])
+def test_steps_are_chosen_on_seeds_apart_from_those_judged(experiment, module):
+    config = load_config(experiment)
+    chosen_on = set(tuning_sweep.selection_seeds(config))
     assert len(chosen_on) == config.selection_seeds
     assert not chosen_on & set(seeds(config))
-    specs = [s for s, _ in ngd_joint.tagged(config, {"GD": [2.0]} | {
-        a.name: [] for a in config.algorithms[1:]}, "selection")]  # fmt: skip
+    specs = [s for s, _ in tuning_sweep.tagged(config, module.specs, {"GD": [2.0]}, "selection")]
     assert {s.config["data"]["seed"] for s in specs} == chosen_on
-    assert {s.algorithm.lr for s in specs} == {1.0}
+    gd_step = next(a.lr for a in config.algorithms if a.name == "GD")
+    assert {s.algorithm.lr for s in specs} == {2.0 * gd_step}
 
 
 @pytest.mark.parametrize(
@@ -66,6 +67,7 @@ def test_steps_are_chosen_on_seeds_apart_from_those_judged():
         ({"rate_factors": [2.0, 2.0]}, "rate_factors must hold at least 2 distinct factors"),
     ],
 )
-def test_a_config_that_would_mix_selection_and_evaluation_is_refused(fields, message):
+@pytest.mark.parametrize("experiment", ["ngd-joint", "ngd-fixed", "antipodal"])
+def test_a_config_that_would_mix_selection_and_evaluation_is_refused(fields, message, experiment):
     with pytest.raises(ConfigError, match=message):
-        load_config("ngd-joint", layers=[("test", fields)])
+        load_config(experiment, layers=[("test", fields)])

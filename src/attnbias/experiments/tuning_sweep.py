@@ -1,0 +1,131 @@
+"""The runs behind speed at tuned steps (issue 29; the verdicts: verdicts/tuning.py): each
+tuned algorithm's step is chosen per metric from factors of its config step on selection seeds
+disjoint from the evaluation seeds, the grid grown past an edge a best step sits at; the
+algorithms are then run at their chosen steps on the evaluation seeds."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from pathlib import Path
+
+from pydantic import Field, model_validator
+
+from ..config import NonNegativeInt, PositiveInt, numbers
+from ..engine import RunSpec
+from .runs import SweepConfig, curves, scaled_step, sweep
+from .verdicts.tuning import Tuned, chosen_factor, grid_edge, rate_scores
+
+# the selection seeds are SELECTION_SEED_BASE + 1, …: disjoint from the evaluation seeds 1..seeds
+SELECTION_SEED_BASE = 1000
+
+# specs(config, run_seeds, algorithms): the config's runs of those algorithms on those seeds
+# (None: the config's)
+MakeSpecs = Callable[..., list[RunSpec]]
+
+
+class TuningConfig(SweepConfig):
+    """Fields of an experiment that compares speed at tuned steps."""
+
+    rate_factors: numbers(float, 0.0, strict=True) = Field(
+        description="the grid each algorithm's step is chosen from: factors of its config step"
+    )
+    rate_extensions: NonNegativeInt = Field(
+        description="how many times the grid may grow past an edge its best step sits at"
+    )
+    selection_seeds: PositiveInt = Field(
+        description=f"seeds the steps and levels are chosen on: {SELECTION_SEED_BASE} + 1, …"
+    )
+
+    @model_validator(mode="after")
+    def _selection_apart_from_evaluation(self):
+        if self.seeds > SELECTION_SEED_BASE:  # the selection seeds start above it
+            raise ValueError(f"seeds must be <= {SELECTION_SEED_BASE}, got {self.seeds}")
+        if len(set(self.rate_factors)) < 2:
+            raise ValueError(
+                f"rate_factors must hold at least 2 distinct factors, got {list(self.rate_factors)}"
+            )
+        return self
+
+
+def selection_seeds(config: TuningConfig) -> range:
+    return range(SELECTION_SEED_BASE + 1, SELECTION_SEED_BASE + config.selection_seeds + 1)
+
+
+def tagged(
+    config: TuningConfig, specs: MakeSpecs, factors: dict[str, list[float]], role: str
+) -> list[tuple]:
+    """(spec, (role, algorithm, factor)) for each algorithm named in `factors` at each of its
+    step factors, on the selection seeds (role "selection") or the evaluation seeds
+    ("evaluation")."""
+    run_seeds = selection_seeds(config) if role == "selection" else None
+    out = []
+    for algorithm in config.algorithms:
+        for factor in factors.get(algorithm.name, ()):
+            made = specs(config, run_seeds, [scaled_step(algorithm, factor)])
+            out += [(spec, (role, algorithm.name, factor)) for spec in made]
+    return out
+
+
+def grouped(report, tags: list[tuple]) -> dict:
+    """role → algorithm → factor → Curves of the tagged runs."""
+    by_key = {record.key: tag for record, (_, tag) in zip(report.records, tags, strict=True)}
+    out: dict = {}
+    for (role, name, factor), c in curves(report.records, lambda r: by_key[r.key]).items():
+        out.setdefault(role, {}).setdefault(name, {})[factor] = c
+    return out
+
+
+def extended(factors: list[float], edges: set[str]) -> list[float]:
+    """The grid one factor past each of `edges`, at the spacing of its two outermost factors
+    there."""
+    ordered = sorted(factors)
+    low = [ordered[0] ** 2 / ordered[1]] if "smallest" in edges else []
+    high = [ordered[-1] ** 2 / ordered[-2]] if "largest" in edges else []
+    return [*low, *ordered, *high]
+
+
+def tune(
+    config: TuningConfig, out: Path, specs: MakeSpecs, metrics, names: Collection[str]
+) -> tuple[list[tuple], dict[str, set[float]]]:
+    """Each named algorithm's step factor for each of `metrics`, chosen on the selection seeds
+    from config.rate_factors, the grid grown past an edge a best factor sits at (at most
+    rate_extensions times): the selection runs (tagged) and each algorithm's chosen factors."""
+    factors = {a.name: sorted(config.rate_factors) for a in config.algorithms if a.name in names}
+    for extensions in range(config.rate_extensions + 1):
+        tags = tagged(config, specs, factors, "selection")
+        selection = grouped(sweep(config, out, [s for s, _ in tags]), tags)["selection"]
+        chosen = {name: {chosen_factor(rate_scores(by, m)) for m in metrics}
+                  for name, by in selection.items()}  # fmt: skip
+        edges = {name: {grid_edge(factors[name], f) for f in chosen[name]} - {""}
+                 for name in factors}  # fmt: skip
+        if not any(edges.values()) or extensions == config.rate_extensions:
+            return tags, chosen
+        factors = {name: extended(factors[name], edges[name]) for name in factors}
+
+
+def step_of(algorithm) -> tuple[str, float]:
+    """The step a factor scales, named: η, or Polyak's 1/c (its lr is the cap)."""
+    if algorithm.rule.lr_is_cap:
+        return "1/c", 1.0 / algorithm.c
+    return "η", algorithm.lr
+
+
+def tuned_sweep(
+    config: TuningConfig, out: Path, specs: MakeSpecs, metrics, names: Collection[str] = ()
+):
+    """The config's runs, and the named algorithms' (all: `names` empty) tuned for `metrics`
+    (`tune`) and run at their chosen steps on the evaluation seeds: the sweep's report, each
+    algorithm's runs at its config step (name → Curves) and the Tuned runs."""
+    names = names or [a.name for a in config.algorithms]
+    selection_tags, chosen = tune(config, out, specs, metrics, names)
+    tuned_factors = {name: sorted(found - {1.0}) for name, found in chosen.items()}
+    evaluation_tags = tagged(config, specs, tuned_factors, "evaluation")
+    base = [(spec, ("evaluation", spec.algorithm.name, 1.0)) for spec in specs(config)]
+    tags = base + evaluation_tags + selection_tags
+    report = sweep(config, out, [s for s, _ in tags])
+    runs = grouped(report, tags)
+    groups = {name: by[1.0] for name, by in runs["evaluation"].items()}
+    evaluation = {name: by for name, by in runs["evaluation"].items() if name in names}
+    tuned = Tuned(runs["selection"], evaluation,
+                  {a.name: step_of(a) for a in config.algorithms if a.name in names})  # fmt: skip
+    return report, groups, tuned
