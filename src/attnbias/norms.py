@@ -153,6 +153,33 @@ def _scaled_norm(x, p, dims, first, second, power) -> torch.Tensor:
     return norm.squeeze(dims) if dims else norm
 
 
+# `scaled_norms_foreach`'s results agree with `lp_norm(x, p)` of each tensor to this many
+# ulps of the dtype: the same operations on the same values but the 1/p-th power, which takes
+# the k sums as one vector (torch's vectorised and scalar pow may each round by up to an ulp:
+# 2), and the product by the maximum, rounded after that (1).
+FOREACH_NORM_ULPS = 3
+
+
+def scaled_norms_foreach(tensors: list[torch.Tensor], p: float) -> torch.Tensor:
+    """‖x‖_p of each tensor (all its entries), scaled as `lp_norm`'s mode "scaled" is, in
+    torch._foreach_* kernels: a handful of calls for all the tensors instead of a dozen each.
+    One float tensor (k,) in the tensors' dtype; tensors non-empty, of one dtype and device;
+    p a number ≥ 1 or ∞. Within FOREACH_NORM_ULPS ulps of `lp_norm(x, p)` of each (bit for
+    bit but the final power and product); scale-safe alike (any magnitude; NaN in, NaN out;
+    an infinite entry gives ∞). Allocates two copies of the tensors: for small ones."""
+    magnitudes = torch._foreach_abs(tensors)
+    tops = torch._foreach_max(magnitudes)
+    top = torch.stack(tops)
+    if math.isinf(p):
+        return top
+    torch._foreach_clamp_min_(tops, smallest_positive(top.dtype))  # as `_scaled_norm`
+    torch._foreach_div_(magnitudes, tops)
+    _power_foreach_(magnitudes, p, whole_exponent(p, top.dtype))
+    totals = torch.stack([m.sum() for m in magnitudes])
+    norm = power_(totals, 1.0 / p).mul_(top)
+    return torch.where(torch.isinf(top), top, norm)
+
+
 @functools.lru_cache(maxsize=16)
 def smallest_positive(dtype: torch.dtype) -> float:
     """The dtype's smallest positive (subnormal) number."""

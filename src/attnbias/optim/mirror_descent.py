@@ -245,7 +245,11 @@ class MirrorDescent(CheckedOptimizer):
                 (w_live, g_live, divisors, theta_live, copies), part
             )
             foreach = batch.foreach or small_on_cpu(w_part)
-            scratch = None if plain and foreach else [b for (b,) in self.scratch.views(w_part, 1)]
+            # `F.step_`'s multi-tensor path needs no scratch: plain steps, and D/η's one pass
+            one_pass = plain or (p < 2.0 and isinstance(rate, float) and rate == 1.0)
+            scratch = None
+            if not (one_pass and foreach):
+                scratch = [b for (b,) in self.scratch.views(w_part, 1)]
             F.step_(
                 w_part, g_part, d_part, rate, p=p, duals=theta_part, scratch=scratch,
                 copies=c_part, foreach=foreach,
