@@ -229,10 +229,14 @@ class MirrorDescent(CheckedOptimizer):
         # (while w is in cache) where the step writes the parameter itself, whole
         direct = [rows[k] is None and weights[k] is params[k] for k in range(len(params))]
         copies = [states[k]["weight"] if direct[k] else None for k in live]
-        # plain steps with a float η and p < 2 need no run axis (nothing broadcasts per run),
-        # nor, in `F.step_`'s multi-tensor path, scratch
+        # steps with a float η and p < 2 need no run axis (nothing broadcasts per run: a
+        # class's divisors have one element, which broadcasts against a tensor of ≥ 1
+        # dimension), nor, in `F.step_`'s multi-tensor path, scratch
         plain = d is None and p < 2.0 and not isinstance(lr, torch.Tensor)
-        if plain:
+        runless = plain or (
+            p < 2.0 and not isinstance(lr, torch.Tensor) and all(w[k].dim() for k in live)
+        )
+        if runless:
             w_live, g_live, theta_live = pick((w, gathered, theta), live)
         else:
             g = parts["g"] or as_runs(gathered)
