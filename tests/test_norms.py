@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from attnbias import norms
 from attnbias.norms import (
     FOREACH_NORM_ULPS,
     NORM_MODES,
@@ -197,3 +198,13 @@ def test_foreach_scaled_norms_are_lp_norm_within_the_stated_ulps(dtype, q):
         assert bool((got[finite] > 0).eq(want[finite] > 0).all())
         gap = (got[finite] - want[finite]).abs()
         assert bool((gap <= FOREACH_NORM_ULPS * ulp * want[finite]).all()), (got, want)
+
+
+def test_foreach_max_without_the_multi_tensor_kernel_gives_the_same_maxima(monkeypatch):
+    """torch < 2.4 has no torch._foreach_max: one amax a tensor, the same values (and NaN)."""
+    tensors = [torch.tensor([1.0, -3.0, 2.0]), torch.tensor([[0.5], [math.nan]])]
+    with_kernel = norms.foreach_max(tensors)
+    monkeypatch.delattr(torch, "_foreach_max")
+    without = norms.foreach_max(tensors)
+    assert [float(t) for t in with_kernel[:1]] == [float(t) for t in without[:1]] == [2.0]
+    assert math.isnan(float(with_kernel[1])) and math.isnan(float(without[1]))

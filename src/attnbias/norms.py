@@ -168,7 +168,7 @@ def scaled_norms_foreach(tensors: list[torch.Tensor], p: float) -> torch.Tensor:
     bit but the final power and product); scale-safe alike (any magnitude; NaN in, NaN out;
     an infinite entry gives ∞). Allocates two copies of the tensors: for small ones."""
     magnitudes = torch._foreach_abs(tensors)
-    tops = torch._foreach_max(magnitudes)
+    tops = foreach_max(magnitudes)
     top = torch.stack(tops)
     if math.isinf(p):
         return top
@@ -178,6 +178,14 @@ def scaled_norms_foreach(tensors: list[torch.Tensor], p: float) -> torch.Tensor:
     totals = torch.stack([m.sum() for m in magnitudes])
     norm = power_(totals, 1.0 / p).mul_(top)
     return torch.where(torch.isinf(top), top, norm)
+
+
+def foreach_max(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
+    """The largest entry of each (non-empty) tensor, 0-d each: one torch._foreach_max
+    (torch ≥ 2.4), or an amax each (the same values: a maximum rounds nothing)."""
+    if hasattr(torch, "_foreach_max"):
+        return list(torch._foreach_max(tensors))
+    return [t.amax() for t in tensors]
 
 
 @functools.lru_cache(maxsize=16)
