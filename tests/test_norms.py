@@ -117,13 +117,16 @@ def test_the_foreach_mode_is_the_unscaled_norms_of_many_tensors():
 
 def test_modes_refuse_what_they_cannot_do():
     x = torch.ones(3)
-    with pytest.raises(ValueError, match="mode must be one of scaled, fused, foreach"):
+    modes = "scaled, fused, foreach, foreach_scaled"
+    with pytest.raises(ValueError, match=f"mode must be one of {modes}"):
         lp_norm(x, mode="quick")
     with pytest.raises(ValueError, match="mode 'fused' needs scratch"):
         lp_norm(x, mode="fused")
     with pytest.raises(ValueError, match="mode 'foreach' takes p = 2"):
         lp_norm([x], 3.0, mode="foreach")
-    assert NORM_MODES == ("scaled", "fused", "foreach")
+    with pytest.raises(ValueError, match="mode 'foreach_scaled' takes a number p"):
+        lp_norm([x], 3.0, dim=0, mode="foreach_scaled")
+    assert NORM_MODES == ("scaled", "fused", "foreach", "foreach_scaled")
 
 
 @pytest.mark.parametrize("p", [1.0, 1.1, 2.0, 3.0, 50.0, 1000.0, math.inf])
@@ -190,7 +193,9 @@ def test_foreach_scaled_norms_are_lp_norm_within_the_stated_ulps(dtype, q):
     tensor is not zero (nothing underflowed or overflowed)."""
     ulp = torch.finfo(dtype).eps
     for tensors in foreach_norm_cases(dtype):
-        got = scaled_norms_foreach(tensors, q)
+        got = lp_norm(tensors, q, mode="foreach_scaled")
+        again = scaled_norms_foreach(tensors, q)
+        assert torch.equal(got.nan_to_num(), again.nan_to_num())
         want = torch.stack([lp_norm(t, q, tuple(range(1, t.dim()))).reshape(()) for t in tensors])
         assert got.dtype == dtype and got.shape == (len(tensors),)
         assert torch.equal(got.isnan(), want.isnan()) and torch.equal(got.isinf(), want.isinf())

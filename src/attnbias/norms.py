@@ -97,7 +97,7 @@ def _dims(x: torch.Tensor, dim) -> tuple[int, ...]:
 # The variants of the one ℓp norm, as torch.optim keeps Adam's single-tensor, foreach and
 # fused kernels behind one call: each is the scaled norm below but for "foreach", which the
 # optimisers' quick path checks itself (`underflow_floor`) and redoes with "scaled".
-NORM_MODES = ("scaled", "fused", "foreach")
+NORM_MODES = ("scaled", "fused", "foreach", "foreach_scaled")
 
 
 def lp_norm(x, p: Exponent = 2.0, dim=None, *, scratch=None, mode: str = "scaled"):
@@ -117,13 +117,20 @@ def lp_norm(x, p: Exponent = 2.0, dim=None, *, scratch=None, mode: str = "scaled
       times faster), no host synchronisation.
     - "foreach": x a list of tensors, p = 2, dim None: each tensor's sqrt(Σ x²) without the
       scaling passes, as one float64 tensor (k,) (`unscaled_two_norms`: right to a few ulps
-      where finite and at least `underflow_floor`; the caller redoes the others "scaled")."""
+      where finite and at least `underflow_floor`; the caller redoes the others "scaled").
+    - "foreach_scaled": x a list of non-empty tensors of one dtype and device, p a number,
+      dim None: each tensor's "scaled" norm in multi-tensor calls, as one tensor (k,) of
+      their dtype (`scaled_norms_foreach`: within FOREACH_NORM_ULPS ulps of "scaled")."""
     if mode not in NORM_MODES:
         raise ValueError(f"mode must be one of {', '.join(NORM_MODES)}, got {mode!r}")
     if mode == "foreach":
         if isinstance(p, torch.Tensor) or p != 2.0 or dim is not None or scratch is not None:
             raise ValueError("mode 'foreach' takes p = 2 over whole tensors, without scratch")
         return unscaled_two_norms(list(x))
+    if mode == "foreach_scaled":
+        if isinstance(p, torch.Tensor) or dim is not None or scratch is not None:
+            raise ValueError("mode 'foreach_scaled' takes a number p over whole tensors")
+        return scaled_norms_foreach(list(x), p)
     if not isinstance(x, torch.Tensor):
         x = torch.as_tensor(x, dtype=torch.float64)
     dims = _dims(x, dim)

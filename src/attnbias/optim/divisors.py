@@ -29,7 +29,6 @@ import torch
 from ..norms import (
     dual_exponent,
     lp_norm,
-    scaled_norms_foreach,
     underflow_floor,
     unscaled_two_norms,
 )
@@ -257,7 +256,7 @@ def finfo_max(dtype: torch.dtype) -> float:
     return torch.finfo(dtype).max
 
 
-# Tensors up to this many entries have their norms taken together (`scaled_norms_foreach`),
+# Tensors up to this many entries have their norms taken together ("foreach_scaled"),
 # and all of a small group's (`multi_tensor.small_on_cpu`), instead of a dozen operations each.
 SMALL_TENSOR = 1 << 12
 
@@ -265,7 +264,7 @@ SMALL_TENSOR = 1 << 12
 def grouped_gradient_norms(grads: list[torch.Tensor], q: float, scratch) -> list[torch.Tensor]:
     """`gradient_norms(grads, q)`: the scale-safe ℓq norm of each gradient (with its run
     axis, one run), (1,) each; the small ones together, by dtype and device
-    (`norms.scaled_norms_foreach`: within its FOREACH_NORM_ULPS of `lp_norm`), the others
+    (`lp_norm`'s mode "foreach_scaled": within FOREACH_NORM_ULPS ulps of its "scaled"), the others
     each in `scratch` (a `ScratchSpace`)."""
     out: list = [None] * len(grads)
     small: dict[tuple[torch.dtype, torch.device], list[int]] = {}
@@ -274,7 +273,7 @@ def grouped_gradient_norms(grads: list[torch.Tensor], q: float, scratch) -> list
         if g.numel() and (whole_group or g.numel() <= SMALL_TENSOR):
             small.setdefault((g.dtype, g.device), []).append(k)
     for part in small.values():
-        norms = scaled_norms_foreach([grads[k] for k in part], q)
+        norms = lp_norm([grads[k] for k in part], q, mode="foreach_scaled")
         for k, norm in zip(part, norms.split(1)):
             out[k] = norm
     large = [k for k, x in enumerate(out) if x is None]
