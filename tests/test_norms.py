@@ -7,12 +7,15 @@ import numpy as np
 import pytest
 import torch
 
+from attnbias import norms
 from attnbias.norms import (
+    FOREACH_NORM_ULPS,
     NORM_MODES,
     dual_exponent,
     inverse_mirror_map,
     lp_norm,
     mirror_map,
+    scaled_norms_foreach,
     unscaled_two_norms,
 )
 from attnbias.svm.norms import dual_norm_value, norm_value
@@ -114,13 +117,16 @@ def test_the_foreach_mode_is_the_unscaled_norms_of_many_tensors():
 
 def test_modes_refuse_what_they_cannot_do():
     x = torch.ones(3)
-    with pytest.raises(ValueError, match="mode must be one of scaled, fused, foreach"):
+    modes = "scaled, fused, foreach, foreach_scaled"
+    with pytest.raises(ValueError, match=f"mode must be one of {modes}"):
         lp_norm(x, mode="quick")
     with pytest.raises(ValueError, match="mode 'fused' needs scratch"):
         lp_norm(x, mode="fused")
     with pytest.raises(ValueError, match="mode 'foreach' takes p = 2"):
         lp_norm([x], 3.0, mode="foreach")
-    assert NORM_MODES == ("scaled", "fused", "foreach")
+    with pytest.raises(ValueError, match="mode 'foreach_scaled' takes a number p"):
+        lp_norm([x], 3.0, dim=0, mode="foreach_scaled")
+    assert NORM_MODES == ("scaled", "fused", "foreach", "foreach_scaled")
 
 
 @pytest.mark.parametrize("p", [1.0, 1.1, 2.0, 3.0, 50.0, 1000.0, math.inf])
@@ -152,3 +158,58 @@ def test_mirror_maps_are_inverse_and_match_their_formula(p):
 def test_dual_exponent():
     assert dual_exponent(2.0) == 2.0 and dual_exponent(1.1) == pytest.approx(11.0)
     assert dual_exponent(1.0) == math.inf and dual_exponent(math.inf) == 1.0
+
+
+def foreach_norm_cases(dtype: torch.dtype) -> list[list[torch.Tensor]]:
+    """Lists of tensors (with a run axis of one) at every scale the dtype holds: tame, near
+    its largest and smallest normal numbers, subnormal, zero, and NaN or ∞ among them."""
+    info = torch.finfo(dtype)
+    generator = torch.Generator().manual_seed(5)
+    shapes = [(1, 7), (1, 64, 64), (1, 192, 64), (1, 256), (1, 3000), (1,)]
+
+    def at(scale: float) -> list[torch.Tensor]:
+        return [
+            ((2 * torch.rand(s, generator=generator, dtype=torch.float64) - 1) * scale).to(dtype)
+            for s in shapes
+        ]
+
+    huge, tiny = info.max / 2, info.tiny * 4
+    extreme = 1e300 if dtype == torch.float64 else 1e38
+    scales = [1.0, huge, tiny, info.tiny * info.eps * 64, extreme, 1 / extreme]
+    cases = [at(scale) for scale in scales]
+    mixed = at(1.0)
+    mixed[0], mixed[1] = mixed[0] * huge, mixed[1] * tiny
+    mixed[2].zero_()
+    mixed[3][0, 5] = math.nan
+    mixed[4][0, 7] = -math.inf
+    return [*cases, mixed]
+
+
+@pytest.mark.parametrize("q", [11.0, 1.1 / 0.1, 3.0, 1.5, 2.0, 1.0, math.inf])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_foreach_scaled_norms_are_lp_norm_within_the_stated_ulps(dtype, q):
+    """`scaled_norms_foreach` against the reference `lp_norm` of each tensor, at every
+    scale: within FOREACH_NORM_ULPS ulps, the same NaN and ∞, and positive wherever the
+    tensor is not zero (nothing underflowed or overflowed)."""
+    ulp = torch.finfo(dtype).eps
+    for tensors in foreach_norm_cases(dtype):
+        got = lp_norm(tensors, q, mode="foreach_scaled")
+        again = scaled_norms_foreach(tensors, q)
+        assert torch.equal(got.nan_to_num(), again.nan_to_num())
+        want = torch.stack([lp_norm(t, q, tuple(range(1, t.dim()))).reshape(()) for t in tensors])
+        assert got.dtype == dtype and got.shape == (len(tensors),)
+        assert torch.equal(got.isnan(), want.isnan()) and torch.equal(got.isinf(), want.isinf())
+        finite = torch.isfinite(want)
+        assert bool((got[finite] > 0).eq(want[finite] > 0).all())
+        gap = (got[finite] - want[finite]).abs()
+        assert bool((gap <= FOREACH_NORM_ULPS * ulp * want[finite]).all()), (got, want)
+
+
+def test_foreach_max_without_the_multi_tensor_kernel_gives_the_same_maxima(monkeypatch):
+    """torch < 2.4 has no torch._foreach_max: one amax a tensor, the same values (and NaN)."""
+    tensors = [torch.tensor([1.0, -3.0, 2.0]), torch.tensor([[0.5], [math.nan]])]
+    with_kernel = norms.foreach_max(tensors)
+    monkeypatch.delattr(torch, "_foreach_max")
+    without = norms.foreach_max(tensors)
+    assert [float(t) for t in with_kernel[:1]] == [float(t) for t in without[:1]] == [2.0]
+    assert math.isnan(float(with_kernel[1])) and math.isnan(float(without[1]))

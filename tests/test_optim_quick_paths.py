@@ -406,3 +406,23 @@ def test_foreach_steps_of_a_group_of_two_dtypes_are_the_per_tensor_steps(normali
         return [bits(w.detach()) for w in (a, b)]
 
     assert all(torch.equal(x, y) for x, y in zip(run(False), run(True)))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("p", [1.1, 1.5, 4 / 3])
+def test_one_pass_mirror_steps_are_the_same_bits_with_and_without_foreach(p, dtype):
+    """Normalised ℓp-MD's one pass θ − g/(D/η) (divisors D/η, η = 1): the foreach path is
+    the per-tensor loop bit for bit, a zero divisor (no step) and a float64 divisor of
+    float32 tensors ("global") included."""
+    out = {}
+    for foreach in (False, True):
+        weights = as_grads(initial_weights(dtype))
+        generator = torch.Generator().manual_seed(2)
+        grads = [torch.randn(w.shape, generator=generator, dtype=dtype) for w in weights]
+        grads[1].zero_()
+        factors = [torch.tensor([7.5], dtype=dtype), torch.zeros(1, dtype=dtype)]
+        factors.append(torch.tensor([123.25], dtype=torch.float64))
+        thetas = [norms.mirror_map(w, p) for w in weights]
+        F.step_(weights, grads, factors, 1.0, p=p, duals=thetas, foreach=foreach)
+        out[foreach] = [bits(t) for t in weights + thetas]
+    assert all(torch.equal(a, b) for a, b in zip(out[False], out[True]))

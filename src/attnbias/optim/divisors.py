@@ -26,9 +26,15 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import torch
 
-from ..norms import dual_exponent, lp_norm, underflow_floor, unscaled_two_norms
+from ..norms import (
+    dual_exponent,
+    lp_norm,
+    underflow_floor,
+    unscaled_two_norms,
+)
 from .functional import Number, run_dims
 from .guards import check_finite, not_finite
+from .multi_tensor import small_on_cpu
 
 # The step rules, by name; the engine's compiled kernels number them in this order.
 STEP_RULES = ("none", "per_tensor", "global", "loss", "polyak")
@@ -250,24 +256,26 @@ def finfo_max(dtype: torch.dtype) -> float:
     return torch.finfo(dtype).max
 
 
-# Tensors up to this many entries have their norms taken together: rows padded with zeros
-# (which change no norm) in one `lp_norm`, instead of a dozen small operations each.
+# Tensors up to this many entries have their norms taken together ("foreach_scaled"),
+# and all of a small group's (`multi_tensor.small_on_cpu`), instead of a dozen operations each.
 SMALL_TENSOR = 1 << 12
 
 
 def grouped_gradient_norms(grads: list[torch.Tensor], q: float, scratch) -> list[torch.Tensor]:
     """`gradient_norms(grads, q)`: the scale-safe ℓq norm of each gradient (with its run
-    axis), (1,) each; the small ones (SMALL_TENSOR entries at most) together, by dtype."""
+    axis, one run), (1,) each; the small ones together, by dtype and device
+    (`lp_norm`'s mode "foreach_scaled": within FOREACH_NORM_ULPS ulps of its "scaled"), the others
+    each in `scratch` (a `ScratchSpace`)."""
     out: list = [None] * len(grads)
     small: dict[tuple[torch.dtype, torch.device], list[int]] = {}
+    whole_group = small_on_cpu(grads)
     for k, g in enumerate(grads):
-        if g.numel() <= SMALL_TENSOR:
+        if g.numel() and (whole_group or g.numel() <= SMALL_TENSOR):
             small.setdefault((g.dtype, g.device), []).append(k)
     for part in small.values():
-        rows = torch.nn.utils.rnn.pad_sequence([grads[k].reshape(-1) for k in part], True)
-        norms = lp_norm(rows, q, dim=(1,)).view(-1, 1)
-        for j, k in enumerate(part):
-            out[k] = norms[j]
+        norms = lp_norm([grads[k] for k in part], q, mode="foreach_scaled")
+        for k, norm in zip(part, norms.split(1)):
+            out[k] = norm
     large = [k for k, x in enumerate(out) if x is None]
     if large:
         g = [grads[k] for k in large]
@@ -282,15 +290,17 @@ def quick_factors(
     """For divisors D (one element each), checked here to be finite (FloatingPointError
     otherwise, as `check_finite` raises), the factors F = D/η of the one-pass step
     (`functional.step_` with divisors F and η = 1), or None where F is not a normal number.
-    One host sync for all tensors."""
-    kinds = [d.dtype for d in divisors]
-    sizes = torch.stack([d.reshape(-1)[0] for d in divisors]).double()
+    One host sync for all tensors; a divisor repeated ("global": one for all) is taken once."""
+    distinct = list({id(d): d for d in divisors}.values())
+    where = {id(d): j for j, d in enumerate(distinct)}
+    kinds = [d.dtype for d in distinct]
+    sizes = torch.stack([d.reshape(-1)[0] for d in distinct]).double()
     values = sizes.tolist()  # the one host sync
     if not all(math.isfinite(size) for size in values):
         raise not_finite(optimizer, culprit)
     normal = [quotient_is_normal(size, eta, t) for size, t in zip(values, kinds)]
-    factors = one_per_run(sizes / eta, kinds)
-    return [f if good else None for f, good in zip(factors, normal)]
+    factors = [f if good else None for f, good in zip(one_per_run(sizes / eta, kinds), normal)]
+    return [factors[where[id(d)]] for d in divisors]
 
 
 def quotient_is_normal(size: float, eta: float, dtype: torch.dtype) -> bool:

@@ -73,9 +73,9 @@ def step_(
     then skipped. A step that leaves it True is the checked step bit for bit; after one that
     clears it, the caller redoes the steps from a saved state with range_ok=None (the engine
     does so at its recording points: no host synchronisation between them).
-    foreach: plain mirror descent with p < 2 (a number; no divisors, no momentum, η a
-    number, tensors of one dtype, float32 or float64) in torch._foreach_* kernels, bit for bit
-    the same step on the CPU; other steps ignore it.
+    foreach: mirror descent with p < 2 (a number; no momentum, η a number, tensors of one
+    dtype, float32 or float64; no divisors, or divisors with η = 1: the one pass below) in
+    torch._foreach_* kernels, bit for bit the same step on the CPU; other steps ignore it.
 
     With η = 1 (a float) and no momentum, t − g/D is taken in one pass (addcdiv: g/D rounded,
     then the subtraction, as the two passes round), t = w for p = 2 and θ for p < 2: callers
@@ -88,8 +88,11 @@ def step_(
         raise ValueError("momentum needs the momentum `buffers`")
     one_pass = not uses_momentum and not isinstance(lr, torch.Tensor) and lr == 1.0
     one_pass &= not mirror or (not isinstance(p, torch.Tensor) and p < 2.0)
-    if foreach and _plain_mirror(params, divisors, lr, p, mirror, uses_momentum):
-        torch._foreach_add_(duals, grads, alpha=-lr)  # θ ← θ − η·g, as `_subtract_scaled_`
+    if foreach and _foreach_mirror(params, divisors, lr, p, mirror, uses_momentum, one_pass):
+        if divisors is None:
+            torch._foreach_add_(duals, grads, alpha=-lr)  # θ ← θ − η·g, as `_subtract_scaled_`
+        else:  # θ − g/D in one pass, as the loop below
+            torch._foreach_addcdiv_(duals, grads, _prepared(divisors, grads), value=-1.0)
         inverse_mirror_map_foreach_(duals, p, params)
         pairs = [(c, w) for c, w in zip(copies or [], params) if c is not None]
         if pairs:
@@ -111,9 +114,9 @@ def step_(
             copies[k].copy_(w)
 
 
-def _plain_mirror(params, divisors, lr, p, mirror, uses_momentum) -> bool:
+def _foreach_mirror(params, divisors, lr, p, mirror, uses_momentum, one_pass) -> bool:
     """Whether `step_` can take its foreach path (see there)."""
-    if not mirror or divisors is not None or uses_momentum or not params:
+    if not mirror or uses_momentum or not params or (divisors is not None and not one_pass):
         return False
     if isinstance(lr, torch.Tensor) or isinstance(p, torch.Tensor) or not p < 2.0:
         return False

@@ -229,10 +229,14 @@ class MirrorDescent(CheckedOptimizer):
         # (while w is in cache) where the step writes the parameter itself, whole
         direct = [rows[k] is None and weights[k] is params[k] for k in range(len(params))]
         copies = [states[k]["weight"] if direct[k] else None for k in live]
-        # plain steps with a float η and p < 2 need no run axis (nothing broadcasts per run),
-        # nor, in `F.step_`'s multi-tensor path, scratch
+        # steps with a float η and p < 2 need no run axis (nothing broadcasts per run: a
+        # class's divisors have one element, which broadcasts against a tensor of ≥ 1
+        # dimension), nor, in `F.step_`'s multi-tensor path, scratch
         plain = d is None and p < 2.0 and not isinstance(lr, torch.Tensor)
-        if plain:
+        runless = plain or (
+            p < 2.0 and not isinstance(lr, torch.Tensor) and all(w[k].dim() for k in live)
+        )
+        if runless:
             w_live, g_live, theta_live = pick((w, gathered, theta), live)
         else:
             g = parts["g"] or as_runs(gathered)
@@ -245,7 +249,11 @@ class MirrorDescent(CheckedOptimizer):
                 (w_live, g_live, divisors, theta_live, copies), part
             )
             foreach = batch.foreach or small_on_cpu(w_part)
-            scratch = None if plain and foreach else [b for (b,) in self.scratch.views(w_part, 1)]
+            # `F.step_`'s multi-tensor path needs no scratch: plain steps, and D/η's one pass
+            one_pass = plain or (p < 2.0 and isinstance(rate, float) and rate == 1.0)
+            scratch = None
+            if not (one_pass and foreach):
+                scratch = [b for (b,) in self.scratch.views(w_part, 1)]
             F.step_(
                 w_part, g_part, d_part, rate, p=p, duals=theta_part, scratch=scratch,
                 copies=c_part, foreach=foreach,
