@@ -16,6 +16,7 @@ import pytest
 
 from attnbias.cli import main
 from attnbias.experiments import base, load_config, run_experiment
+from attnbias.experiments.tuning_sweep import SELECTION_SEED_BASE
 from attnbias.store import MANIFEST, ResultsStore, config_key, manifest_problem
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -46,7 +47,10 @@ def assert_consistent(out: Path):
     runs = set(pq.read_table(out / "metrics.parquet").column("run").to_pylist())
     assert len(runs) == summary["runs"]
     seeds = set(pq.read_table(out / "metrics.parquet").column("data.seed").to_pylist())
-    assert seeds == set(range(1, config["seeds"] + 1))
+    selection = range(
+        SELECTION_SEED_BASE + 1, SELECTION_SEED_BASE + config.get("selection_seeds", 0) + 1
+    )
+    assert seeds == {*range(1, config["seeds"] + 1), *selection}  # step tuning's seeds apart
 
 
 def test_summary_records_config_hash_and_code_version(tmp_path):
