@@ -16,27 +16,17 @@ from typing import Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from ..claims import Claim, identified
 from ..config import Algorithms, Positive, PositiveInt, Text, check_named
+from ..curves import Curves, curves, loglog_slope, run_seed
 from ..data import GENERATORS
 from ..engine import RunSpec
 from ..figures import save_figure
+from ..judging.claims import Claim, identified
+from ..judging.verdicts import ngd as rules
+from ..judging.verdicts.common import over_runs, seeds_of
+from ..theory_measures import assumption1_report
 from . import plotting
-from .runs import (
-    Curves,
-    OptimalTokenConfig,
-    curves,
-    loglog_slope,
-    optimal_token_specs,
-    random_init,
-    run_seed,
-    seeds,
-    sweep,
-    sweep_summary,
-)
-from .theory_measures import assumption1_report
-from .verdicts import ngd as rules
-from .verdicts.common import over_runs, seeds_of
+from .runs import OptimalTokenConfig, optimal_token_specs, random_init, seeds, sweep, sweep_summary
 
 DESCRIPTION = (
     "GD vs NGD vs NGD-momentum vs Polyak on example1: global convergence, fast (NGD paper Fig. 2)"
@@ -122,7 +112,7 @@ def svm_norms(records, c: Curves) -> np.ndarray:
 def claims(
     groups: dict[str, Curves], config: Config, records=(), outside: dict | None = None
 ) -> list[Claim]:
-    """The NGD paper's claims on this data (verdicts: experiments/verdicts/ngd.py). `outside`:
+    """The NGD paper's claims on this data (verdicts: judging/verdicts/ngd.py). `outside`:
     Assumption 1 per seed (assumption1), put in the evidence of the rows citing Theorem 1 or
     its lemmas, which test beyond the theorem where it fails."""
     reference, baseline = config["reference"], config["baseline"]

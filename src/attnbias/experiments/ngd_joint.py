@@ -16,7 +16,6 @@ from pathlib import Path
 
 from pydantic import Field, model_validator
 
-from ..claims import Claim, identified, not_applicable
 from ..config import (
     Algorithms,
     NonNegative,
@@ -27,22 +26,23 @@ from ..config import (
     check_named,
     numbers,
 )
+from ..curves import curves
 from ..data import dm
 from ..engine import RunSpec
+from ..judging.claims import Claim, identified, not_applicable
+from ..judging.verdicts import ngd as rules
+from ..judging.verdicts.tuning import Tuned, chosen_factor, chosen_steps, grid_edge, rate_scores
 from . import plotting
 from .ngd_fixed import figure
 from .runs import (
     ZERO_OR_RANDOM_INIT,
     DMConfig,
-    curves,
     optimal_token_specs,
     random_init,
     scaled_step,
     sweep,
     sweep_summary,
 )
-from .verdicts import ngd as rules
-from .verdicts.tuning import Tuned, chosen_factor, chosen_steps, grid_edge, rate_scores
 
 # the selection seeds are SELECTION_SEED_BASE + 1, …: disjoint from the evaluation seeds 1..seeds
 SELECTION_SEED_BASE = 1000
@@ -190,7 +190,7 @@ DIRECTION_SLOPE = -1.0
 
 
 def claims(groups, config, tuned: Tuned) -> list[Claim]:
-    """The NGD paper's §4 claims (Fig. 3; verdicts: experiments/verdicts/ngd.py). Convergence
+    """The NGD paper's §4 claims (Fig. 3; verdicts: judging/verdicts/ngd.py). Convergence
     holds for GD too (the paper proves it); speed is what sets NGD, Polyak and joint-NGD apart.
     W's direction is judged against ‖W_t‖, not by a level: under joint training ‖W_t‖ grows
     like log t, so from a random start a misalignment level is out of reach of any run."""
