@@ -1,4 +1,4 @@
-"""Constructed inputs for every claim rule of attnbias.experiments.verdicts: for each function, the
+"""Constructed inputs for every claim rule of attnbias.judging.verdicts: for each function, the
 cases that reach each of its verdicts. tests/test_claim_rules.py checks the verdicts;
 tests/test_claim_mutations.py flips every comparison in the rules and checks that some verdict
 here changes."""
@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnbias.claims import INCONCLUSIVE, NOT_APPLICABLE, NOT_SUPPORTED, SUPPORTED
+from attnbias.curves import Curves
 from attnbias.engine import Algorithm
-from attnbias.experiments.runs import Curves
-from attnbias.experiments.verdicts.ngd import LOSS_RATE as ONE_OVER_T
-from attnbias.experiments.verdicts.ngd import MISALIGNMENT_RATE as POLYLOG
-from attnbias.experiments.verdicts.tuning import Tuned
+from attnbias.judging.claims import INCONCLUSIVE, NOT_APPLICABLE, NOT_SUPPORTED, SUPPORTED
+from attnbias.judging.verdicts.ngd import LOSS_RATE as ONE_OVER_T
+from attnbias.judging.verdicts.ngd import MISALIGNMENT_RATE as POLYLOG
+from attnbias.judging.verdicts.tuning import Tuned
 from claim_cases_real import real_cases
 from claim_cases_reexamine import reexamine_cases
 from claim_cases_theory import theory_cases

@@ -1,4 +1,4 @@
-"""Constructed inputs for the real-data claim rules (attnbias.experiments.verdicts.real): for each
+"""Constructed inputs for the real-data claim rules (attnbias.judging.verdicts.real): for each
 rule, arms whose paired per-seed values reach each of its verdicts, and the protocol's
 preconditions (a run short of the target, a diverged run, a rate at an edge of its grid) that
 make a comparison inconclusive. Merged into claim_cases.cases()."""
@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnbias.claims import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED
-from attnbias.experiments.verdicts.real import Arm
+from attnbias.judging.claims import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED
+from attnbias.judging.verdicts.real import Arm
 
 SEEDS = 6
 LO, MID, HI = "ℓ1.1-MD", "ℓ2-MD", "ℓ3-MD"

@@ -1,11 +1,12 @@
-"""Constructed inputs for the re-examination rules (attnbias.experiments.verdicts.reexamine): for
+"""Constructed inputs for the re-examination rules (attnbias.judging.verdicts.reexamine): for
 each rule, the cases that reach each of its verdicts. Merged into claim_cases.cases()."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from attnbias.claims import (
+from attnbias.curves import Curves
+from attnbias.judging.claims import (
     INCONCLUSIVE,
     NOT_APPLICABLE,
     NOT_SUPPORTED,
@@ -15,7 +16,6 @@ from attnbias.claims import (
     Rule,
     not_applicable,
 )
-from attnbias.experiments.runs import Curves
 
 
 def verdict(status: str) -> Claim:

@@ -1,4 +1,4 @@
-"""Constructed inputs for the rules of attnbias.experiments.verdicts.theory (the theory's rates
+"""Constructed inputs for the rules of attnbias.judging.verdicts.theory (the theory's rates
 and conditions): for each function, cases that reach each of its verdicts (used by
 test_claim_rules.py and, through claim_cases.cases(), by test_claim_mutations.py)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnbias.claims import INCONCLUSIVE, NOT_APPLICABLE, NOT_SUPPORTED, SUPPORTED
+from attnbias.judging.claims import INCONCLUSIVE, NOT_APPLICABLE, NOT_SUPPORTED, SUPPORTED
 
 RUNS = 8
 

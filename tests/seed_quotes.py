@@ -71,7 +71,7 @@ def word_index(text: str, quote: str) -> int | None:
 
 
 def main(argv: list[str]) -> int:
-    from attnbias.experiments.claims_register import REGISTER, UNTESTED
+    from attnbias.judging.register import REGISTER, UNTESTED
 
     if len(argv) != 1 or not Path(argv[0]).is_dir():
         print("usage: python tests/seed_quotes.py SEEDS_DIR", file=sys.stderr)

@@ -16,12 +16,13 @@ import types
 import numpy as np
 import pytest
 
-import attnbias.claims as claims_model
+import attnbias.judging.claims as claims_model
 import claim_cases
 from attnbias import experiments
-from attnbias.experiments import md_plain, verdicts
+from attnbias.curves import Curves
+from attnbias.experiments import md_plain
 from attnbias.experiments.base import load_config
-from attnbias.experiments.runs import Curves
+from attnbias.judging import verdicts
 from claim_cases import cases
 
 MODULES = tuple(info.name for info in pkgutil.iter_modules(verdicts.__path__))
@@ -223,12 +224,18 @@ def function_sites(tree: ast.AST, name: str):
     return mutation_sites(node)
 
 
+# the modules outside experiments/ that the experiments measure with: their comparisons decide
+# verdicts as much as the drivers' own
+MEASURES = ("attnbias.curves", "attnbias.theory_measures")
+
+
 def is_claims_code(obj) -> bool:
     """A module-level function of an experiment module or of the modules the experiments
-    measure with (theory_measures, compare, …); the rule modules have their own test above."""
+    measure with (theory_measures, curves, compare, …); the rule modules have their own test
+    above."""
     return (
         inspect.isfunction(obj)
-        and obj.__module__.startswith("attnbias.experiments.")
+        and (obj.__module__.startswith("attnbias.experiments.") or obj.__module__ in MEASURES)
         and not obj.__module__.startswith(verdicts.__name__)
         and getattr(sys.modules[obj.__module__], obj.__name__, None) is obj
     )
@@ -266,7 +273,8 @@ def experiment_claims_code() -> list:
 def test_the_claims_code_takes_the_helpers_a_claims_function_calls():
     """local_global.claims calls `ended` (its own) and `gram_dominance` (theory_measures'):
     their comparisons decide its verdicts as much as its own do."""
-    from attnbias.experiments import local_global, theory_measures
+    from attnbias import theory_measures
+    from attnbias.experiments import local_global
 
     code = claims_code(local_global.claims)
     assert code[0] is local_global.claims
@@ -282,7 +290,7 @@ def test_every_comparison_in_the_experiments_claims_changes_a_verdict(monkeypatc
         importlib.import_module(f"attnbias.experiments.{info.name}")
         for info in pkgutil.iter_modules(experiments.__path__)
         if not info.ispkg
-    ]
+    ] + [importlib.import_module(name) for name in MEASURES]
     survivors, tried = [], 0
     for fn in experiment_claims_code():
         module = sys.modules[fn.__module__]

@@ -8,14 +8,21 @@ from dataclasses import asdict
 import pytest
 
 import claim_cases
-from attnbias.claims import INCONCLUSIVE, STATUSES, SUPPORTED, Claim, reasons, verdict_columns
-from attnbias.experiments.verdicts import ngd
+from attnbias.judging.claims import (
+    INCONCLUSIVE,
+    STATUSES,
+    SUPPORTED,
+    Claim,
+    reasons,
+    verdict_columns,
+)
+from attnbias.judging.verdicts import ngd
 from claim_cases import cases
 
 
 def function(name: str):
     module, attr = name.split(".")
-    return getattr(importlib.import_module(f"attnbias.experiments.verdicts.{module}"), attr)
+    return getattr(importlib.import_module(f"attnbias.judging.verdicts.{module}"), attr)
 
 
 CASES = [(name, k, *case) for name, listed in cases().items() for k, case in enumerate(listed)]
@@ -69,7 +76,7 @@ def test_every_rule_function_has_cases():
     import inspect
     import pkgutil
 
-    from attnbias.experiments import verdicts
+    from attnbias.judging import verdicts
 
     listed, missing = set(cases()), []
     for info in pkgutil.iter_modules(verdicts.__path__):

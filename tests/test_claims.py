@@ -9,7 +9,7 @@ import pytest
 import claim_cases
 import claim_cases_rates
 import claim_cases_real
-from attnbias.claims import INCONCLUSIVE, NOT_APPLICABLE, STATUSES
+from attnbias.curves import Curves, curves
 from attnbias.experiments import (
     atlas,
     joint_rates,
@@ -27,7 +27,7 @@ from attnbias.experiments import (
     vision,
 )
 from attnbias.experiments.base import load_config
-from attnbias.experiments.runs import Curves, curves
+from attnbias.judging.claims import INCONCLUSIVE, NOT_APPLICABLE, STATUSES
 from attnbias.store import RunRecord, tidy
 
 STEPS = np.array([0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000])
@@ -278,7 +278,7 @@ def test_diverged_runs_are_left_out_of_the_curves_and_counted():
 
 
 def test_the_report_counts_not_applicable_claims_apart():
-    from attnbias.experiments.report import verdict_counts
+    from attnbias.judging.report import verdict_counts
 
     claims = [{"supported": True}, {"supported": False}, {"supported": None},
               {"status": INCONCLUSIVE}]  # fmt: skip
@@ -290,7 +290,7 @@ def test_the_report_counts_not_applicable_claims_apart():
 
 
 def test_every_claim_has_a_unique_id_the_register_lists():
-    from attnbias.experiments.claims_register import REGISTER, matching
+    from attnbias.judging.register import REGISTER, matching
 
     claims = [c for make in CLAIMS.values() for c in make(holds=True)]
     claims += [c for listed in synthetic_claims().values() for c in listed]
@@ -341,7 +341,7 @@ def test_real_data_rows_leave_diverged_runs_out(tmp_path):
 
 
 def test_a_register_row_takes_its_own_claim_not_one_its_id_prefixes():
-    from attnbias.experiments.claims_register import REGISTER, matching
+    from attnbias.judging.register import REGISTER, matching
 
     entry = next(e for e in REGISTER if e.id == "local-global/global-example1")
     summary = {"claims": [{"id": "local-global/global-example1"},
@@ -355,7 +355,7 @@ def test_a_register_row_takes_its_own_claim_not_one_its_id_prefixes():
 
 
 def test_an_experiment_not_run_says_why_where_that_is_known_and_is_counted_as_not_run():
-    from attnbias.experiments import claims_register as register
+    from attnbias.judging import register as register
 
     rows = [row.cells for row in register.register_rows({})]
     text_md = [r for r in rows if r[0].startswith("text-md/")]

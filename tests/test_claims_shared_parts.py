@@ -3,7 +3,7 @@ verdict; a ratio past float64's range is inf, not an OverflowError."""
 
 import numpy as np
 
-from attnbias.claims import Claim, Rule, paired_difference, ratio_effect
+from attnbias.judging.claims import Claim, Rule, paired_difference, ratio_effect
 
 
 def part(mean: float, seed: int) -> Claim:

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from attnbias.claims import check_stored
 from attnbias.cli import main
+from attnbias.judging.claims import check_stored
 from test_results_root_links import SUMMARY, one_error_line, published
 
 pytestmark = pytest.mark.usefixtures("one_thread")

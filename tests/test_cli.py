@@ -79,7 +79,7 @@ def _fake_experiments(tmp_path, monkeypatch, names):
     """Register experiments that only echo their config, with a results table."""
     module = tmp_path / "fake_experiment.py"
     module.write_text(
-        "from attnbias.claims import Claim\n"
+        "from attnbias.judging.claims import Claim\n"
         "DESCRIPTION = 'fake'\n"
         "def run(config, out):\n"
         "    return {'claims': [Claim('it ran', True, {'seeds': config['seeds']})],\n"
@@ -286,7 +286,7 @@ def test_module_missing_at_run_time_and_interrupt_are_one_line(tmp_path, monkeyp
 
 
 def test_report_written_elsewhere_links_only_files_that_exist(tmp_path, monkeypatch):
-    from attnbias.experiments import report as report_module
+    from attnbias.judging import report as report_module
 
     _fake_experiments(tmp_path, monkeypatch, ["fake"])
     report = tmp_path / "elsewhere" / "R.md"
@@ -331,7 +331,7 @@ def test_device_and_paper_options_are_refused_where_they_do_not_apply(tmp_path, 
 
 def test_the_report_says_when_a_sweep_found_its_runs_finished(tmp_path):
     """A sweep regenerated from stored runs times only this invocation: the line says so."""
-    from attnbias.experiments.report import write_report
+    from attnbias.judging.report import write_report
 
     summary = {
         "runs": 40,
@@ -359,7 +359,7 @@ def _counting_experiment(tmp_path, monkeypatch, minutes=None):
     """Register "counting": an experiment whose summary counts 4 runs, all trained, publishing
     no run of its own (so an unchanged rerun reuses its outputs); FULL_SCALE_MINUTES if given."""
     (tmp_path / "counting_experiment.py").write_text(
-        "from attnbias.claims import Claim\n"
+        "from attnbias.judging.claims import Claim\n"
         "DESCRIPTION = 'counts'\n"
         + (f"FULL_SCALE_MINUTES = {minutes}\n" if minutes is not None else "")
         + "def run(config, out):\n"

@@ -10,19 +10,19 @@ import numpy as np
 import pytest
 
 from attnbias import cli
-from attnbias.claims import Claim, Effect, Rule, causes, leaf_reason
 from attnbias.cli import main
 from attnbias.cli_claims import VERDICTS
 from attnbias.data import gaussian_unit
 from attnbias.experiments import base
-from attnbias.experiments.claims_register import REGISTER
+from attnbias.judging.claims import Claim, Effect, Rule, causes, leaf_reason
+from attnbias.judging.register import REGISTER
 from test_cli import one_error_line
 
 # As md-local: its three register entries answered with three verdicts; the rest of the
 # claims are ours: a second inconclusive cause, a compound claim with two causes, n/a and a
 # check. As md-joint: the same claims, none of them md-joint's register entries (not run).
 FAKE = """
-from attnbias.claims import Claim, Effect, Rule, identified
+from attnbias.judging.claims import Claim, Effect, Rule, identified
 DESCRIPTION = 'fake with verdicts'
 RULE = Rule("x", ">", 1.0, "ours")
 CHECK = Rule("violations", "<=", 0.0, "an identity", consistency=True)

@@ -13,12 +13,12 @@ import pyarrow.parquet as pq
 import pydantic
 import pytest
 
-from attnbias.claims import STATUSES
 from attnbias.cli import main
 from attnbias.config import ExperimentConfig, to_toml
+from attnbias.curves import curves, loglog_slope
 from attnbias.experiments import EXPERIMENTS, SYNTHETIC, base, load_config, run_experiment
 from attnbias.experiments.real_runs import RealConfig
-from attnbias.experiments.runs import curves, loglog_slope
+from attnbias.judging.claims import STATUSES
 from attnbias.store import ResultsStore, config_key
 
 try:

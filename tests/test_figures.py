@@ -16,8 +16,8 @@ import pytest
 from matplotlib.colors import to_hex
 from matplotlib.mathtext import MathTextParser
 
+from attnbias.curves import Curves
 from attnbias.experiments import SYNTHETIC, atlas, load_config, plotting, run_experiment
-from attnbias.experiments.runs import Curves
 from attnbias.figures import FORMATS, drawing_formats, save_figure, thin_log_minor_ticks
 from attnbias.store import FIGURE_SUFFIXES, MANIFEST, manifest_problem
 from test_experiments import TINY

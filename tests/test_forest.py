@@ -6,8 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from attnbias.claims import Rule
-from attnbias.experiments import forest
+from attnbias.judging import forest
+from attnbias.judging.claims import Rule
 
 
 @pytest.mark.parametrize("comparison", [">", "<", ">=", "<="])
@@ -74,21 +74,21 @@ def test_every_measured_part_is_a_point_with_its_verdict(tmp_path):
 
 
 def test_the_written_register_shows_its_forest_plot(tmp_path):
-    from attnbias.experiments import claims_register
+    from attnbias.judging import register
 
-    path = claims_register.write_claims(tmp_path / "results", tmp_path / "docs" / "CLAIMS.md", "c")
+    path = register.write_claims(tmp_path / "results", tmp_path / "docs" / "CLAIMS.md", "c")
     text = path.read_text()
     if (tmp_path / "docs" / "figures" / "claims_forest.png").exists():
         assert "](figures/claims_forest.png)" in text
     else:  # nothing measured under an empty root: no figure, no image line
         assert "claims_forest" not in text
     found = {"md-local": {"claims": summary_claims()["md-local"]}}
-    text = claims_register.register_markdown(found, "c", "figures/claims_forest.png")
+    text = register.register_markdown(found, "c", "figures/claims_forest.png")
     assert text.count("![every measured claim part") == 1
 
 
 def test_points_are_grouped_by_experiment_and_the_paper_their_entry_cites():
-    from attnbias.experiments import claims_register
+    from attnbias.judging import register
 
     part = {"rule": {"threshold": 1.0, "comparison": ">"}, "status": "supported",
             "effect": {"estimate": 3.0, "low": 2.0, "high": 4.0, "n": 5}}  # fmt: skip
@@ -97,6 +97,6 @@ def test_points_are_grouped_by_experiment_and_the_paper_their_entry_cites():
                                {**part, "id": "text-md/sparsity-scale-free"}]},
         "vision": {"claims": [{**part, "id": "vision/norm-growth-mnist"}]},
     }  # fmt: skip
-    groups = [p.group for p in forest.points(claims_register.forest_claims(found))]
+    groups = [p.group for p in forest.points(register.forest_claims(found))]
     assert groups == ["text-md · MD", "text-md · ours", "vision · NGD"]
     assert [p.group for p in forest.points({"x": [{**part, "id": "x/a"}]})] == ["x"]

@@ -7,9 +7,9 @@ from dataclasses import asdict
 
 import numpy as np
 
-from attnbias.claims import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED, verdict_text
-from attnbias.experiments.theory_measures import steps_to_level
-from attnbias.experiments.verdicts import ngd
+from attnbias.judging.claims import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED, verdict_text
+from attnbias.judging.verdicts import ngd
+from attnbias.theory_measures import steps_to_level
 from claim_cases import falling, frozen, growing
 
 

@@ -83,7 +83,7 @@ def logging_experiment(tmp_path, monkeypatch):
     """Register "chatty": it reports progress through log.Progress and logs a DEBUG detail."""
     (tmp_path / "chatty_experiment.py").write_text(
         "import logging\n"
-        "from attnbias.claims import Claim\n"
+        "from attnbias.judging.claims import Claim\n"
         "from attnbias.log import Progress\n"
         "logger = logging.getLogger('attnbias.chatty')\n"
         "DESCRIPTION = 'logs'\n"

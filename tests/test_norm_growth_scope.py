@@ -4,8 +4,8 @@ of SGD, SNGD, SPS and Adam), not ℓ1.1-MD, which the paper never ran."""
 from __future__ import annotations
 
 import claim_cases_real
-from attnbias.claims import NOT_SUPPORTED, SUPPORTED, status_of
 from attnbias.experiments.compare import NGD_PAPER_OPTIMIZERS, norm_growth_claim
+from attnbias.judging.claims import NOT_SUPPORTED, SUPPORTED, status_of
 
 
 def rows_where_only_md_shrinks() -> list[dict]:

@@ -169,8 +169,8 @@ def test_attention_tools_on_pretrained_minilm():
     "name", ["text-md", "text-finetune", pytest.param("vision", marks=pytest.mark.fashion_mnist)]
 )
 def test_quick_experiment_runs_and_resumes(tmp_path, name):
-    from attnbias.claims import STATUSES
     from attnbias.experiments import load_config, run_experiment
+    from attnbias.judging.claims import STATUSES
 
     config = load_config(name, quick=True)
     summary = run_experiment(config, tmp_path)

@@ -10,7 +10,7 @@ from attnbias.data import gaussian_unit
 from attnbias.engine import Algorithm, RunBatch, RunSpec, simulate
 from attnbias.engine.single_run import run_reference
 from attnbias.experiments import load_config, run_experiment
-from attnbias.experiments.claims_register import unregistered
+from attnbias.judging.register import unregistered
 from attnbias.model import risk_and_gradients
 from attnbias.optim.steepest import spectral_direction
 

@@ -13,9 +13,9 @@ from dataclasses import asdict
 import numpy as np
 
 import claim_cases as base
-from attnbias.claims import reasons, verdict_columns
 from attnbias.experiments import reexamine_atlas, reexamine_polyak
 from attnbias.experiments.base import load_config
+from attnbias.judging.claims import reasons, verdict_columns
 
 LETTER = {"supported": "S", "not supported": "N", "inconclusive": "I", "not applicable": "A"}
 LABELS = ["2", "inf", "spectral", "1.75", "nuc"]
@@ -195,7 +195,7 @@ def test_an_uncapped_polyak_compared_at_its_float64_stop_is_inconclusive():
     ahead; the last step at which both moved, that Polyak is. Neither is where the runs end: a
     comparison at a float64 stop is an artefact, so those parts are inconclusive and say
     where float64 stopped the run; the capped comparison still decides its part."""
-    from attnbias.claims import verdict_text
+    from attnbias.judging.claims import verdict_text
     from claim_cases_reexamine import reexamine_cases
 
     (stopped,) = [args[0] for _, args, _ in reexamine_cases()["reexamine.ends_ahead"]

@@ -13,7 +13,7 @@ from dataclasses import asdict
 
 import pytest
 
-from attnbias.claims import (
+from attnbias.judging.claims import (
     INCONCLUSIVE,
     SUPPORTED,
     is_consistency_check,
@@ -23,7 +23,7 @@ from attnbias.claims import (
     verdict_columns,
     verdict_text,
 )
-from attnbias.experiments.claims_register import REGISTER, matching
+from attnbias.judging.register import REGISTER, matching
 from claim_cases import cases
 from test_verdict_machinery import replication_errors
 
@@ -32,7 +32,7 @@ def rule_claims() -> list[dict]:
     made = []
     for name, listed in cases().items():
         module, attr = name.split(".")
-        fn = getattr(importlib.import_module(f"attnbias.experiments.verdicts.{module}"), attr)
+        fn = getattr(importlib.import_module(f"attnbias.judging.verdicts.{module}"), attr)
         made += [asdict(fn(*args, **kwargs)) for _, args, kwargs in listed]
     return made
 

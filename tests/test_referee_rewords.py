@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from attnbias.claims import is_consistency_check
-from attnbias.experiments import claims_register, md_joint, md_local, papers
+from attnbias.experiments import md_joint, md_local
+from attnbias.judging import papers, register
+from attnbias.judging.claims import is_consistency_check
 from test_claims import synthetic_claims
 
-ENTRIES = {entry.id: entry for entry in claims_register.REGISTER}
+ENTRIES = {entry.id: entry for entry in register.REGISTER}
 
 
 @pytest.fixture(scope="module")
@@ -55,18 +56,18 @@ def test_the_norm_growth_bound_is_a_consistency_check(made):
 @pytest.mark.parametrize(
     "row, says",
     [
-        ("ngd-fixed/score-saturation", claims_register.LEMMA1_FOLLOWS),
-        ("antipodal/score-saturation", claims_register.LEMMA1_FOLLOWS),
-        ("ngd-rates/lemma1-rate", claims_register.LEMMA1_FOLLOWS),
+        ("ngd-fixed/score-saturation", register.LEMMA1_FOLLOWS),
+        ("antipodal/score-saturation", register.LEMMA1_FOLLOWS),
+        ("ngd-rates/lemma1-rate", register.LEMMA1_FOLLOWS),
         ("ngd-rates/lemma1-vs-margin-geometry", "adds no test beyond alignment"),
-        ("ngd-joint/v-aligns", claims_register.BEYOND_THM3),
-        ("ngd-joint/W-aligns", claims_register.BEYOND_THM3),
+        ("ngd-joint/v-aligns", register.BEYOND_THM3),
+        ("ngd-joint/W-aligns", register.BEYOND_THM3),
         ("ngd-fixed/polyak-faster", "its level lies near L*"),
         ("antipodal/polyak-faster", "its level lies near L*"),
-        ("ngd-fixed/ngd-beats-gd", claims_register.FIXED_TUNED),
-        ("antipodal/ngd-beats-gd", claims_register.FIXED_TUNED),
-        ("ngd-fixed/polyak-faster", claims_register.FIXED_TUNED),
-        ("antipodal/polyak-faster", claims_register.FIXED_TUNED),
+        ("ngd-fixed/ngd-beats-gd", register.FIXED_TUNED),
+        ("antipodal/ngd-beats-gd", register.FIXED_TUNED),
+        ("ngd-fixed/polyak-faster", register.FIXED_TUNED),
+        ("antipodal/polyak-faster", register.FIXED_TUNED),
         ("local-global/global-example1", "not from every direction"),
         ("reexamine-adam/short-run-explains", "not that run length plays no part"),
     ],

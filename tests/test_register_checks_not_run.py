@@ -1,7 +1,7 @@
 """A consistency check that has not been run is counted among the checks, never among the
 paper verdicts of the register's headline."""
 
-from attnbias.experiments import claims_register as register
+from attnbias.judging import register as register
 
 
 def test_unrun_consistency_checks_are_counted_apart():

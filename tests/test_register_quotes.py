@@ -12,8 +12,8 @@ import json
 import pytest
 
 import seed_quotes
-from attnbias.experiments import claims_register, papers
-from attnbias.experiments.claims_register import REGISTER, UNTESTED, PaperClaim
+from attnbias.judging import papers, register
+from attnbias.judging.register import REGISTER, UNTESTED, PaperClaim
 
 ENTRIES = [*REGISTER, *UNTESTED]
 
@@ -82,13 +82,11 @@ def test_a_statement_the_seed_texts_do_not_hold_says_where_it_was_read():
             assert papers.READ_MD in entry.read_in, who
         if entry.paper == "ours":
             assert not seed_quotes.quotes(entry), f"{who}: a quote in a statement of ours"
-    text = claims_register.register_markdown({}, "test")
+    text = register.register_markdown({}, "test")
     for entry in ENTRIES:
-        cited = claims_register.where_read(entry.where, entry.read_in)
-        assert claims_register.cell(cited) in text, cited
-    rows = {row.cells[0]: row.cells[1] for row in claims_register.register_rows({})}
+        cited = register.where_read(entry.where, entry.read_in)
+        assert register.cell(cited) in text, cited
+    rows = {row.cells[0]: row.cells[1] for row in register.register_rows({})}
     # our extension of the SVM paper's result (issue 29), saying where that was read
-    assert rows["kq-nuclear/kq-nuclear-svm"] == (
-        f"ours, {claims_register.KQ_WHERE} ({papers.READ_SVM})"
-    )
+    assert rows["kq-nuclear/kq-nuclear-svm"] == (f"ours, {register.KQ_WHERE} ({papers.READ_SVM})")
     assert rows["ngd-fixed/ngd-beats-gd"] == "NGD, §3 (Q3), Fig. 2"

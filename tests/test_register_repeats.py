@@ -6,13 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnbias.claims import Claim, Rule, exact_effect, mean_effect
-from attnbias.experiments.claims_register import (
-    NOT_RUN,
-    evidence_key,
-    register_markdown,
-    register_rows,
-)
+from attnbias.judging.claims import Claim, Rule, exact_effect, mean_effect
+from attnbias.judging.register import NOT_RUN, evidence_key, register_markdown, register_rows
 from test_verdict_machinery import headline, stored
 
 RULE = Rule("final gap, mean over seeds", "<", 0.05, "ours")

@@ -5,8 +5,8 @@ from dataclasses import asdict
 
 import pytest
 
-from attnbias.claims import Claim, Rule, exact_effect
-from attnbias.experiments.report import FOREST, write_report
+from attnbias.judging.claims import Claim, Rule, exact_effect
+from attnbias.judging.report import FOREST, write_report
 
 
 def measured(slug, value, effect=True):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from attnbias.cli import main
-from attnbias.experiments.report import write_report
+from attnbias.judging.report import write_report
 from attnbias.store import MANIFEST, MARKER, ResultsStore, UnsafeStore, tidy, write_manifest
 from test_cli import _fake_experiments
 

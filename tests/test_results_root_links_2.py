@@ -14,11 +14,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from attnbias.claims import Claim
 from attnbias.cli import main
 from attnbias.engine import sweep
 from attnbias.experiments import base, real_runs
 from attnbias.figures import save_figure
+from attnbias.judging.claims import Claim
 from attnbias.store import MANIFEST, ResultsStore
 from test_cli import _fake_experiments
 from test_results_root_links import elsewhere, one_error_line, snapshot

@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 import pytest
 
-from attnbias.experiments.theory_measures import frobenius, slope, unit
+from attnbias.theory_measures import frobenius, slope, unit
 
 
 @pytest.fixture(autouse=True)

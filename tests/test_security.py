@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from attnbias.cli import main
 from attnbias.data import gaussian_unit
-from attnbias.experiments.report import write_report
+from attnbias.judging.report import write_report
 from attnbias.npz import ArrayTooLarge, load_npz
 from attnbias.real.train import UnsafeCheckpoint, save_checkpoint
 from attnbias.store import (
@@ -479,8 +479,8 @@ def test_a_config_whose_runs_all_diverge_writes_its_summary_listing_them(tmp_pat
 
 
 def test_plots_skip_non_finite_values_and_draw_nothing_for_an_empty_series(tmp_path):
+    from attnbias.curves import Curves
     from attnbias.experiments import plotting
-    from attnbias.experiments.runs import Curves
     from attnbias.figures import save_figure
 
     steps = np.array([0, 1, 10, 100])
@@ -608,7 +608,7 @@ def test_published_file_returns_only_a_verified_file_of_a_publication(parts, abs
 
 
 PUBLISHING = """
-from attnbias.claims import Claim
+from attnbias.judging.claims import Claim
 from attnbias.config import LooseConfig
 
 

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 import claim_cases_real
-from attnbias.experiments import claims_register, compare, text_finetune, text_md
+from attnbias.experiments import compare, text_finetune, text_md
 from attnbias.experiments.base import load_config
+from attnbias.judging import register
 
 
 def rows_searched_on(seed):
@@ -53,5 +54,5 @@ def test_the_selection_seed_is_the_searched_one_and_the_protocol_says_n(name):
     assert config.selection_seed == config.seed_list[0]
     assert config.evaluation_seeds == config.seed_list[1:]
     said = f"n = {len(config.evaluation_seeds)} paired seeds of {len(config.seed_list)}"
-    entries = [e for e in claims_register.REGISTER if e.experiment == name]
+    entries = [e for e in register.REGISTER if e.experiment == name]
     assert entries and all(said in e.differences for e in entries), said

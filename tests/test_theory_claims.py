@@ -1,4 +1,4 @@
-"""The theory's measured quantities (experiments/theory_measures.py) on constructed trajectories
+"""The theory's measured quantities (theory_measures.py) on constructed trajectories
 with known rates, and the theory's values in verdicts/theory.py against their derivations: a
 wrong value there makes one of these tests fail."""
 
@@ -12,13 +12,13 @@ import pytest
 import torch
 
 import claim_cases
-from attnbias.claims import NOT_SUPPORTED, SUPPORTED, mean_effect
+from attnbias import theory_measures as tm
 from attnbias.data import example1, gaussian_unit
 from attnbias.engine import Algorithm, RunSpec
 from attnbias.engine.single_run import run_reference
 from attnbias.engine.sweep import run_sweep
-from attnbias.experiments import theory_measures as tm
-from attnbias.experiments.verdicts import theory as rules
+from attnbias.judging.claims import NOT_SUPPORTED, SUPPORTED, mean_effect
+from attnbias.judging.verdicts import theory as rules
 from attnbias.model import attention_scores
 from attnbias.store import ResultsStore
 from attnbias.svm import att_svm, optimal_tokens
@@ -287,7 +287,7 @@ def test_rows_citing_theorem_1_on_data_outside_assumption_1_report_it_and_say_so
     there), and the register says those rows test beyond the theorem."""
     from attnbias.experiments import ngd_fixed
     from attnbias.experiments.base import load_config
-    from attnbias.experiments.claims_register import REGISTER
+    from attnbias.judging.register import REGISTER
     from attnbias.store import RunRecord
 
     for name, low, high in (("ngd-fixed", 1.5, 2.5), ("antipodal", 3.5, 5.0)):
@@ -348,8 +348,8 @@ def test_thm3_premises_name_the_loss_and_the_absent_time_factor():
 def test_thm3_rate_is_inconclusive_for_its_premise_with_the_rate_shown():
     """The rate is judged only on runs meeting Thm 3's premises; its effect is still printed."""
     import claim_cases_rates
-    from attnbias.claims import INCONCLUSIVE
     from attnbias.experiments import joint_rates
+    from attnbias.judging.claims import INCONCLUSIVE
 
     claims = {c.id: c for c in joint_rates.claims(*claim_cases_rates.joint_rates_inputs())}
     rate = claims["joint-rates/thm3-rate"]
@@ -362,9 +362,9 @@ def test_thm7_is_inconclusive_when_float64_stops_polyak_before_thm1s_window():
     """Uncapped Polyak frozen from step 40 (L − L* rounded to 0): its fit over the early window
     is set by the format, not by the theorem, so Thm 7's row says so instead of a verdict."""
     import claim_cases_rates
-    from attnbias.claims import INCONCLUSIVE, reasons
+    from attnbias.curves import Curves
     from attnbias.experiments import ngd_rates
-    from attnbias.experiments.runs import Curves
+    from attnbias.judging.claims import INCONCLUSIVE, reasons
 
     groups, saturation, config = claim_cases_rates.ngd_rates_inputs()
     uncapped = ngd_rates.polyak(max(config.polyak_caps)).name

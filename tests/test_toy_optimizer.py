@@ -4,7 +4,6 @@ Configs then name it, it builds for one model, and the batched engine steps it a
 own loop does; the optimiser vocabulary lives in optim/, which config and real/ import, and
 neither imports the engine."""
 
-import ast
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -102,28 +101,6 @@ def test_a_family_the_engine_has_no_stepper_for_is_refused_by_name():
 
 def test_every_built_in_family_has_a_stepper_in_the_engine():
     assert {rule.family for rule in RULES.values()} <= set(steppers.STEPPERS)
-
-
-def imported_modules(path: Path) -> set[str]:
-    """The attnbias modules a source file imports, as absolute dotted names."""
-    package = ["attnbias", *path.relative_to(SRC).parent.parts]
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            base = package[: len(package) - node.level + 1] if node.level else []
-            found.add(".".join([*base, *(node.module.split(".") if node.module else [])]))
-    return {name for name in found if name.startswith("attnbias")}
-
-
-@pytest.mark.parametrize(
-    "path",
-    [SRC / "config.py", *sorted(SRC.glob("real/*.py")), *sorted(SRC.glob("optim/*.py"))],
-    ids=lambda p: str(p.relative_to(SRC)),
-)
-def test_config_real_and_optim_do_not_import_the_engine(path):
-    assert not {m for m in imported_modules(path) if m.startswith("attnbias.engine")}
 
 
 # A toy on the checked base class (tests/fixtures/toy_checked_optimizer.py): it writes only its

@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 
 from attnbias.config import ConfigError
+from attnbias.curves import Curves
 from attnbias.engine import Algorithm
 from attnbias.experiments import ngd_fixed, ngd_joint, tuning_sweep
 from attnbias.experiments.base import load_config
-from attnbias.experiments.runs import Curves, scaled_step, seeds
-from attnbias.experiments.verdicts.tuning import chosen_factor, grid_edge, rate_score
+from attnbias.experiments.runs import scaled_step, seeds
+from attnbias.judging.verdicts.tuning import chosen_factor, grid_edge, rate_score
 
 STEPS = np.array([0, 1, 2, 4, 8])
 

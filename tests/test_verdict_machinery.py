@@ -6,7 +6,7 @@ from dataclasses import asdict
 
 import pytest
 
-from attnbias.claims import (
+from attnbias.judging.claims import (
     NOT_SUPPORTED,
     SUPPORTED,
     Claim,
@@ -61,7 +61,7 @@ def test_a_claim_mixing_paper_rules_and_checks_is_refused():
 
 
 def mean(values):
-    from attnbias.claims import mean_effect
+    from attnbias.judging.claims import mean_effect
 
     return mean_effect(values)
 
@@ -111,8 +111,8 @@ def test_the_register_headline_counts_the_rows_it_prints():
     """Issue 28: a quick-scale "**not supported** (…) (quick scale: not evidence)" row was
     counted as nothing. The headline is counted from the verdicts the rows print, and
     consistency checks are listed and counted apart."""
-    from attnbias.claims import CHECK_WORDS, STATUSES
-    from attnbias.experiments.claims_register import NOT_RUN, REGISTER, register_markdown
+    from attnbias.judging.claims import CHECK_WORDS, STATUSES
+    from attnbias.judging.register import NOT_RUN, REGISTER, register_markdown
 
     low, high = [0.1, 0.2, 0.15], [3.0, 3.2, 3.1]
     ngd_joint = stored([
@@ -163,7 +163,7 @@ def reasoned_claim():
 
 def test_a_part_level_reason_is_printed_in_the_register_and_by_reproduce(capsys):
     from attnbias.cli import print_verdicts
-    from attnbias.experiments.claims_register import register_markdown
+    from attnbias.judging.register import register_markdown
 
     claim = reasoned_claim()
     assert claim.status == "inconclusive" and not claim.unmet  # the reasons sit on the parts
@@ -181,7 +181,7 @@ def test_a_part_level_reason_is_printed_in_the_register_and_by_reproduce(capsys)
 
 
 def test_a_straddling_interval_is_a_reason_too():
-    from attnbias.claims import reasons, verdict_columns
+    from attnbias.judging.claims import reasons, verdict_columns
 
     claim = Claim("c", rule=PAPER, effect=mean([0.5, 1.5, 1.0]))
     assert claim.status == "inconclusive"
@@ -198,7 +198,7 @@ def test_cases_that_share_a_seed_are_one_unit():
     W₀) is shared by its cases. Pooled, the twelve cases would exclude 0; by seed they do not."""
     from scipy import stats
 
-    from attnbias.claims import clustered_mean_effect, t_effect
+    from attnbias.judging.claims import clustered_mean_effect, t_effect
 
     seed_shift = {0: 1.0, 1: 0.1, 2: 0.4}
     values = [seed_shift[s] + 0.01 * k for s in seed_shift for k in range(4)]
@@ -236,7 +236,7 @@ def part(distance: float) -> Claim:
 def test_holm_reaches_each_verdict_of_a_claim_with_k_parts():
     from scipy import stats
 
-    from attnbias.claims import INCONCLUSIVE
+    from attnbias.judging.claims import INCONCLUSIVE
 
     # the t quantiles the distances are chosen between (9 degrees of freedom)
     t95, t975, t983 = (stats.t.ppf(1 - a / 2, 9) for a in (0.05, 0.05 / 2, 0.05 / 3))
@@ -250,7 +250,7 @@ def test_holm_reaches_each_verdict_of_a_claim_with_k_parts():
     claim = Claim("c", parts=[part(6), part(-2.5), part(6)])
     assert claim.status == INCONCLUSIVE and claim.parts[1].status == INCONCLUSIVE
     assert claim.parts[1].correction == {"support": 0.95, "refute": 1 - 0.05 / 3, "parts": 3}
-    from attnbias.claims import reasons
+    from attnbias.judging.claims import reasons
 
     assert reasons(asdict(claim)) == [
         "not supported at 95 % alone, not at 98.33 %: Holm's correction for 3 parts (1 of 3 parts)"
@@ -279,7 +279,7 @@ def test_holm_keeps_the_false_refutations_of_a_true_claim_near_the_nominal_rate(
 
 
 def test_a_claim_at_some_setting_corrects_its_supports():
-    from attnbias.claims import INCONCLUSIVE
+    from attnbias.judging.claims import INCONCLUSIVE
 
     some = Claim("faster at some setting", parts=[part(-6), part(2.5), part(-6)], any_part=True)
     assert part(2.5).status == SUPPORTED and some.status == INCONCLUSIVE
@@ -296,7 +296,7 @@ def test_every_effect_constructor_recomputes_its_interval_at_another_confidence(
     import numpy as np
     from scipy import stats
 
-    from attnbias import claims
+    from attnbias.judging import claims
 
     rng = np.random.default_rng(3)
     a, b = rng.normal(2, 1, 12), rng.normal(1, 1, 12)
@@ -325,7 +325,7 @@ def test_every_effect_constructor_recomputes_its_interval_at_another_confidence(
 
 
 def test_a_property_of_every_step_is_reported_as_its_violations():
-    from attnbias.claims import verdict_columns, violations_effect, violations_rule
+    from attnbias.judging.claims import verdict_columns, violations_effect, violations_rule
 
     rule = violations_rule("the optimal-token score does not decrease", "Lemma 5")
     holds = violations_effect([0.1, 0.0, 2.0, float("nan"), 0.3])
@@ -371,7 +371,7 @@ def test_n_counting_seeds_times_settings_is_caught():
     """Issue 29 class 7: "n = 12 seeds" for 3 seeds × 4 step sizes."""
     import numpy as np
 
-    from attnbias.claims import clustered_mean_effect, mean_effect
+    from attnbias.judging.claims import clustered_mean_effect, mean_effect
 
     values, seeds = np.linspace(1.0, 2.0, 12), np.repeat([0, 1, 2], 4)
     pooled = Claim("c", id="x/pooled", rule=PAPER, effect=mean_effect(values))
@@ -397,7 +397,7 @@ def test_every_reported_n_counts_distinct_seeds(name, tmp_path):
 
 def test_the_register_names_the_code_version_and_config_of_each_experiment_s_summary():
     """Issue 29 class 10: a row's summary may be stale; the register says which code made it."""
-    from attnbias.experiments.claims_register import register_markdown
+    from attnbias.judging.register import register_markdown
 
     summary = {**stored([reasoned_claim()], quick=False), "code_version": "0.1.0+gabc1234",
                "config_hash": "0123456789abcdef"}  # fmt: skip

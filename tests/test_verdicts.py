@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from attnbias.claims import (
+from attnbias.judging.claims import (
     INCONCLUSIVE,
     NOT_APPLICABLE,
     NOT_SUPPORTED,

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
+from attnbias.curves import without_diverged
 from attnbias.engine.targets import is_lp, norm_label
-from attnbias.experiments.runs import without_diverged
 from attnbias.metrics import Norm
 from attnbias.optim import MirrorDescent, NormalizedGD, PolyakStep
 from attnbias.optim.algorithm import Algorithm

@@ -348,7 +348,7 @@ def reproduce(args) -> int:
     not_run = [n for n in base.EXPERIMENTS if n not in names] if "all" in args.names else []
     print("\n".join(tally_lines(summaries, not_run)), flush=True)
     if args.report:
-        from .experiments.report import write_report
+        from .judging.report import write_report
 
         seeds = f" --seeds {args.seeds}" if args.seeds else ""
         scale = "--quick" if quick else "--paper" if args.paper else "--full"
@@ -642,14 +642,9 @@ def write_claims_register(args) -> int:
     """The register to stdout, or to --write PATH (a PATH that differs only with --force); with
     --experiment / --verdict only those rows, with --format csv or json as records."""
     from .cli_claims import VERDICTS, chosen, chosen_register
-    from .experiments import forest
     from .experiments.base import experiment_names
-    from .experiments.claims_register import (
-        FOREST,
-        forest_claims,
-        register_markdown,
-        summaries,
-    )
+    from .judging import forest
+    from .judging.register import FOREST, forest_claims, register_markdown, summaries
 
     experiments = chosen(args.experiment, experiment_names(), "--experiment")
     verdicts = chosen(args.verdict, list(VERDICTS), "--verdict")
@@ -707,7 +702,7 @@ def writable_file(write: str) -> Path:
 def may_replace(path: Path, encoded: bytes, force: bool, root: Path) -> bool:
     """Whether to write the register of `root` (`encoded`) to path: not if it holds those bytes
     already (said); ValueError if it holds others, unless force."""
-    from .experiments.report import differs
+    from .judging.report import differs
 
     if path.exists() and not differs(path, encoded):
         print(f"claims register: {path} (unchanged)")
@@ -776,7 +771,7 @@ def outcome(summary: dict, seconds: float) -> str:
 def print_verdicts(summary: dict) -> None:
     """Each claim's verdict (a consistency check's in its own words) and, when inconclusive, why
     in brackets; the diverged runs the claims leave out; the quick-scale note."""
-    from .claims import NOT_SUPPORTED, reasons, verdict_word
+    from .judging.claims import NOT_SUPPORTED, reasons, verdict_word
 
     if "scale" in summary:
         print(f"  ({summary['scale']})")
@@ -845,7 +840,7 @@ STRICT = arg(
 
 def strict_exit(summaries: dict[str, dict], strict: bool) -> int:
     """0, or with --strict 1 when some claim is not supported or some run diverged (printed)."""
-    from .claims import SUPPORTED, status_of
+    from .judging.claims import SUPPORTED, status_of
 
     failures = [
         f"{name}: [{status_of(claim)}] {claim['claim']}"

@@ -1,7 +1,7 @@
 """`attnbias claims --experiment NAME --verdict WORD --format md|csv|json`: the register's
 rows chosen by experiment and verdict, as its Markdown table or as machine-readable records.
 
-A record is a register row (`claims_register.answered`) with its fields as values, not as
+A record is a register row (`register.answered`) with its fields as values, not as
 printed cells: the claim's verdict and reasons, and for each measured part its rule, effect,
 95 % CI, n, verdict and, when inconclusive, why. CSV has one line per measured part (a row
 without one, one line); JSON one object per row with its parts as a list.
@@ -12,7 +12,9 @@ from __future__ import annotations
 import csv
 import io
 
-from .claims import (
+from .cli_tally import NOT_RUN
+from .judging import register
+from .judging.claims import (
     INCONCLUSIVE,
     NOT_APPLICABLE,
     NOT_SUPPORTED,
@@ -25,9 +27,7 @@ from .claims import (
     status_of,
     verdict_word,
 )
-from .cli_tally import NOT_RUN
-from .experiments import claims_register
-from .experiments.claims_register import answered, register_rows, table
+from .judging.register import answered, register_rows, table
 from .store import json_text
 
 # --verdict's words (one word each on the command line; cli.VERDICT_WORDS names them in the
@@ -95,7 +95,7 @@ def records(found: dict[str, dict]) -> list[dict]:
             "where": entry.where,
             "the_paper_says": entry.wording,
             "verdict": NOT_RUN if claim is None else status_of(claim),
-            "verdict_words": claims_register.NOT_RUN if claim is None else verdict_word(claim),
+            "verdict_words": register.NOT_RUN if claim is None else verdict_word(claim),
             "reasons": "" if claim is None else "; ".join(reasons(claim)),
             "consistency_check": entry.consistency
             if claim is None
@@ -139,7 +139,7 @@ def chosen_register(
         rows = [
             r
             for r in register_rows(found)
-            if keep(r.experiment, NOT_RUN if r.verdict == claims_register.NOT_RUN else r.verdict)
+            if keep(r.experiment, NOT_RUN if r.verdict == register.NOT_RUN else r.verdict)
         ]
         return "\n".join(table(rows)) + "\n"
     picked = [r for r in records(found) if keep(r["experiment"], r["verdict"])]

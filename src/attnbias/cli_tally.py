@@ -3,7 +3,7 @@ supported, not supported, inconclusive (and why, by kind), not applicable or not
 consistency checks of the code counted apart; and what quick scale means for them.
 
 Counted from the summaries' stored verdicts (`claims.status_of`, `claims.causes`) and the
-register's entries (`claims_register.REGISTER`), never from printed text.
+register's entries (`register.REGISTER`), never from printed text.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from .claims import (
+from .judging.claims import (
     CAUSES,
     INCONCLUSIVE,
     NOT_APPLICABLE,
@@ -21,7 +21,7 @@ from .claims import (
     is_consistency_check,
     status_of,
 )
-from .experiments.claims_register import REGISTER, matching, repeated
+from .judging.register import REGISTER, matching, repeated
 
 NOT_RUN = "not run"
 COLUMNS = (SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, NOT_APPLICABLE, NOT_RUN)

@@ -8,7 +8,7 @@ or are named as "module:attribute" (`base.ExperimentProtocol`). Modules are impo
 used, so synthetic experiments never pay for the real-data dependencies.
 """
 
-from ..claims import Claim
+from ..judging.claims import Claim
 from .base import (
     EXPERIMENTS,
     SYNTHETIC,

@@ -23,24 +23,18 @@ import torch
 from matplotlib.lines import Line2D
 from pydantic import Field, model_validator
 
-from ..claims import Claim, identified, not_applicable
 from ..config import Algorithms, Norms, Positive, PositiveInt, Text, real
+from ..curves import curves
 from ..data import gaussian_unit
 from ..engine import Algorithm, RunSpec
 from ..figures import save_figure
+from ..judging.claims import Claim, identified, not_applicable
+from ..judging.verdicts import atlas as rules
+from ..judging.verdicts.common import over_runs
 from ..optim.registry import available
 from ..svm import optimal_tokens
 from . import plotting
-from .runs import (
-    GaussianUnitConfig,
-    curves,
-    random_init,
-    seeds,
-    sweep,
-    sweep_summary,
-)
-from .verdicts import atlas as rules
-from .verdicts.common import over_runs
+from .runs import GaussianUnitConfig, random_init, seeds, sweep, sweep_summary
 
 logger = logging.getLogger(__name__)
 
@@ -224,7 +218,7 @@ def claims(
     label of its own norm; like: algorithm → the owner it should behave like; algorithms:
     name → Algorithm, whose design the theorems' preconditions are checked on; as_run: the
     algorithms whose `like` row is judged on its runs as they are (verdicts:
-    experiments/verdicts/atlas.py)."""
+    judging/verdicts/atlas.py)."""
     algorithms = algorithms or {}
     present = {name: label for name, label in own.items() if name in groups}
     rows = "In each owned norm the owner ends with the smallest gap"

@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Protocol
 
 from .. import __version__
-from ..claims import STATUSES, Claim, reasons, status_of, verdict_columns, verdict_word
 from ..config import ExperimentConfig, LooseConfig, read_toml, resolve
 from ..engine.cluster import using
+from ..judging.claims import STATUSES, Claim, reasons, status_of, verdict_columns, verdict_word
 from ..store import (
     MAX_PUBLISHED_FILE_BYTES,
     ResultsStore,
@@ -85,7 +85,7 @@ class ExperimentProtocol(Protocol):
 
     def run(self, config: ExperimentConfig, out: Path) -> dict:
         """Train into `out` (a staging directory; its runs go to ResultsStore(out)) and return
-        the summary: "claims" (attnbias.claims.Claim), and optionally "figures" (paths of
+        the summary: "claims" (attnbias.judging.claims.Claim), and optionally "figures" (paths of
         files written in out), "tables", "run_keys", "diverged" and any JSON-able numbers."""
 
 

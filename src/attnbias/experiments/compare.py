@@ -9,13 +9,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ..claims import Claim, mean_effect, not_applicable
+from ..curves import without_diverged
 from ..figures import save_figure
+from ..judging.claims import Claim, mean_effect, not_applicable
+from ..judging.verdicts.real import Arm, norm_grows
 from ..store import DIVERGED
 from . import plotting
 from .real_runs import RateSearch, mean_std, series, smooth
-from .runs import without_diverged
-from .verdicts.real import Arm, norm_grows
 
 TAIL = 0.1  # the final train loss: the minibatch loss averaged over the last 10 % of the steps
 # "About as fast" (text-finetune: SNGD and SPS vs Adam; vision: Adam vs SGD): final train losses

@@ -17,15 +17,14 @@ from pathlib import Path
 import numpy as np
 from pydantic import Field, model_validator
 
-from ..claims import Claim, identified, mean_effect
 from ..config import Positive, PositiveInt, Text
+from ..curves import curves, without_diverged
 from ..data import dm
 from ..engine import Algorithm, RunSpec
 from ..figures import save_figure
-from . import plotting
-from .runs import DMConfig, curves, seeds, sweep, sweep_summary, without_diverged
-from .theory_figures import fit_panel
-from .theory_measures import (
+from ..judging.claims import Claim, identified, mean_effect
+from ..judging.verdicts import theory as rules
+from ..theory_measures import (
     FLOAT_FLOOR,
     Window,
     check_window,
@@ -35,7 +34,9 @@ from .theory_measures import (
     power_exponents,
     span,
 )
-from .verdicts import theory as rules
+from . import plotting
+from .runs import DMConfig, seeds, sweep, sweep_summary
+from .theory_figures import fit_panel
 
 DESCRIPTION = (
     "NGD paper's joint-training rates (Thms 3-4) against the fixed head (Thm 1) on dm; v's margin"

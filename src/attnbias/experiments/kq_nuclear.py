@@ -13,14 +13,15 @@ from typing import Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from ..claims import Claim, identified
 from ..config import Loss, Positive, PositiveInt, integer
+from ..curves import curves, loglog_slope
 from ..data import GENERATORS
 from ..engine import Algorithm, RunSpec
 from ..figures import save_figure
+from ..judging.claims import Claim, identified
+from ..judging.verdicts import ngd as rules
 from . import plotting
-from .runs import SweepConfig, curves, loglog_slope, random_init, seeds, sweep, sweep_summary
-from .verdicts import ngd as rules
+from .runs import SweepConfig, random_init, seeds, sweep, sweep_summary
 
 DESCRIPTION = (
     "W = KQᵀ trained by NGD aligns with the nuclear-norm Att-SVM, W itself with the Frobenius one"
@@ -108,7 +109,7 @@ def misalignment_slopes(c, norm: str) -> np.ndarray:
 
 def claims(final, slopes) -> list[Claim]:
     """W = KQᵀ against the nuclear-norm SVM, W against the Frobenius one, per seed
-    (experiments/verdicts/ngd.py); `slopes`: misalignment_slopes of W = KQᵀ with the nuclear
+    (judging/verdicts/ngd.py); `slopes`: misalignment_slopes of W = KQᵀ with the nuclear
     SVM."""
     return identified("kq-nuclear", [
         rules.closer_to(final[KQ], "nuc", "2", KQ),

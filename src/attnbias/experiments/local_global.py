@@ -18,16 +18,17 @@ from pathlib import Path
 import numpy as np
 from pydantic import Field, model_validator
 
-from ..claims import NOT_SUPPORTED, Claim, identified
 from ..config import Algorithms, Loss, Positive, PositiveInt, numbers
+from ..curves import without_diverged
 from ..data import Problem, example1, gaussian_unit
 from ..engine import RunSpec
 from ..figures import save_figure
+from ..judging.claims import NOT_SUPPORTED, Claim, identified
+from ..judging.verdicts import theory as rules
 from ..svm import att_svm_batch, optimal_tokens
+from ..theory_measures import gram_dominance, locally_optimal
 from . import plotting
-from .runs import SweepConfig, seeds, sweep, sweep_summary, without_diverged
-from .theory_measures import gram_dominance, locally_optimal
-from .verdicts import theory as rules
+from .runs import SweepConfig, seeds, sweep, sweep_summary
 
 DESCRIPTION = (
     "adversarial starts R·W_mm(α′): global convergence on example1, local on gaussian_unit; "

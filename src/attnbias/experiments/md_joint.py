@@ -13,16 +13,17 @@ from pathlib import Path
 import numpy as np
 from pydantic import Field
 
-from ..claims import Claim, identified
 from ..config import Loss, NonNegative, Positive, PositiveInt, numbers
+from ..curves import curves
 from ..data import joint_toy
 from ..engine import RunSpec
 from ..figures import save_figure
+from ..judging.claims import Claim, identified
+from ..judging.verdicts import md as rules
 from ..metrics import Norm
 from . import plotting
 from .md_local import algorithm
-from .runs import ZERO_OR_RANDOM_INIT, SweepConfig, curves, random_init, seeds, sweep, sweep_summary
-from .verdicts import md as rules
+from .runs import ZERO_OR_RANDOM_INIT, SweepConfig, random_init, seeds, sweep, sweep_summary
 
 DESCRIPTION = "joint ℓp-MD of W and v from zero on the MD paper's toy: both reach their ℓp SVMs"
 
@@ -78,7 +79,7 @@ TOY = "toy data set (d = 2; one zero-initialised run)"
 
 def claims(groups, names, threshold) -> list[Claim]:
     """The MD paper's joint-training claims on its toy (one deterministic run per p: each
-    verdict is exact for this problem; experiments/verdicts/md.py)."""
+    verdict is exact for this problem; judging/verdicts/md.py)."""
     own_W = {name: f"divergence/{p}" for name, p in names.items()}
     own_v = {name: f"divergence_v/{p}" for name, p in names.items()}
     return identified("md-joint", [

@@ -15,17 +15,18 @@ import numpy as np
 import torch
 from pydantic import Field, model_validator
 
-from ..claims import Claim, identified, not_applicable
 from ..config import Positive, PositiveInt, check_paired, numbers
+from ..curves import curves
 from ..data import gaussian_unit
 from ..engine import Algorithm, RunSpec
 from ..figures import save_figure
+from ..judging.claims import Claim, identified, not_applicable
+from ..judging.verdicts import md as rules
 from ..metrics import Norm
 from ..norms import lp_norm
 from ..store import DIVERGED
 from . import plotting
-from .runs import GaussianUnitConfig, curves, random_init, seeds, sweep, sweep_summary
-from .verdicts import md as rules
+from .runs import GaussianUnitConfig, random_init, seeds, sweep, sweep_summary
 
 DESCRIPTION = "ℓp mirror descent converges to the ℓp Att-SVM: the 3×3 divergence grid (MD paper)"
 
@@ -89,7 +90,7 @@ def run(config: Config, out: Path) -> dict:
 
 
 def claims(random, zero, ps, names, threshold) -> list[Claim]:
-    """The MD paper's claims on the 3×3 grid (verdicts: experiments/verdicts/md.py)."""
+    """The MD paper's claims on the 3×3 grid (verdicts: judging/verdicts/md.py)."""
     own = {name: f"divergence/{Norm.parse(p).label}" for name, p in zip(names, ps)}
     diagonal = rules.own_p(
         random, own, threshold,

@@ -16,18 +16,19 @@ from pathlib import Path
 import numpy as np
 from pydantic import Field, model_validator
 
-from ..claims import Claim, identified, mean_effect, not_applicable
 from ..config import Positive, PositiveInt, numbers
+from ..curves import Curves, curves
 from ..data import gaussian_unit
 from ..engine import Algorithm, RunSpec
 from ..figures import save_figure
+from ..judging.claims import Claim, identified, mean_effect, not_applicable
+from ..judging.verdicts import md as md_rules
+from ..judging.verdicts import theory as rules
 from ..metrics import Norm
+from ..theory_measures import Window, check_window, order_exponent, polylog_exponents, span
 from . import plotting
-from .runs import Curves, GaussianUnitConfig, curves, random_init, seeds, sweep, sweep_summary
+from .runs import GaussianUnitConfig, random_init, seeds, sweep, sweep_summary
 from .theory_figures import fit_panel
-from .theory_measures import Window, check_window, order_exponent, polylog_exponents, span
-from .verdicts import md as md_rules
-from .verdicts import theory as rules
 
 DESCRIPTION = (
     "plain (unnormalised) ℓp-AttGD, the MD paper's algorithm, on md-local's problems: its "

@@ -16,27 +16,19 @@ from typing import Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from ..claims import Claim, identified
 from ..config import Algorithms, Positive, PositiveInt, Text, check_named
+from ..curves import Curves, loglog_slope, run_seed
 from ..data import GENERATORS
 from ..engine import RunSpec
 from ..figures import save_figure
+from ..judging.claims import Claim, identified
+from ..judging.verdicts import ngd as rules
+from ..judging.verdicts.common import over_runs, seeds_of
+from ..judging.verdicts.tuning import Tuned, chosen_steps
+from ..theory_measures import assumption1_report
 from . import plotting
-from .runs import (
-    Curves,
-    OptimalTokenConfig,
-    loglog_slope,
-    optimal_token_specs,
-    random_init,
-    run_seed,
-    seeds,
-    sweep_summary,
-)
-from .theory_measures import assumption1_report
+from .runs import OptimalTokenConfig, optimal_token_specs, random_init, seeds, sweep_summary
 from .tuning_sweep import TuningConfig, tuned_sweep
-from .verdicts import ngd as rules
-from .verdicts.common import over_runs, seeds_of
-from .verdicts.tuning import Tuned, chosen_steps
 
 DESCRIPTION = (
     "GD vs NGD vs NGD-momentum vs Polyak on example1: global convergence, fast (NGD paper Fig. 2)"
@@ -131,7 +123,7 @@ def claims(
     records=(),
     outside: dict | None = None,
 ) -> list[Claim]:
-    """The NGD paper's claims on this data (verdicts: experiments/verdicts/ngd.py): the speed
+    """The NGD paper's claims on this data (verdicts: judging/verdicts/ngd.py): the speed
     rows compare `tuned` runs, each algorithm at its tuned step; the others the config's steps
     (`groups`). `outside`:
     Assumption 1 per seed (assumption1), put in the evidence of the rows citing Theorem 1 or

@@ -16,7 +16,6 @@ from pathlib import Path
 
 from pydantic import Field, model_validator
 
-from ..claims import Claim, identified, not_applicable
 from ..config import (
     Algorithms,
     NonNegative,
@@ -27,6 +26,9 @@ from ..config import (
 )
 from ..data import dm
 from ..engine import RunSpec
+from ..judging.claims import Claim, identified, not_applicable
+from ..judging.verdicts import ngd as rules
+from ..judging.verdicts.tuning import Tuned, chosen_steps
 from . import plotting
 from .ngd_fixed import figure
 from .runs import (
@@ -37,8 +39,6 @@ from .runs import (
     sweep_summary,
 )
 from .tuning_sweep import TuningConfig, tuned_sweep
-from .verdicts import ngd as rules
-from .verdicts.tuning import Tuned, chosen_steps
 
 DESCRIPTION = "joint training of W and v: GD vs NGD vs Polyak vs joint-NGD on dm (NGD paper Fig. 3)"
 
@@ -98,7 +98,7 @@ DIRECTION_SLOPE = -1.0
 
 
 def claims(groups, config, tuned: Tuned) -> list[Claim]:
-    """The NGD paper's §4 claims (Fig. 3; verdicts: experiments/verdicts/ngd.py). Convergence
+    """The NGD paper's §4 claims (Fig. 3; verdicts: judging/verdicts/ngd.py). Convergence
     holds for GD too (the paper proves it); speed is what sets NGD, Polyak and joint-NGD apart.
     W's direction is judged against ‖W_t‖, not by a level: under joint training ‖W_t‖ grows
     like log t, so from a random start a misalignment level is out of reach of any run."""

@@ -20,15 +20,15 @@ from pathlib import Path
 import numpy as np
 from pydantic import Field, model_validator
 
-from ..claims import Claim, identified, mean_effect
 from ..config import Positive, PositiveInt, numbers
+from ..curves import curves
 from ..data import Problem, example1
 from ..engine import Algorithm, RunSpec
 from ..figures import save_figure
-from . import plotting
-from .runs import OptimalTokenConfig, curves, random_init, seeds, sweep, sweep_summary
-from .theory_figures import fit_panel
-from .theory_measures import (
+from ..judging.claims import Claim, identified, mean_effect
+from ..judging.verdicts import theory as rules
+from ..judging.verdicts.reexamine import moving_until
+from ..theory_measures import (
     FLOAT_FLOOR,
     Window,
     assumption1_report,
@@ -41,8 +41,9 @@ from .theory_measures import (
     slope,
     span,
 )
-from .verdicts import theory as rules
-from .verdicts.reexamine import moving_until
+from . import plotting
+from .runs import OptimalTokenConfig, random_init, seeds, sweep, sweep_summary
+from .theory_figures import fit_panel
 
 DESCRIPTION = (
     "NGD paper's rates measured: Thm 1 / Thm 7 exponents, Eq. 12 norm growth vs η, "

@@ -24,8 +24,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from cycler import cycler
 
+from ..curves import Curves
 from ..store import StoreBusy, StoreReadOnly, UnsafeStore
-from .runs import Curves
 
 logger = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ explanation is a claim of its own (`explains` / `explained_if` in the config).
 The runs are the atlas's (`atlas.specs`: gaussian_unit data, seeds 1..N, W₀ ~ N(0,
 init_scale²), every norm measured), so an algorithm listed as in atlas.toml is the very run the
 atlas made (same key: `--from` an atlas results directory reuses it). Beside them, the
-algorithms that remove the suspected artefact. Claims (verdicts: experiments/verdicts/):
+algorithms that remove the suspected artefact. Claims (verdicts: judging/verdicts/):
 
     own-norm-gap                   the yardstick: each owner reaches its own norm's limit
     NAME-like-OWNER                atlas's behaves_like, for every entry of `like`
@@ -24,15 +24,16 @@ from pathlib import Path
 import numpy as np
 from pydantic import Field, model_validator
 
-from ..claims import Claim, identified, not_applicable
 from ..config import Positive, Text, real
+from ..curves import curves
 from ..figures import save_figure
+from ..judging.claims import Claim, identified, not_applicable
+from ..judging.verdicts import atlas as atlas_rules
+from ..judging.verdicts import reexamine as rules
+from ..judging.verdicts.common import over_runs
+from ..judging.verdicts.ngd import norm_slopes
 from . import atlas, plotting
-from .runs import curves, sweep, sweep_summary
-from .verdicts import atlas as atlas_rules
-from .verdicts import reexamine as rules
-from .verdicts.common import over_runs
-from .verdicts.ngd import norm_slopes
+from .runs import sweep, sweep_summary
 
 
 class Config(atlas.GapConfig):

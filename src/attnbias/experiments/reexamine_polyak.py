@@ -26,15 +26,16 @@ from typing import Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from ..claims import Claim, identified
 from ..config import AlgorithmTable, Positive, PositiveInt, numbers, real
+from ..curves import Curves, curves
 from ..engine import Algorithm
 from ..figures import save_figure
+from ..judging.claims import Claim, identified
+from ..judging.verdicts import ngd as ngd_rules
+from ..judging.verdicts import reexamine as rules
+from ..judging.verdicts.common import final, over_runs, values
 from . import ngd_fixed, plotting
-from .runs import Curves, OptimalTokenConfig, curves, sweep, sweep_summary
-from .verdicts import ngd as ngd_rules
-from .verdicts import reexamine as rules
-from .verdicts.common import final, over_runs, values
+from .runs import OptimalTokenConfig, sweep, sweep_summary
 
 DESCRIPTION = "Re-examines ngd-fixed's Polyak verdict: a sweep of the cap γ_b and of c"
 

@@ -1,14 +1,13 @@
 """What the synthetic experiments share: their config fields, seeding, the runs of an
-optimal-token sweep, running a sweep into the experiment's store, reading the stored runs back
-as curves, and leaving diverged runs out."""
+optimal-token sweep and running a sweep into the experiment's store. Reading the stored runs
+back as curves, and leaving diverged runs out, is attnbias.curves (data, not a driver)."""
 
 from __future__ import annotations
 
 import logging
 import math
-from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +30,7 @@ from ..engine.cluster import active_cluster
 from ..engine.spec import RunSpec
 from ..engine.sweep import SweepReport, run_sweep
 from ..optim.algorithm import Algorithm
-from ..store import DIVERGED, ResultsStore, RunRecord, diverged_runs
+from ..store import ResultsStore, diverged_runs
 
 logger = logging.getLogger(__name__)
 
@@ -114,13 +113,6 @@ ZERO_OR_RANDOM_INIT = Field(description="W₀, v₀ entries ~ N(0, init_scale²)
 
 def seeds(config: SweepConfig) -> range:
     return range(1, config.seeds + 1)
-
-
-def without_diverged(records) -> list:
-    """The runs that did not diverge. A diverged run (RunRecord.status, the one marker) is a
-    result of its own kind: claims and figures leave it out, and count it
-    (store.diverged_runs)."""
-    return [r for r in records if r.status != DIVERGED]
 
 
 def random_init(shape, scale: float, seed: int, stream: int = 0) -> np.ndarray:
@@ -206,96 +198,3 @@ def sweep_summary(report: SweepReport) -> dict:
         "svms_solved": report.svms,
         "seconds": round(report.seconds, 2),
     }
-
-
-@dataclass
-class Curves:
-    """Finished runs of one group on a common step grid: metric → (runs, steps) values; the
-    group's diverged runs are left out and only counted."""
-
-    steps: np.ndarray
-    values: dict[str, np.ndarray]
-    diverged: int = 0
-    seeds: np.ndarray | None = None  # each kept run's seed: runs that share one are paired
-
-    def seed_ids(self) -> np.ndarray:
-        """The seed of each kept run: `seeds`, or the runs' positions when none were given."""
-        if self.seeds is None:
-            return np.arange(len(next(iter(self.values.values()))))
-        return np.asarray(self.seeds)
-
-    def mean(self, metric: str) -> np.ndarray:
-        """Mean over the runs at each step; NaN if there are none."""
-        return self._over_runs(np.mean, metric)
-
-    def std(self, metric: str) -> np.ndarray:
-        return self._over_runs(np.std, metric)
-
-    def _over_runs(self, reduce, metric: str) -> np.ndarray:
-        values = self.values[metric]
-        return reduce(values, axis=0) if len(values) else np.full(values.shape[1:], np.nan)
-
-    def final(self, metric: str) -> np.ndarray:
-        """Each run's last value."""
-        return self.values[metric][:, -1]
-
-    def lowest_final(self, metric: str) -> float:
-        """The smallest last value over the runs; NaN when the group has none (all diverged),
-        which fails every comparison."""
-        final = self.final(metric)
-        return float(final.min()) if final.size else float("nan")
-
-
-def _columns(record: RunRecord) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    table = record.metrics
-    step = table.column("step").to_numpy()
-    metric = np.asarray(table.column("metric").to_pylist())
-    value = table.column("value").to_numpy()
-    names = list(dict.fromkeys(metric))
-    columns = {name: value[metric == name] for name in names}
-    return step[metric == names[0]], columns
-
-
-def algorithm_name(record: RunRecord) -> str:
-    return record.config["algorithm"]["name"]
-
-
-def curves(records: list[RunRecord], group: Callable = algorithm_name) -> dict[str, Curves]:
-    """Stored runs grouped (by algorithm name by default), in order of first appearance;
-    diverged runs are counted, not included (a group of only diverged runs has no rows)."""
-    grouped = defaultdict(list)
-    for record in records:
-        grouped[group(record)].append(record)
-    out = {}
-    for name, members in grouped.items():
-        runs = [_columns(r) for r in members]
-        steps = runs[0][0]
-        if any(not np.array_equal(s, steps) for s, _ in runs):
-            raise ValueError(f"runs of group {name!r} were recorded on different step grids")
-        finished = {id(r) for r in without_diverged(members)}
-        kept = [c for r, (_, c) in zip(members, runs) if id(r) in finished]
-        out[name] = Curves(
-            steps,
-            {m: np.stack([c[m] for c in kept]) for m in runs[0][1]}
-            if kept
-            else {m: np.empty((0, len(steps))) for m in runs[0][1]},
-            diverged=len(members) - len(kept),
-            seeds=np.array([run_seed(r) for r in members if id(r) in finished], dtype=np.int64),
-        )
-    return out
-
-
-def run_seed(record: RunRecord) -> int:
-    """The seed of a stored run (its initialisation's; its data's where it has no init)."""
-    config = record.config
-    seed = config.get("init", {}).get("seed", config.get("data", {}).get("seed"))
-    return int(seed if seed is not None else config.get("seed", -1))
-
-
-def loglog_slope(steps: np.ndarray, values: np.ndarray, start: float = 0.1) -> float:
-    """Slope of log(values) against log(steps) over steps ≥ start · last step: a rate's
-    exponent."""
-    keep = (steps >= max(start * steps[-1], 1)) & (values > 0) & np.isfinite(values)
-    if keep.sum() < 2:
-        return float("nan")
-    return float(np.polyfit(np.log(steps[keep]), np.log(values[keep]), 1)[0])

@@ -12,9 +12,10 @@ from pathlib import Path
 
 from pydantic import Field
 
-from ..claims import Claim, identified, not_applicable
 from ..config import Fraction, PositiveInt, choices
 from ..data.text import TEXT_DATASETS
+from ..judging.claims import Claim, identified, not_applicable
+from ..judging.verdicts import real as rules
 from ..real.adapters import load_text
 from ..real.minilm import MiniLMClassifier, load_tokenizer
 from .compare import (
@@ -26,7 +27,6 @@ from .compare import (
     norm_growth_claim,
 )
 from .real_runs import CompareConfig, Loaded, search_totals, train_grid, use_threads
-from .verdicts import real as rules
 
 DESCRIPTION = (
     "pretrained MiniLM fine-tuned on binary and 3-class sentiment with SGD, SNGD, SPS, Adam, "

@@ -41,7 +41,6 @@ import numpy as np
 import torch
 from pydantic import Field, model_validator
 
-from ..claims import Claim, identified, not_applicable, paired_difference
 from ..config import (
     Device,
     Flag,
@@ -55,6 +54,9 @@ from ..config import (
 )
 from ..data.splits import train_validation_test
 from ..data.text import TEXT_DATASETS, vader_lexicon
+from ..judging import papers
+from ..judging.claims import Claim, identified, not_applicable, paired_difference
+from ..judging.verdicts import real as rules
 from ..real.adapters import subset, torch_device
 from ..real.attention import attention_maps, keyword_attention
 from ..real.minilm import encode, load_tokenizer
@@ -64,7 +66,7 @@ from ..real.train import TensorData, seed_everything, train
 from ..real.transformer import TextTransformer
 from ..real.weights import count_above, hoyer_sparsity, kqv_weights, rms, small_share
 from ..store import DIVERGED, ResultsStore
-from . import baselines, papers
+from . import baselines
 from .mcnemar import pooled_mcnemar
 from .real_runs import (
     RateSearch,
@@ -92,7 +94,6 @@ from .text_md_tables import (
     timing,
     variant_row,
 )
-from .verdicts import real as rules
 
 DESCRIPTION = (
     "ℓp-MD (p = 1.1, 2, 3) on a transformer from scratch on all Rotten Tomatoes snippets, "

@@ -8,9 +8,9 @@ import math
 
 import numpy as np
 
-from ..claims import mean_effect, paired_difference
+from ..judging import papers
+from ..judging.claims import mean_effect, paired_difference
 from ..store import DIVERGED
-from . import papers
 from .compare import rates_text
 from .mcnemar import pooled_mcnemar
 from .real_runs import fmt

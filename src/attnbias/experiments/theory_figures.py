@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..claims import Effect
+from ..curves import Curves
+from ..judging.claims import Effect
+from ..theory_measures import in_window
 from . import plotting
-from .runs import Curves
-from .theory_measures import in_window
 
 
 def anchor(steps: np.ndarray, mean: np.ndarray, window) -> tuple[float, float]:

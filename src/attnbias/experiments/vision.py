@@ -9,10 +9,11 @@ from pathlib import Path
 
 from pydantic import Field
 
-from ..claims import Claim, identified, not_applicable
 from ..config import PositiveInt, choices
 from ..data.fetch import DataMissingError
 from ..data.vision import IMAGE_DATASETS, check_image_dataset
+from ..judging.claims import Claim, identified, not_applicable
+from ..judging.verdicts import real as rules
 from ..real.adapters import load_images
 from ..real.vit import ViT
 from .compare import (
@@ -25,7 +26,6 @@ from .compare import (
     norm_growth_claim,
 )
 from .real_runs import CompareConfig, Loaded, search_totals, train_grid, use_threads
-from .verdicts import real as rules
 
 DESCRIPTION = (
     "small ViT on MNIST and Fashion-MNIST with SGD, SNGD, SPS, Adam, ℓ1.1-MD: train loss, "

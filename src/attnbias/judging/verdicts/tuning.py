@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...claims import Claim, Rule, ratio_effect
-from ..runs import Curves
+from ...curves import Curves
+from ..claims import Claim, Rule, ratio_effect
 from .common import described, paired, steps_to_reach, values
 
 SCORE = (

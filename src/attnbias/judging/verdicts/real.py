@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ...claims import Claim, Rule, mean_effect, paired_difference, ratio_effect
+from ..claims import Claim, Rule, mean_effect, paired_difference, ratio_effect
 
 PAPER_SIGN = "the MD paper (IMDb table and §real data): the sign of the paired difference"
 

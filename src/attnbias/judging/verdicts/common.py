@@ -7,7 +7,7 @@ import warnings
 
 import numpy as np
 
-from ..runs import Curves
+from ...curves import Curves
 
 
 def over_runs(reduce, values, axis=None):

@@ -14,13 +14,13 @@ import math
 import numpy as np
 import torch
 
-from ..config import numbers
-from ..data import Problem
-from ..engine import Algorithm, RunSpec
-from ..engine.single_run import run_reference
-from ..model import attention_logits
-from ..norms import lp_norm
-from ..svm import att_svm_batch, token_scores
+from .config import numbers
+from .data import Problem
+from .engine import Algorithm, RunSpec
+from .engine.single_run import run_reference
+from .model import attention_logits
+from .norms import lp_norm
+from .svm import att_svm_batch, token_scores
 
 # 1 − cos θ from a float64 cosine is rounding noise below about this (absolute error of a sum
 # of d² products of unit-norm entries); points below it are left out of a fit.

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...claims import Claim, Rule, exact_effect, mean_effect, ratio_effect
-from ..runs import Curves
+from ...curves import Curves
+from ..claims import Claim, Rule, exact_effect, mean_effect, ratio_effect
 from .common import described, final, over_runs, paired
 
 SOURCE_OWN = "ours: divergence {threshold:g} (config threshold); the theorem's limit is 0"

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...claims import (
+from ...curves import Curves, loglog_slope
+from ...theory_measures import steps_to_level
+from ..claims import (
     Claim,
     Rule,
     float_floor_note,
@@ -15,8 +17,6 @@ from ...claims import (
     paired_difference,
     ratio_effect,
 )
-from ..runs import Curves, loglog_slope
-from ..theory_measures import steps_to_level
 from .common import common_level, described, final, paired, steps_to_reach, values
 from .theory import polylog_misalignment_order
 from .tuning import Tuned, tuned_comparison, untimed

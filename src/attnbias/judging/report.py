@@ -8,17 +8,10 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..claims import (
-    NOT_SUPPORTED,
-    STATUSES,
-    status_of,
-    verdict_columns,
-    verdict_text,
-    verdict_word,
-)
 from ..config import ExperimentConfig
 from ..store import ResultsStore
 from . import forest
+from .claims import NOT_SUPPORTED, STATUSES, status_of, verdict_columns, verdict_text, verdict_word
 
 # The repository's docs/ (present in a clone, absent from an installed wheel).
 DOCS = Path(__file__).resolve().parents[3] / "docs"

@@ -23,8 +23,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..claims import INCONCLUSIVE, NOT_APPLICABLE, NOT_SUPPORTED, SUPPORTED
 from ..figures import save_figure
+from .claims import INCONCLUSIVE, NOT_APPLICABLE, NOT_SUPPORTED, SUPPORTED
 
 # The axis ends at ±CLIP (decades, for log ratios): a part beyond it is drawn at the edge with
 # an arrowhead, so that a ratio of 1e300 does not squash every other interval into a dot.

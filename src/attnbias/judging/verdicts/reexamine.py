@@ -18,8 +18,8 @@ from itertools import pairwise
 
 import numpy as np
 
-from ...claims import NOT_APPLICABLE, Claim, Rule, mean_effect, ratio_effect
-from ..runs import Curves
+from ...curves import Curves
+from ..claims import NOT_APPLICABLE, Claim, Rule, mean_effect, ratio_effect
 from .atlas import STALLED_SLOPE, as_run_note, gap, lower_gap, stall_reason, stalled
 from .common import described, final, paired, seeds_of, values
 from .ngd import LABELS, MISALIGNMENT, norm_slopes

@@ -11,7 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..claims import (
+from ..experiments.base import experiment_names, load_config
+from ..store import ResultsStore, UnsafeStore, parse_json
+from ..theory_measures import span
+from . import forest, papers
+from .claims import (
     CHECK_WORDS,
     STATUSES,
     check_stored,
@@ -20,11 +24,7 @@ from ..claims import (
     status_of,
     verdict_columns,
 )
-from ..store import ResultsStore, UnsafeStore, parse_json
-from . import forest, papers
-from .base import experiment_names, load_config
 from .report import verdict_mark
-from .theory_measures import span
 
 PAPERS = {
     "MD": "Julistiono, Tarzanagh, Azizan (2024), *Optimizing Attention with Mirror Descent: "
@@ -925,7 +925,7 @@ FOREST = "claims_forest"  # the register's forest plot: figures/claims_forest.pn
 
 def write_claims(root: str | Path, path: str | Path, command: str) -> Path:
     """Write the register, with the verdicts of the summaries under root, to path, and its
-    forest plot (experiments/forest.py) to figures/claims_forest.png beside it."""
+    forest plot (judging/forest.py) to figures/claims_forest.png beside it."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     found = summaries(Path(root))

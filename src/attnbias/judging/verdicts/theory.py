@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...claims import (
+from ..claims import (
     Claim,
     Rule,
     clustered_mean_effect,

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...claims import SUPPORTED, Claim, Rule, decide, mean_effect, median_effect, ratio_effect
+from ...curves import Curves, loglog_slope
 from ...engine import Algorithm
-from ..runs import Curves, loglog_slope
+from ..claims import SUPPORTED, Claim, Rule, decide, mean_effect, median_effect, ratio_effect
 from .common import described, final, over_runs, paired, values
 
 STALLED_SLOPE = 0.1  # ‖W_t‖ of a moving normalised method grows like t (slope 1)
