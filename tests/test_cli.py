@@ -162,11 +162,11 @@ def test_version(capsys):
     assert capsys.readouterr().out.strip() == f"attnbias {attnbias.__version__}"
 
 
-def test_python_dash_m_runs_the_command_line():
+@pytest.mark.parametrize("module", ["attnbias", "attnbias.cli"])
+def test_python_dash_m_runs_the_command_line(module):
+    # cli.py run as a script must define its command table before main() runs
     done = subprocess.run(
-        [sys.executable, "-m", "attnbias", "svm", "/nonexistent.npz"],
-        capture_output=True,
-        text=True,
+        [sys.executable, "-m", module, "svm", "/nonexistent.npz"], capture_output=True, text=True
     )
     assert done.returncode == 2 and done.stderr.startswith("attnbias: error: ")
     assert done.stderr.count("\n") == 1

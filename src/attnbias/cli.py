@@ -1073,10 +1073,6 @@ def _tokens(how: str, arrays: dict, path: Path, selected, optimal):
     raise ValueError(f"{path}: --alpha {how} needs array(s) {wanted}")
 
 
-if __name__ == "__main__":
-    sys.exit(main())
-
-
 # The command line, as data: each command, the function that runs it and its arguments.
 OUT = arg("--out", metavar="ROOT", help=OUT_HELP)
 WRITE_FORCE = arg("--force", action="store_true", help="with --write: replace a file")
@@ -1232,3 +1228,7 @@ COMMANDS = (
         ),
     ),
 )  # fmt: skip
+
+
+if __name__ == "__main__":
+    sys.exit(main())
