@@ -63,8 +63,7 @@ def test_redirected_stderr_gets_periodic_progress_lines_and_phases(tmp_path, cap
     order = [
         periodic[-1],
         "attnbias: md-joint: solving Att-SVMs and measuring the last 3 runs",
-        end,
-        "attnbias: md-joint: reading the 3 runs back from the store",
+        end,  # runs trained here come back as saved: no reading back (store.save_record)
         "attnbias: md-joint: computing curves and claims",
         "attnbias: drawing figure md-joint (png)",
     ]
