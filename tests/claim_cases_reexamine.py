@@ -16,6 +16,9 @@ from attnbias.judging.claims import (
     Rule,
     not_applicable,
 )
+from attnbias.judging.verdicts.tuning import Tuned, final_score
+
+GAP_FACTORS = (0.25, 1.0, 4.0)
 
 
 def verdict(status: str) -> Claim:
@@ -25,6 +28,22 @@ def verdict(status: str) -> Claim:
                            INCONCLUSIVE: (1.0, 0.5, 2.0)}[status]  # fmt: skip
     effect = Effect(estimate, low, high, 5, "constructed")
     return Claim("", rule=Rule("q", ">", 1.0, "s"), effect=effect)
+
+
+def tuned_gaps(groups: dict[str, Curves], best: dict | None = None) -> Tuned:
+    """Steps chosen by where the runs end (`final_score`): each group at its best factor (1, or
+    best[name]) as given, at the other factors of GAP_FACTORS with every margin gap larger the
+    further they lie from it; evaluated at its best factor."""
+    best = dict.fromkeys(groups, 1.0) | (best or {})
+
+    def widened(c: Curves, k: float) -> Curves:
+        gaps = {m: v * k if m.startswith("gap/") else v for m, v in c.values.items()}
+        return Curves(c.steps, gaps, c.diverged, c.seeds)
+
+    selection = {name: {f: widened(c, 1.0 + abs(np.log2(f / best[name]))) for f in GAP_FACTORS}
+                 for name, c in groups.items()}  # fmt: skip
+    evaluation = {name: {best[name]: c} for name, c in groups.items()}
+    return Tuned(selection, evaluation, dict.fromkeys(groups, ("η", 0.2)), final_score)
 
 
 def reexamine_cases() -> dict[str, list]:
@@ -60,7 +79,24 @@ def reexamine_cases() -> dict[str, list]:
                                                        "alignment/2": 1.0 - noisy})}  # fmt: skip
     still = {**n, "GD": Curves(base.STEPS, {**n["GD"].values,
                                             "norm/2": np.ones_like(norm)})}  # fmt: skip
+    one = {"A": g["SpectralDescent"]}
+    inside, largest = tuned_gaps(one), tuned_gaps(one, {"A": 4.0})
+    smallest, spectral = tuned_gaps(one, {"A": 0.25}), "gap/spectral"
     return {
+        "tuning.unless_at_edge": [
+            # A's best step is the largest tried: a better one lowers its gap, which could
+            # overturn a refutation of "A ends near", not a support
+            (SUPPORTED, (verdict(SUPPORTED), largest, spectral, {"A": NOT_SUPPORTED}), {}),
+            (INCONCLUSIVE, (verdict(NOT_SUPPORTED), largest, spectral, {"A": NOT_SUPPORTED}), {}),
+            (NOT_SUPPORTED, (verdict(NOT_SUPPORTED), largest, spectral, {"A": SUPPORTED}), {}),
+            (INCONCLUSIVE, (verdict(SUPPORTED), smallest, spectral, {"A": SUPPORTED}), {}),
+            # either verdict, where the step's effect has no sign (a stall)
+            (INCONCLUSIVE, (verdict(SUPPORTED), largest, spectral, {"A": ""}), {}),
+            # the grid brackets the best step: the verdict stands
+            (NOT_SUPPORTED, (verdict(NOT_SUPPORTED), inside, spectral, {"A": NOT_SUPPORTED}), {}),
+            (SUPPORTED, (verdict(SUPPORTED), inside, spectral, {"A": ""}), {}),
+            (INCONCLUSIVE, (verdict(INCONCLUSIVE), largest, spectral, {"A": ""}), {}),
+        ],
         "reexamine.stalls_where": [
             (SUPPORTED, (g, "Muon", "SpectralDescent", 0.1), {}),
             (NOT_SUPPORTED, (moving, "Muon", "SpectralDescent", 0.1), {}),

@@ -107,8 +107,9 @@ CONFIG_KEYS = {
     # 48 seeds: thm3-rate decided; the exponential loss Thm 3 is proved for (issue 29)
     "joint-rates": ("de94800b08bc7993", "d92fa0a4a65c6ef5"),
     "trajectory-lemmas": ("d8129fbb8a31cf6a", "823f90c22dcac812"),  # level gone: violations
-    # issue 29 class 5: both momentum orders, Nesterov and a rate sweep; closer takes a list
-    "reexamine-muon": ("ad98aa1f98d0a97f", "5bb76cab051c544d"),  # as_run: torch's Muon
+    # issue 29 class 5: both momentum orders, Nesterov; every arm's η tuned on selection seeds
+    # by its final spectral gap (the fixed-η sweep arms gone); as_run: torch's Muon
+    "reexamine-muon": ("5feddd4592ca817d", "c7580c067cf3a132"),
     # as_run: constant-rate Adam; 3·10⁵ steps: at 10⁵ Adam-decay's gap straddled 0.05
     "reexamine-adam": ("f6d01dcf0f67a147", "9d01f455b0171abd"),
     # issue 29: `uncapped` (1e300) leaves the float64-stopped step out of the cap ladder

@@ -110,6 +110,7 @@ def test_engine_keeps_the_schedule_when_runs_leave_the_batch():
             r"explained_if.constant-rate\[0\] = 'adam-stalls' is not one of the claims",
         ),
         ("reexamine-muon", {"explains": {"bfloat16": "?"}}, "must have the same keys"),
+        ("reexamine-muon", {"tuned_in": "fro"}, "tuned_in = 'fro' is not one of norms"),
         (
             "reexamine-muon",
             {"explained_if": {"torch-muon": [], "momentum": ["muon-stalls"]}},

@@ -46,6 +46,37 @@ def polyak_groups() -> dict:
     return {"NGD": g["NGD"], "Polyak γ_b=100 c=1": g["GD"], "Polyak γ_b=1e6 c=1": g["Polyak"]}
 
 
+def muon_groups() -> dict:
+    """reexamine-muon's arms as at full scale: SpectralDescent and NS-f64 reach the spectral
+    direction, direction-order momentum (NM) closer still; torch's Muon stalled short of it,
+    the float64 gradient-order arms (Muon-f64, Nesterov or not) stopped above the level."""
+
+    def spectral(own: float, other: float = 0.2) -> dict[str, float]:
+        return {lab: own if lab == "spectral" else other for lab in LABELS}
+
+    stopped = {"rate": 0.0}  # the gap stopped falling: a refutation, not "not converged"
+    return {
+        "SpectralDescent": base.atlas_group(spectral(0.01), seed=1),
+        "Muon": base.atlas_group(spectral(0.4, 0.5), norm_rate=0.0, **stopped, seed=2),
+        "Muon-f64": base.atlas_group(spectral(0.35, 0.5), **stopped, seed=3),
+        "NS-f64": base.atlas_group(spectral(0.01), seed=4),
+        "Muon-f64-Nesterov": base.atlas_group(spectral(0.35, 0.5), **stopped, seed=5),
+        "NM-f64": base.atlas_group(spectral(0.003), seed=6),
+        "NM-f64-Nesterov": base.atlas_group(spectral(0.002), seed=7),
+    }
+
+
+def muon_claims(best: dict | None = None) -> list:
+    """reexamine-muon's claims, each arm at its step chosen by its final spectral gap
+    (best: arm → its best factor, 1 when not named; 4 is the grid's largest)."""
+    from claim_cases_reexamine import tuned_gaps
+
+    muon = load_config("reexamine-muon", quick=True)
+    tuned = tuned_gaps(muon_groups(), best)
+    metric = f"gap/{muon.tuned_in}"
+    return reexamine_atlas.claims(tuned.at_chosen(metric), muon, tuned, metric)
+
+
 def reexamine_claims() -> list:
     """Every constructed case's claims (the mutation test's experiment-level outcomes too)."""
     adam = load_config("reexamine-adam", quick=True)
@@ -58,6 +89,9 @@ def reexamine_claims() -> list:
         *reexamine_atlas.claims({k: v for k, v in moving.items() if k != "Adam"}, adam),
         *reexamine_atlas.claims({k: v for k, v in moving.items() if k != "SignGD"}, adam),
         *reexamine_polyak.claims(polyak_groups(), polyak),
+        *muon_claims(),
+        *muon_claims({"NS-f64": 4.0}),
+        *muon_claims({"Muon-f64-Nesterov": 0.25, "SpectralDescent": 4.0}),
     ]
 
 
@@ -99,6 +133,43 @@ PINNED = [
     ("reexamine-polyak/ngd-ends-ahead-cap-100", "S/S"),
     ("reexamine-polyak/ngd-ends-ahead-cap-1e6", "N/N"),
     ("reexamine-polyak/larger-cap-ends-closer", "S/S"),
+    # Muon: every arm's best step inside the grid; direction-order momentum ends closer than
+    # NS-f64 (refutes momentum-explains), the gradient-order arms stop above the level
+    ("reexamine-muon/own-norm-gap", "S/S"),
+    ("reexamine-muon/muon-like-spectraldescent", "N/NSSSS"),
+    ("reexamine-muon/muon-f64-like-spectraldescent", "N/NSSSS"),
+    ("reexamine-muon/muon-f64-nesterov-like-spectraldescent", "N/NSSSS"),
+    ("reexamine-muon/nm-f64-like-spectraldescent", "S/SSSSS"),
+    ("reexamine-muon/ns-f64-like-spectraldescent", "S/SSSSS"),
+    ("reexamine-muon/muon-stalls", "S/SS"),
+    ("reexamine-muon/ns-f64-closer-than-each", "N/SSNN"),
+    ("reexamine-muon/torch-muon-explains", "N/SN"),
+    ("reexamine-muon/momentum-explains", "N/SN"),
+    # NS-f64's best step is the largest tried: its refutation by the NM arms could be
+    # overturned by a better step (inconclusive, with why); its support stands
+    ("reexamine-muon/own-norm-gap", "S/S"),
+    ("reexamine-muon/muon-like-spectraldescent", "N/NSSSS"),
+    ("reexamine-muon/muon-f64-like-spectraldescent", "N/NSSSS"),
+    ("reexamine-muon/muon-f64-nesterov-like-spectraldescent", "N/NSSSS"),
+    ("reexamine-muon/nm-f64-like-spectraldescent", "S/SSSSS"),
+    ("reexamine-muon/ns-f64-like-spectraldescent", "S/SSSSS"),
+    ("reexamine-muon/muon-stalls", "S/SS"),
+    ("reexamine-muon/ns-f64-closer-than-each", "I/SSNN"),
+    ("reexamine-muon/torch-muon-explains", "N/SN"),
+    ("reexamine-muon/momentum-explains", "I/SI"),
+    # Muon-f64-Nesterov's best is the smallest tried: its refutation and the stall it moves
+    # in are open; NS-f64's lead over it stands (a better step could only narrow it), as does
+    # the yardstick's support at SpectralDescent's largest step
+    ("reexamine-muon/own-norm-gap", "S/S"),
+    ("reexamine-muon/muon-like-spectraldescent", "N/NSSSS"),
+    ("reexamine-muon/muon-f64-like-spectraldescent", "N/NSSSS"),
+    ("reexamine-muon/muon-f64-nesterov-like-spectraldescent", "I/NSSSS"),
+    ("reexamine-muon/nm-f64-like-spectraldescent", "S/SSSSS"),
+    ("reexamine-muon/ns-f64-like-spectraldescent", "S/SSSSS"),
+    ("reexamine-muon/muon-stalls", "I/SS"),
+    ("reexamine-muon/ns-f64-closer-than-each", "N/SSNN"),
+    ("reexamine-muon/torch-muon-explains", "I/II"),
+    ("reexamine-muon/momentum-explains", "N/SN"),
 ]
 
 

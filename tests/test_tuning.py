@@ -11,10 +11,16 @@ import pytest
 from attnbias.config import ConfigError
 from attnbias.curves import Curves
 from attnbias.engine import Algorithm
-from attnbias.experiments import ngd_fixed, ngd_joint, tuning_sweep
+from attnbias.experiments import atlas, ngd_fixed, ngd_joint, tuning_sweep
 from attnbias.experiments.base import load_config
 from attnbias.experiments.runs import scaled_step, seeds
-from attnbias.judging.verdicts.tuning import chosen_factor, grid_edge, rate_score
+from attnbias.judging.verdicts.tuning import (
+    chosen_factor,
+    final_score,
+    grid_edge,
+    rate_score,
+    rate_scores,
+)
 
 STEPS = np.array([0, 1, 2, 4, 8])
 
@@ -33,6 +39,31 @@ def test_a_diverged_run_scores_worst_and_an_underflowed_loss_best():
     assert rate_score(one_diverged, "loss") == math.inf
     slower = Curves(STEPS, {"loss": np.array([[0.7, 0.5, 0.3, 0.1, 0.01]])})
     assert rate_score(falling, "loss") < rate_score(slower, "loss")
+
+
+def test_a_final_gap_scores_where_the_runs_end_not_how_fast():
+    """reexamine-muon chooses η by the median final gap: a run that falls late but ends
+    lower beats one that falls early and stops; a diverged or empty group scores worst."""
+    early = Curves(STEPS, {"gap": np.array([[0.5, 0.02, 0.02, 0.02, 0.02]] * 3)})
+    late = Curves(STEPS, {"gap": np.array([[0.5, 0.5, 0.4, 0.3, 0.01]] * 3)})
+    assert rate_score(early, "gap") < rate_score(late, "gap")
+    assert final_score(late, "gap") == 0.01 < final_score(early, "gap")
+    by_factor = {0.5: early, 2.0: late}
+    assert chosen_factor(rate_scores(by_factor, "gap", final_score)) == 2.0
+    assert chosen_factor(rate_scores(by_factor, "gap")) == 0.5
+    median = Curves(STEPS, {"gap": np.array([[0, 0, 0, 0, v] for v in (0.1, 0.3, 0.2)])})
+    assert final_score(median, "gap") == 0.2
+    assert final_score(Curves(STEPS, late.values, diverged=1), "gap") == math.inf
+    assert final_score(Curves(STEPS, {"gap": np.empty((0, 5))}), "gap") == math.inf
+
+
+def test_reexamine_muon_chooses_steps_on_seeds_apart_from_those_judged():
+    config = load_config("reexamine-muon")
+    chosen_on = set(tuning_sweep.selection_seeds(config))
+    assert len(chosen_on) == config.selection_seeds and not chosen_on & set(seeds(config))
+    tags = tuning_sweep.tagged(config, atlas.specs, {"Muon": [4.0]}, "selection")
+    assert {s.config["data"]["seed"] for s, _ in tags} == chosen_on
+    assert {(s.algorithm.name, s.algorithm.lr) for s, _ in tags} == {("Muon", 0.8)}
 
 
 def test_a_tie_goes_to_the_configs_step_and_the_edges_are_named():
@@ -68,7 +99,7 @@ def test_steps_are_chosen_on_seeds_apart_from_those_judged(experiment, module):
         ({"rate_factors": [2.0, 2.0]}, "rate_factors must hold at least 2 distinct factors"),
     ],
 )
-@pytest.mark.parametrize("experiment", ["ngd-joint", "ngd-fixed", "antipodal"])
+@pytest.mark.parametrize("experiment", ["ngd-joint", "ngd-fixed", "antipodal", "reexamine-muon"])
 def test_a_config_that_would_mix_selection_and_evaluation_is_refused(fields, message, experiment):
     with pytest.raises(ConfigError, match=message):
         load_config(experiment, layers=[("test", fields)])

@@ -109,9 +109,12 @@ class Config(GapConfig):
         return [n.label for n in self.norms]
 
 
-def specs(config: Config) -> list[RunSpec]:
+def specs(config: GapConfig, run_seeds=None, algorithms=None) -> list[RunSpec]:
+    """The config's runs; or those algorithms on those seeds (a tuning sweep's)."""
+    run_seeds = seeds(config) if run_seeds is None else run_seeds
+    algorithms = config.algorithms if algorithms is None else algorithms
     shape = {"n": config.n, "T": config.T, "d": config.d}
-    problems = {s: gaussian_unit(**shape, seed=s) for s in seeds(config)}
+    problems = {s: gaussian_unit(**shape, seed=s) for s in run_seeds}
     d = config.d
     return [
         RunSpec(
@@ -128,8 +131,8 @@ def specs(config: Config) -> list[RunSpec]:
             norms=tuple(config.as_written("norms")),  # as written: the runs are keyed by them
             grid_points=config.grid_points,
         )
-        for algorithm in runnable(config.algorithms)
-        for seed in seeds(config)
+        for algorithm in runnable(algorithms)
+        for seed in run_seeds
     ]
 
 

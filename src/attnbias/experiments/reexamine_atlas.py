@@ -27,11 +27,19 @@ from pydantic import Field, model_validator
 from ..config import Positive, Text, real
 from ..curves import curves
 from ..figures import save_figure
-from ..judging.claims import Claim, identified, not_applicable
+from ..judging.claims import (
+    NOT_APPLICABLE,
+    NOT_SUPPORTED,
+    SUPPORTED,
+    Claim,
+    identified,
+    not_applicable,
+)
 from ..judging.verdicts import atlas as atlas_rules
 from ..judging.verdicts import reexamine as rules
 from ..judging.verdicts.common import over_runs
 from ..judging.verdicts.ngd import norm_slopes
+from ..judging.verdicts.tuning import chosen_steps, unless_at_edge
 from . import atlas, plotting
 from .runs import sweep, sweep_summary
 
@@ -107,14 +115,22 @@ class Config(atlas.GapConfig):
 
 def run(config: Config, out: Path) -> dict:
     report = sweep(config, out, atlas.specs(config))
-    groups = curves(report.records)
+    return published(config, out, report, curves(report.records))
+
+
+def published(config: Config, out: Path, report, groups, tuned=None, metric="") -> dict:
+    """The summary and figure of the runs `groups` (algorithm → Curves): the claims, the
+    table of final gaps, and with `tuned` (each algorithm's runs at its step chosen for
+    `metric`, `tuning_sweep.tuned_sweep`) the chosen steps."""
     labels = [n.label for n in config.norms]
+    steps = {name: tuned.step_label(name, metric) for name in groups} if tuned else {}
     summary = {
-        "claims": claims(groups, config),
+        "claims": claims(groups, config, tuned, metric),
         "tables": {
             "median final margin gap by norm, and the log–log slope of ‖W_t‖_F (stalled: "
-            "≈ 0)": table(groups, labels, config.rate_start)
+            "≈ 0)": table(groups, labels, config.rate_start, steps)
         },
+        **({"tuned_steps": chosen_steps(tuned, [metric])} if tuned else {}),
         **sweep_summary(report),
     }
     return plotting.with_figures(summary, lambda: figure(groups, labels, config, out))
@@ -126,48 +142,69 @@ def closer_slug(name: str, others: tuple[str, ...]) -> str:
 
 
 def planned(config: Config) -> list[tuple]:
-    """(id, text, the algorithms it needs, rule, its arguments after `groups`) of every claim
-    after own-norm-gap, in order."""
+    """(id, text, the algorithms it needs, rule, its arguments after `groups`, the verdict a
+    better step for each algorithm could overturn: `tuning.unless_at_edge`) of every claim
+    after own-norm-gap, in order. A better step lowers an algorithm's own gap: it could
+    overturn a refutation of "NAME behaves like" or "NAME ends closer", a support of "ends
+    closer than OTHER"; a stall may come or go with the step either way."""
     own, labels = config.own_norm, [n.label for n in config.norms]
     start, threshold = config.rate_start, config.threshold
     algorithms = {a.name: a for a in config.algorithms}
     return [
         (f"{n}-like-{o}".lower(), f"{n} behaves like {o}", (n, o), atlas_rules.behaves_like,
-         (n, o, own.get(o), labels, threshold, start, algorithms[n], n in config.as_run))
+         (n, o, own.get(o), labels, threshold, start, algorithms[n], n in config.as_run),
+         {n: NOT_SUPPORTED})
         for n, o in config.like.items()
     ] + [
         (f"{n}-stalls".lower(), f"{n} stalls where {m} keeps moving", (n, m), rules.stalls_where,
-         (n, m, start))
+         (n, m, start), {n: "", m: ""})
         for n, m in config.stalls.items()
     ] + [
         (closer_slug(n, o), f"{n} ends closer than {', '.join(o)}", (n, *o, config.like[n]),
          rules.closer_than if len(o) == 1 else rules.closer_than_each,
-         (n, o[0] if len(o) == 1 else list(o), own.get(config.like[n]), start))
+         (n, o[0] if len(o) == 1 else list(o), own.get(config.like[n]), start),
+         {n: NOT_SUPPORTED, **dict.fromkeys(o, SUPPORTED)})
         for n, o in config.closer.items()
     ]  # fmt: skip
 
 
-def claims(groups, config) -> list[Claim]:
+def claims(groups, config, tuned=None, metric: str = "") -> list[Claim]:
     """The claims listed in the module text; one about an algorithm this torch cannot run
-    (Muon before torch 2.9) is not applicable."""
+    (Muon before torch 2.9) is not applicable. With `tuned`: `groups` are each algorithm's
+    runs at its step chosen for `metric`, and a claim whose verdict a better step could
+    overturn, where the grid does not bracket the best one, is inconclusive with that reason."""
+
+    def at_tuned_steps(claim: Claim, overturns: dict[str, str]) -> Claim:
+        if tuned is None or claim.status == NOT_APPLICABLE:
+            return claim
+        steps = ", ".join(f"{name} {tuned.step_label(name, metric)}" for name in overturns)
+        claim.claim += f" (each at its tuned step: {steps})"
+        return unless_at_edge(claim, tuned, metric, overturns)
+
     own = {name: label for name, label in config.own_norm.items() if name in groups}
     out = {
-        "own-norm-gap": atlas_rules.own_norm_gap(groups, own, config.threshold, config.rate_start)
+        "own-norm-gap": at_tuned_steps(
+            atlas_rules.own_norm_gap(groups, own, config.threshold, config.rate_start),
+            dict.fromkeys(own, NOT_SUPPORTED),
+        )
     }
-    for slug, text, names, rule, args in planned(config):
+    for slug, text, names, rule, args, overturns in planned(config):
         missing = [n for n in names if n not in groups]
-        out[slug] = not_applicable(text, f"{missing} not run") if missing else rule(groups, *args)
+        out[slug] = (not_applicable(text, f"{missing} not run") if missing
+                     else at_tuned_steps(rule(groups, *args), overturns))  # fmt: skip
     for key, text in config.explains.items():
         evidence = [out[slug] for slug in config.explained_if[key]]
         out[f"{key}-explains"] = rules.explains(text, evidence)
     return identified(config.experiment, list(out.values()), list(out))
 
 
-def table(groups, labels: list[str], start: float) -> list[dict]:
-    """One row per algorithm: its median final gap in every norm and its median norm slope."""
+def table(groups, labels: list[str], start: float, steps: dict | None = None) -> list[dict]:
+    """One row per algorithm: its median final gap in every norm and its median norm slope;
+    with `steps` (algorithm → its tuned step), that step."""
     return [
         {
             "algorithm": name,
+            **({"tuned step": steps[name]} if steps else {}),
             **{
                 f"gap in {lab}": float(over_runs(np.median, c.final(f"gap/{lab}")))
                 for lab in labels

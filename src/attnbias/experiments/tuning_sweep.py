@@ -13,7 +13,7 @@ from pydantic import Field, model_validator
 from ..config import NonNegativeInt, PositiveInt, numbers
 from ..curves import curves
 from ..engine import RunSpec
-from ..judging.verdicts.tuning import Tuned, chosen_factor, grid_edge, rate_scores
+from ..judging.verdicts.tuning import Tuned, chosen_factor, grid_edge, rate_score, rate_scores
 from .runs import SweepConfig, scaled_step, sweep
 
 # the selection seeds are SELECTION_SEED_BASE + 1, …: disjoint from the evaluation seeds 1..seeds
@@ -86,16 +86,22 @@ def extended(factors: list[float], edges: set[str]) -> list[float]:
 
 
 def tune(
-    config: TuningConfig, out: Path, specs: MakeSpecs, metrics, names: Collection[str]
+    config: TuningConfig,
+    out: Path,
+    specs: MakeSpecs,
+    metrics,
+    names: Collection[str],
+    score=rate_score,
 ) -> tuple[list[tuple], dict[str, set[float]]]:
-    """Each named algorithm's step factor for each of `metrics`, chosen on the selection seeds
-    from config.rate_factors, the grid grown past an edge a best factor sits at (at most
-    rate_extensions times): the selection runs (tagged) and each algorithm's chosen factors."""
+    """Each named algorithm's step factor for each of `metrics`, chosen by `score` on the
+    selection seeds from config.rate_factors, the grid grown past an edge a best factor sits
+    at (at most rate_extensions times): the selection runs (tagged) and each algorithm's
+    chosen factors."""
     factors = {a.name: sorted(config.rate_factors) for a in config.algorithms if a.name in names}
     for extensions in range(config.rate_extensions + 1):
         tags = tagged(config, specs, factors, "selection")
         selection = grouped(sweep(config, out, [s for s, _ in tags]), tags)["selection"]
-        chosen = {name: {chosen_factor(rate_scores(by, m)) for m in metrics}
+        chosen = {name: {chosen_factor(rate_scores(by, m, score)) for m in metrics}
                   for name, by in selection.items()}  # fmt: skip
         edges = {name: {grid_edge(factors[name], f) for f in chosen[name]} - {""}
                  for name in factors}  # fmt: skip
@@ -112,13 +118,18 @@ def step_of(algorithm) -> tuple[str, float]:
 
 
 def tuned_sweep(
-    config: TuningConfig, out: Path, specs: MakeSpecs, metrics, names: Collection[str] = ()
+    config: TuningConfig,
+    out: Path,
+    specs: MakeSpecs,
+    metrics,
+    names: Collection[str] = (),
+    score=rate_score,
 ):
     """The config's runs, and the named algorithms' (all: `names` empty) tuned for `metrics`
-    (`tune`) and run at their chosen steps on the evaluation seeds: the sweep's report, each
-    algorithm's runs at its config step (name → Curves) and the Tuned runs."""
+    by `score` (`tune`) and run at their chosen steps on the evaluation seeds: the sweep's
+    report, each algorithm's runs at its config step (name → Curves) and the Tuned runs."""
     names = names or [a.name for a in config.algorithms]
-    selection_tags, chosen = tune(config, out, specs, metrics, names)
+    selection_tags, chosen = tune(config, out, specs, metrics, names, score)
     tuned_factors = {name: sorted(found - {1.0}) for name, found in chosen.items()}
     evaluation_tags = tagged(config, specs, tuned_factors, "evaluation")
     base = [(spec, ("evaluation", spec.algorithm.name, 1.0)) for spec in specs(config)]
@@ -128,5 +139,6 @@ def tuned_sweep(
     groups = {name: by[1.0] for name, by in runs["evaluation"].items()}
     evaluation = {name: by for name, by in runs["evaluation"].items() if name in names}
     tuned = Tuned(runs["selection"], evaluation,
-                  {a.name: step_of(a) for a in config.algorithms if a.name in names})  # fmt: skip
+                  {a.name: step_of(a) for a in config.algorithms if a.name in names},
+                  score)  # fmt: skip
     return report, groups, tuned

@@ -8,12 +8,13 @@ on test)."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ...curves import Curves
-from ..claims import Claim, Rule, ratio_effect
+from ..claims import NOT_SUPPORTED, SUPPORTED, Claim, Rule, ratio_effect
 from .common import described, paired, steps_to_reach, values
 
 SCORE = (
@@ -29,25 +30,6 @@ LEVEL_RULE = (
 TINIEST = np.nextafter(0.0, 1.0)  # a value that underflowed to 0 scores as float64's floor
 
 
-@dataclass
-class Tuned:
-    """selection: method → step factor → its runs on the selection seeds; evaluation: method →
-    step factor → its runs on the evaluation seeds (at least at the chosen factors); steps:
-    method → (the name of the step a factor scales, e.g. "η", and its config value)."""
-
-    selection: dict[str, dict[float, Curves]]
-    evaluation: dict[str, dict[float, Curves]]
-    steps: dict[str, tuple[str, float]]
-
-    def chosen(self, method: str, metric: str) -> float:
-        return chosen_factor(rate_scores(self.selection[method], metric))
-
-    def step_label(self, method: str, metric: str) -> str:
-        """The chosen step as a value: "η = 0.2"."""
-        name, value = self.steps[method]
-        return f"{name} = {value * self.chosen(method, metric):.3g}"
-
-
 def rate_score(c: Curves, metric: str) -> float:
     """SCORE of one step factor's runs on `metric`; inf (worst) when a run diverged or none
     finished."""
@@ -58,13 +40,53 @@ def rate_score(c: Curves, metric: str) -> float:
     return score if np.isfinite(score) else math.inf
 
 
-def rate_scores(by_factor: dict[float, Curves], metric: str) -> dict[float, float]:
-    return {factor: rate_score(c, metric) for factor, c in by_factor.items()}
+FINAL_SCORE = (
+    "the final value of the metric, median over the selection seeds; lower is better, a "
+    "diverged run scores worst"
+)
+
+
+def final_score(c: Curves, metric: str) -> float:
+    """FINAL_SCORE of one step factor's runs on `metric` (where a run ends, not how fast it
+    gets there: a margin gap's limit); inf when a run diverged or none finished."""
+    if c.diverged or values(c, metric).shape[0] == 0:
+        return math.inf
+    score = float(np.median(c.final(metric)))
+    return score if np.isfinite(score) else math.inf
+
+
+def rate_scores(by_factor: dict[float, Curves], metric: str, score=rate_score) -> dict:
+    return {factor: score(c, metric) for factor, c in by_factor.items()}
 
 
 def chosen_factor(scores: dict[float, float]) -> float:
     """The factor with the lowest score; a tie goes to the factor nearest 1 (the config's)."""
     return min(scores, key=lambda f: (scores[f], abs(math.log(f))))
+
+
+@dataclass
+class Tuned:
+    """selection: method → step factor → its runs on the selection seeds; evaluation: method →
+    step factor → its runs on the evaluation seeds (at least at the chosen factors); steps:
+    method → (the name of the step a factor scales, e.g. "η", and its config value); score:
+    what chooses a factor (`rate_score`: speed, `final_score`: where the runs end)."""
+
+    selection: dict[str, dict[float, Curves]]
+    evaluation: dict[str, dict[float, Curves]]
+    steps: dict[str, tuple[str, float]]
+    score: Callable[[Curves, str], float] = rate_score
+
+    def chosen(self, method: str, metric: str) -> float:
+        return chosen_factor(rate_scores(self.selection[method], metric, self.score))
+
+    def step_label(self, method: str, metric: str) -> str:
+        """The chosen step as a value: "η = 0.2"."""
+        name, value = self.steps[method]
+        return f"{name} = {value * self.chosen(method, metric):.3g}"
+
+    def at_chosen(self, metric: str) -> dict[str, Curves]:
+        """Each method's evaluation runs at its step chosen for `metric`."""
+        return {m: by[self.chosen(m, metric)] for m, by in self.evaluation.items()}
 
 
 def grid_edge(factors, chosen: float) -> str:
@@ -75,6 +97,36 @@ def grid_edge(factors, chosen: float) -> str:
     if chosen <= min(factors):
         return "smallest"
     return ""
+
+
+def edge_doubt(tuned: Tuned, method: str, metric: str, would: str) -> str:
+    """Why `method`'s best step for `metric` leaves open what the interval `would` do
+    ("supports", "refutes"): it is at an edge of the grid tried; "" when the grid brackets it."""
+    chosen = tuned.chosen(method, metric)
+    edge = grid_edge(tuned.selection[method], chosen)
+    if not edge:
+        return ""
+    tried = ", ".join(f"{f:g}" for f in sorted(tuned.selection[method]))
+    return (f"{method}'s best step ({tuned.step_label(method, metric)}) is the {edge} tried "
+            f"(factors {tried} of its config step): the grid does not bracket it, and a better "
+            f"step could overturn what the interval {would}; a grid that brackets it (more "
+            "rate_extensions) would decide it")  # fmt: skip
+
+
+# The verdict a doubt can overturn, as what the interval does.
+WOULD = {SUPPORTED: "supports", NOT_SUPPORTED: "refutes"}
+
+
+def unless_at_edge(claim: Claim, tuned: Tuned, metric: str, overturns: dict[str, str]) -> Claim:
+    """`claim`, about methods each judged at its step chosen for `metric`, made inconclusive
+    where a method's best step sits at an edge of the grid and the claim's verdict is one a
+    better step for it could overturn (`overturns`: method → SUPPORTED or NOT_SUPPORTED, or
+    "" for either); the other verdict stands (`edge_doubt`)."""
+    would = WOULD.get(claim.status, "")
+    doubts = [edge_doubt(tuned, method, metric, would) for method, verdict in overturns.items()
+              if would and verdict in ("", claim.status)]  # fmt: skip
+    doubts = [doubt for doubt in doubts if doubt]
+    return replace(claim, unmet=[*claim.unmet, *doubts]) if doubts else claim
 
 
 def half_budget_value(c: Curves, metric: str) -> float:
@@ -135,15 +187,12 @@ def tuned_sooner(tuned: Tuned, slow: str, fast: str, metric: str, label: str, so
     would = "supports" if effect.low > 1.0 else "refutes" if effect.high < 1.0 else ""
     for role, m, times in (("slow", slow, a), ("fast", fast, b)):
         late = int(np.sum(~np.isfinite(times)))
-        edge = grid_edge(tuned.selection[m], chosen[m])
         if late and would == TIMED_AT_BUDGET[role]:
             unmet.append(f"{late} of {times.size} {m} runs never reach the level in "
                          f"{budget:g} steps: timed at the budget, they could overturn what "
                          f"the interval {would}")  # fmt: skip
-        if edge and would == AT_EDGE[role]:
-            unmet.append(f"{m}'s best step ({tuned.step_label(m, metric)}) is the {edge} "
-                         "tried: the grid does not bracket it, and a better step could "
-                         f"overturn what the interval {would}")  # fmt: skip
+        if would == AT_EDGE[role] and (doubt := edge_doubt(tuned, m, metric, would)):
+            unmet.append(doubt)
     a, b = np.minimum(a, budget), np.minimum(b, budget)
     return Claim(
         text,
@@ -171,7 +220,8 @@ def chosen_steps(tuned: Tuned, metrics) -> dict:
     return {
         m: {metric: {"step": tuned.step_label(m, metric), "factor": tuned.chosen(m, metric),
                      "scores": {f"{f:g}": s if math.isfinite(s) else None
-                                for f, s in sorted(rate_scores(by, metric).items())}}
+                                for f, s in sorted(rate_scores(by, metric,
+                                                               tuned.score).items())}}
             for metric in metrics}
         for m, by in tuned.selection.items()
     }  # fmt: skip
