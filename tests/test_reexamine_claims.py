@@ -95,6 +95,25 @@ def reexamine_claims() -> list:
     ]
 
 
+MUON_INSIDE = [
+    ("reexamine-muon/own-norm-gap", "S/S"),
+    ("reexamine-muon/muon-like-spectraldescent", "N/NSSSS"),
+    ("reexamine-muon/muon-f64-like-spectraldescent", "N/NSSSS"),
+    ("reexamine-muon/muon-f64-nesterov-like-spectraldescent", "N/NSSSS"),
+    ("reexamine-muon/nm-f64-like-spectraldescent", "S/SSSSS"),
+    ("reexamine-muon/ns-f64-like-spectraldescent", "S/SSSSS"),
+    ("reexamine-muon/muon-stalls", "S/SS"),
+    ("reexamine-muon/ns-f64-closer-than-each", "N/SSNN"),
+    ("reexamine-muon/torch-muon-explains", "N/SN"),
+    ("reexamine-muon/momentum-explains", "N/SN"),
+]
+
+
+def muon_pinned(changed: dict[str, str]) -> list:
+    """MUON_INSIDE with the verdicts of the slugs `changed` names changed."""
+    return [(i, changed.get(i.split("/")[1], v)) for i, v in MUON_INSIDE]
+
+
 # case by case: the verdict and its parts' (S supported, N not, I inconclusive, A n/a)
 PINNED = [
     # Adam stalled short of the level: its rows are judged as run, the stall is the outcome
@@ -135,41 +154,20 @@ PINNED = [
     ("reexamine-polyak/larger-cap-ends-closer", "S/S"),
     # Muon: every arm's best step inside the grid; direction-order momentum ends closer than
     # NS-f64 (refutes momentum-explains), the gradient-order arms stop above the level
-    ("reexamine-muon/own-norm-gap", "S/S"),
-    ("reexamine-muon/muon-like-spectraldescent", "N/NSSSS"),
-    ("reexamine-muon/muon-f64-like-spectraldescent", "N/NSSSS"),
-    ("reexamine-muon/muon-f64-nesterov-like-spectraldescent", "N/NSSSS"),
-    ("reexamine-muon/nm-f64-like-spectraldescent", "S/SSSSS"),
-    ("reexamine-muon/ns-f64-like-spectraldescent", "S/SSSSS"),
-    ("reexamine-muon/muon-stalls", "S/SS"),
-    ("reexamine-muon/ns-f64-closer-than-each", "N/SSNN"),
-    ("reexamine-muon/torch-muon-explains", "N/SN"),
-    ("reexamine-muon/momentum-explains", "N/SN"),
+    *MUON_INSIDE,
     # NS-f64's best step is the largest tried: its refutation by the NM arms could be
     # overturned by a better step (inconclusive, with why); its support stands
-    ("reexamine-muon/own-norm-gap", "S/S"),
-    ("reexamine-muon/muon-like-spectraldescent", "N/NSSSS"),
-    ("reexamine-muon/muon-f64-like-spectraldescent", "N/NSSSS"),
-    ("reexamine-muon/muon-f64-nesterov-like-spectraldescent", "N/NSSSS"),
-    ("reexamine-muon/nm-f64-like-spectraldescent", "S/SSSSS"),
-    ("reexamine-muon/ns-f64-like-spectraldescent", "S/SSSSS"),
-    ("reexamine-muon/muon-stalls", "S/SS"),
-    ("reexamine-muon/ns-f64-closer-than-each", "I/SSNN"),
-    ("reexamine-muon/torch-muon-explains", "N/SN"),
-    ("reexamine-muon/momentum-explains", "I/SI"),
+    *muon_pinned({"ns-f64-closer-than-each": "I/SSNN", "momentum-explains": "I/SI"}),
     # Muon-f64-Nesterov's best is the smallest tried: its refutation and the stall it moves
     # in are open; NS-f64's lead over it stands (a better step could only narrow it), as does
     # the yardstick's support at SpectralDescent's largest step
-    ("reexamine-muon/own-norm-gap", "S/S"),
-    ("reexamine-muon/muon-like-spectraldescent", "N/NSSSS"),
-    ("reexamine-muon/muon-f64-like-spectraldescent", "N/NSSSS"),
-    ("reexamine-muon/muon-f64-nesterov-like-spectraldescent", "I/NSSSS"),
-    ("reexamine-muon/nm-f64-like-spectraldescent", "S/SSSSS"),
-    ("reexamine-muon/ns-f64-like-spectraldescent", "S/SSSSS"),
-    ("reexamine-muon/muon-stalls", "I/SS"),
-    ("reexamine-muon/ns-f64-closer-than-each", "N/SSNN"),
-    ("reexamine-muon/torch-muon-explains", "I/II"),
-    ("reexamine-muon/momentum-explains", "N/SN"),
+    *muon_pinned(
+        {
+            "muon-f64-nesterov-like-spectraldescent": "I/NSSSS",
+            "muon-stalls": "I/SS",
+            "torch-muon-explains": "I/II",
+        }
+    ),
 ]
 
 
