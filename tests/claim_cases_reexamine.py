@@ -16,7 +16,7 @@ from attnbias.judging.claims import (
     Rule,
     not_applicable,
 )
-from attnbias.judging.verdicts.tuning import Tuned, final_score
+from attnbias.judging.verdicts.tuning import Tuned
 
 GAP_FACTORS = (0.25, 1.0, 4.0)
 
@@ -31,7 +31,7 @@ def verdict(status: str) -> Claim:
 
 
 def tuned_gaps(groups: dict[str, Curves], best: dict | None = None) -> Tuned:
-    """Steps chosen by where the runs end (`final_score`): each group at its best factor (1, or
+    """Steps chosen by where the runs end (score "final"): each group at its best factor (1, or
     best[name]) as given, at the other factors of GAP_FACTORS with every margin gap larger the
     further they lie from it; evaluated at its best factor."""
     best = dict.fromkeys(groups, 1.0) | (best or {})
@@ -43,7 +43,7 @@ def tuned_gaps(groups: dict[str, Curves], best: dict | None = None) -> Tuned:
     selection = {name: {f: widened(c, 1.0 + abs(np.log2(f / best[name]))) for f in GAP_FACTORS}
                  for name, c in groups.items()}  # fmt: skip
     evaluation = {name: {best[name]: c} for name, c in groups.items()}
-    return Tuned(selection, evaluation, dict.fromkeys(groups, ("η", 0.2)), final_score)
+    return Tuned(selection, evaluation, dict.fromkeys(groups, ("η", 0.2)), "final")
 
 
 def reexamine_cases() -> dict[str, list]:

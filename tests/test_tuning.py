@@ -49,8 +49,10 @@ def test_a_final_gap_scores_where_the_runs_end_not_how_fast():
     assert rate_score(early, "gap") < rate_score(late, "gap")
     assert final_score(late, "gap") == 0.01 < final_score(early, "gap")
     by_factor = {0.5: early, 2.0: late}
-    assert chosen_factor(rate_scores(by_factor, "gap", final_score)) == 2.0
+    assert chosen_factor(rate_scores(by_factor, "gap", "final")) == 2.0
     assert chosen_factor(rate_scores(by_factor, "gap")) == 0.5
+    with pytest.raises(ValueError, match="score must be 'rate' or 'final', got 'last'"):
+        rate_scores(by_factor, "gap", "last")
     median = Curves(STEPS, {"gap": np.array([[0, 0, 0, 0, v] for v in (0.1, 0.3, 0.2)])})
     assert final_score(median, "gap") == 0.2
     assert final_score(Curves(STEPS, late.values, diverged=1), "gap") == math.inf

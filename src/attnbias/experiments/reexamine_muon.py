@@ -16,7 +16,6 @@ from pathlib import Path
 from pydantic import Field, model_validator
 
 from ..config import Text
-from ..judging.verdicts.tuning import final_score
 from . import atlas, reexamine_atlas
 from .tuning_sweep import TuningConfig, tuned_sweep
 
@@ -37,11 +36,11 @@ class Config(reexamine_atlas.Config, TuningConfig):
 
 
 def run(config: Config, out: Path) -> dict:
-    """Every runnable arm tuned (`tuned_sweep` by `final_score`), the claims judged on the
+    """Every runnable arm tuned (`tuned_sweep` by its final gap), the claims judged on the
     evaluation seeds at the chosen steps."""
     metric = f"gap/{config.tuned_in}"
     names = [a.name for a in atlas.runnable(config.algorithms)]
-    report, _, tuned = tuned_sweep(config, out, atlas.specs, [metric], names, final_score)
+    report, _, tuned = tuned_sweep(config, out, atlas.specs, [metric], names, "final")
     groups = tuned.at_chosen(metric)
     return reexamine_atlas.published(config, out, report, groups, tuned, metric)
 

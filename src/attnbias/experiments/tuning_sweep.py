@@ -13,7 +13,7 @@ from pydantic import Field, model_validator
 from ..config import NonNegativeInt, PositiveInt, numbers
 from ..curves import curves
 from ..engine import RunSpec
-from ..judging.verdicts.tuning import Tuned, chosen_factor, grid_edge, rate_score, rate_scores
+from ..judging.verdicts.tuning import Tuned, chosen_factor, grid_edge, rate_scores
 from .runs import SweepConfig, scaled_step, sweep
 
 # the selection seeds are SELECTION_SEED_BASE + 1, …: disjoint from the evaluation seeds 1..seeds
@@ -91,7 +91,7 @@ def tune(
     specs: MakeSpecs,
     metrics,
     names: Collection[str],
-    score=rate_score,
+    score: str = "rate",
 ) -> tuple[list[tuple], dict[str, set[float]]]:
     """Each named algorithm's step factor for each of `metrics`, chosen by `score` on the
     selection seeds from config.rate_factors, the grid grown past an edge a best factor sits
@@ -123,7 +123,7 @@ def tuned_sweep(
     specs: MakeSpecs,
     metrics,
     names: Collection[str] = (),
-    score=rate_score,
+    score: str = "rate",
 ):
     """The config's runs, and the named algorithms' (all: `names` empty) tuned for `metrics`
     by `score` (`tune`) and run at their chosen steps on the evaluation seeds: the sweep's

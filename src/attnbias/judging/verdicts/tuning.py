@@ -8,7 +8,6 @@ on test)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -55,8 +54,13 @@ def final_score(c: Curves, metric: str) -> float:
     return score if np.isfinite(score) else math.inf
 
 
-def rate_scores(by_factor: dict[float, Curves], metric: str, score=rate_score) -> dict:
-    return {factor: score(c, metric) for factor, c in by_factor.items()}
+def rate_scores(by_factor: dict[float, Curves], metric: str, score: str = "rate") -> dict:
+    """Each factor's score by `score`'s rule: "rate" (`rate_score`, how fast) or "final"
+    (`final_score`, where the runs end); named, not passed, so that a score is one rule."""
+    if score not in ("rate", "final"):
+        raise ValueError(f"score must be 'rate' or 'final', got {score!r}")
+    rule = final_score if score == "final" else rate_score
+    return {factor: rule(c, metric) for factor, c in by_factor.items()}
 
 
 def chosen_factor(scores: dict[float, float]) -> float:
@@ -69,12 +73,12 @@ class Tuned:
     """selection: method → step factor → its runs on the selection seeds; evaluation: method →
     step factor → its runs on the evaluation seeds (at least at the chosen factors); steps:
     method → (the name of the step a factor scales, e.g. "η", and its config value); score:
-    what chooses a factor (`rate_score`: speed, `final_score`: where the runs end)."""
+    what chooses a factor (`rate_scores`: "rate", speed; "final", where the runs end)."""
 
     selection: dict[str, dict[float, Curves]]
     evaluation: dict[str, dict[float, Curves]]
     steps: dict[str, tuple[str, float]]
-    score: Callable[[Curves, str], float] = rate_score
+    score: str = "rate"
 
     def chosen(self, method: str, metric: str) -> float:
         return chosen_factor(rate_scores(self.selection[method], metric, self.score))
