@@ -186,11 +186,11 @@ def tuned_sooner(tuned: Tuned, slow: str, fast: str, metric: str, label: str, so
                          f"the interval {would}")  # fmt: skip
         if stuck := int(np.sum(stopped & ~np.isfinite(times))):
             unmet.append(f"{stuck} of {times.size} {m} runs never reach the level and end "
-                         "frozen (the same float64 value at the last two recorded steps: "
-                         "float64's floor stopped the run or its metric, as Polyak's step "
-                         "once L − L* rounds to 0): timed at the budget by float64, not by "
-                         "the method, they could overturn either verdict; arithmetic that "
-                         "does not stop there (not implemented) would decide it")  # fmt: skip
+                         "frozen (one float64 value at the last two recorded steps: the run "
+                         "stopped, as Polyak's once L − L* rounds to 0, or its metric sits at "
+                         "its float64 floor): timed at the budget by float64, they could "
+                         "overturn either verdict; arithmetic that does not stop there (not "
+                         "implemented) would decide it")  # fmt: skip
         if would in (doubt := edge_doubt(tuned, m, metric, role)):
             unmet.append(doubt[would])
     a, b = np.minimum(a, budget), np.minimum(b, budget)
