@@ -404,6 +404,12 @@ def cases() -> dict[str, list]:
             (NOT_SUPPORTED, (tuned_pair(stalled={"B": SEEDS}), *PAIR), {}),
             (SUPPORTED, (tuned_pair(stalled={"A": SEEDS}), *PAIR), {}),
             (INCONCLUSIVE, (tuned_pair(1e-4, 1e-2, stalled={"A": 2}), *PAIR), {}),
+            # ... unless the runs that never reach it ended frozen (float64 stopped them):
+            # timed by float64, they leave either verdict open
+            (INCONCLUSIVE, (tuned_pair(frozen={"A": SEEDS}), *PAIR), {}),
+            (INCONCLUSIVE, (tuned_pair(frozen={"B": SEEDS}), *PAIR), {}),
+            # a level of 0 is reached only where float64 rounds the loss to 0
+            (INCONCLUSIVE, (tuned_pair(floor=True), *PAIR), {}),
             # both there by the second recorded step: the grid cannot order them
             (INCONCLUSIVE, (tuned_pair(instant=True), *PAIR), {}),
             # no evaluation runs at a chosen step
@@ -651,19 +657,25 @@ PAIR = ("A", "B", "loss", "training loss", "s")  # tuned_sooner's: slow A, fast 
 
 
 def tuned_pair(slow=1e-2, fast=1e-4, best=None, stalled=None, diverged="", evaluated_at=None,
-               instant=False):  # fmt: skip
+               instant=False, frozen=None, floor=False):  # fmt: skip
     """Tuned runs of A and B whose loss falls from 0.69 to about `slow` and `fast` at their
     best factors (`tuned`); `stalled`: name → how many of its evaluation runs (the first ones)
-    stay at 0.69; `diverged`:
-    every selection run of that one diverged; `instant`: both evaluation runs fall below the
-    level in their first step."""
+    stay at 0.69 (each still moving, by a hair); `frozen`: the same, frozen (the very same
+    value at every step: float64 stopped them); `diverged`: every selection run of that one
+    diverged; `instant`: both evaluation runs fall below the level in their first step;
+    `floor`: every loss is 0 (float64 rounded it) from a quarter of the steps on (B: an
+    eighth)."""
     groups = {"A": group(loss=anchored(slow, 0.69, seed=1)),
               "B": group(loss=anchored(fast, 0.69, seed=2))}  # fmt: skip
+    if floor:  # B's sooner: the rounding alone would order them
+        for name, share in (("A", 4), ("B", 8)):
+            groups[name].values["loss"][:, STEPS >= STEPS[-1] / share] = 0.0
     out = tuned(groups, best, evaluated_at)
-    for name, k in (stalled or {}).items():
-        loss = groups[name].values["loss"].copy()
-        loss[:k] = 0.69
-        out.evaluation[name] = dict.fromkeys(out.evaluation[name], group(loss=loss))
+    for stays, creep in ((stalled, 1e-9), (frozen, 0.0)):
+        for name, k in (stays or {}).items():
+            loss = groups[name].values["loss"].copy()
+            loss[:k] = 0.69 - creep * np.arange(STEPS.size)
+            out.evaluation[name] = dict.fromkeys(out.evaluation[name], group(loss=loss))
     if instant:
         for k, name in enumerate(out.evaluation):
             at_once = group(loss=two_phase(0.69, 1, 1e-6, 1e-7, seed=k))

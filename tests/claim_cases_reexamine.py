@@ -46,6 +46,20 @@ def tuned_gaps(groups: dict[str, Curves], best: dict | None = None) -> Tuned:
     return Tuned(selection, evaluation, dict.fromkeys(groups, ("η", 0.2)), "final")
 
 
+def as_set(tuned, *names: str):
+    """`tuned` with the `names` run at their own setting only, not tuned (as reexamine-polyak's
+    Polyak settings): their selection and evaluation runs at factor 1, a grid without edges."""
+    for name in names:
+        runs = next(iter(tuned.evaluation[name].values()))
+        tuned.selection[name] = {1.0: runs}
+        tuned.evaluation[name] = {1.0: runs}
+    return tuned
+
+
+# a doubt on a verdict (what a tuned step at its grid's edge leaves open: tuning.edge_doubt)
+DOUBT = "NGD's best step (η = 0.4) is the largest tried: a better step could overturn it"
+
+
 def reexamine_cases() -> dict[str, list]:
     import claim_cases as base  # at call time: claim_cases imports this module
 
@@ -77,6 +91,7 @@ def reexamine_cases() -> dict[str, list]:
     noisy[:, froze:] = 0.5
     noise = {**n, "Polyak-noise": Curves(base.STEPS, {**n["Polyak"].values, "norm/2": norm,
                                                        "alignment/2": 1.0 - noisy})}  # fmt: skip
+    edge = base.tuned(n, best={"NGD": 4.0})  # NGD's best step the largest of its grid
     still = {**n, "GD": Curves(base.STEPS, {**n["GD"].values,
                                             "norm/2": np.ones_like(norm)})}  # fmt: skip
     one = {"A": g["SpectralDescent"]}
@@ -96,6 +111,17 @@ def reexamine_cases() -> dict[str, list]:
             (NOT_SUPPORTED, (verdict(NOT_SUPPORTED), inside, spectral, {"A": NOT_SUPPORTED}), {}),
             (SUPPORTED, (verdict(SUPPORTED), inside, spectral, {"A": ""}), {}),
             (INCONCLUSIVE, (verdict(INCONCLUSIVE), largest, spectral, {"A": ""}), {}),
+        ],
+        "reexamine.setting_faster": [
+            # Polyak as set, NGD tuned (its best step inside the grid)
+            (SUPPORTED, (as_set(base.tuned(n), "Polyak"), "Polyak", "NGD"), {}),
+            # a setting slower than tuned NGD: refuted; run as set, its one factor is no grid
+            # edge, so nothing overturns the refutation
+            (NOT_SUPPORTED, (as_set(base.tuned(n), "GD"), "GD", "NGD"), {}),
+            # NGD's best step the largest tried: a better one could overturn the support
+            (INCONCLUSIVE, (as_set(edge, "Polyak"), "Polyak", "NGD"), {}),
+            # ... but not the refutation: it stands
+            (NOT_SUPPORTED, (as_set(base.tuned(n, best={"NGD": 4.0}), "GD"), "GD", "NGD"), {}),
         ],
         "reexamine.stalls_where": [
             (SUPPORTED, (g, "Muon", "SpectralDescent", 0.1), {}),
@@ -133,6 +159,10 @@ def reexamine_cases() -> dict[str, list]:
             # ... and where another setting is refuted at the end, the claim is refuted
             (NOT_SUPPORTED, ({**stopped, "GD": n["NGD-mom"]}, "NGD", ["Polyak", "GD"], "both"), {}),
             (INCONCLUSIVE, (still, "NGD", ["GD"], "GD"), {}),  # GD never moved
+            # a doubt on the refutation (NGD's tuned step at its grid's edge) leaves it open;
+            # a support stands
+            (INCONCLUSIVE, (n, "GD", ["NGD"], "NGD", {"refutes": DOUBT}), {}),
+            (SUPPORTED, (n, "NGD", ["GD"], "GD", {"refutes": DOUBT}), {}),
         ],
         "reexamine.ahead_while_moving": [
             (SUPPORTED, (n, "GD", "NGD", "s"), {}),
@@ -143,6 +173,11 @@ def reexamine_cases() -> dict[str, list]:
             (INCONCLUSIVE, (stopped, "NGD", "Polyak", "s"), {}),
             (INCONCLUSIVE, (stopped, "Polyak", "NGD", "s"), {}),
             (INCONCLUSIVE, (still, "GD", "NGD", "s"), {}),  # GD never moved: no step to compare
+            # a doubt holds back only the verdict it names
+            (INCONCLUSIVE, (n, "GD", "NGD", "s", {"supports": DOUBT}), {}),
+            (SUPPORTED, (n, "GD", "NGD", "s", {"refutes": DOUBT}), {}),
+            (INCONCLUSIVE, (n, "NGD", "GD", "s", {"refutes": DOUBT}), {}),
+            (NOT_SUPPORTED, (n, "NGD", "GD", "s", {"supports": DOUBT}), {}),
         ],
         "reexamine.explains": [
             (SUPPORTED, ("t", [verdict(SUPPORTED), verdict(SUPPORTED)]), {}),

@@ -112,8 +112,9 @@ CONFIG_KEYS = {
     "reexamine-muon": ("5feddd4592ca817d", "c7580c067cf3a132"),
     # as_run: constant-rate Adam; 3·10⁵ steps: at 10⁵ Adam-decay's gap straddled 0.05
     "reexamine-adam": ("f6d01dcf0f67a147", "9d01f455b0171abd"),
-    # issue 29: `uncapped` (1e300) leaves the float64-stopped step out of the cap ladder
-    "reexamine-polyak": ("873c6ac7137dc3a5", "aadef1633753c78d"),
+    # issue 29: `uncapped` (1e300) leaves the float64-stopped step out of the cap ladder;
+    # NGD's η tuned on selection seeds (rate_factors, rate_extensions, selection_seeds)
+    "reexamine-polyak": ("b98162ae26923383", "2d196c584a701035"),
 }
 
 

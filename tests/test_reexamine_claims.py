@@ -16,6 +16,8 @@ import claim_cases as base
 from attnbias.experiments import reexamine_atlas, reexamine_polyak
 from attnbias.experiments.base import load_config
 from attnbias.judging.claims import reasons, verdict_columns
+from attnbias.judging.verdicts.tuning import Tuned
+from claim_cases_reexamine import as_set
 
 LETTER = {"supported": "S", "not supported": "N", "inconclusive": "I", "not applicable": "A"}
 LABELS = ["2", "inf", "spectral", "1.75", "nuc"]
@@ -77,6 +79,13 @@ def muon_claims(best: dict | None = None) -> list:
     return reexamine_atlas.claims(tuned.at_chosen(metric), muon, tuned, metric)
 
 
+def polyak_tuned(groups: dict, **best) -> Tuned:
+    """reexamine-polyak's Tuned runs of `groups`: NGD tuned (its best step factor 2, or
+    `best`), every Polyak setting run as set (factor 1 only)."""
+    polyak = [name for name in groups if name.startswith("Polyak")]
+    return as_set(base.tuned(groups, best=best), *polyak)
+
+
 def reexamine_claims() -> list:
     """Every constructed case's claims (the mutation test's experiment-level outcomes too)."""
     adam = load_config("reexamine-adam", quick=True)
@@ -88,10 +97,13 @@ def reexamine_claims() -> list:
         *reexamine_atlas.claims(moving, adam),
         *reexamine_atlas.claims({k: v for k, v in moving.items() if k != "Adam"}, adam),
         *reexamine_atlas.claims({k: v for k, v in moving.items() if k != "SignGD"}, adam),
-        *reexamine_polyak.claims(polyak_groups(), polyak),
+        *reexamine_polyak.claims(polyak_groups(), polyak, polyak_tuned(polyak_groups())),
         *muon_claims(),
         *muon_claims({"NS-f64": 4.0}),
         *muon_claims({"Muon-f64-Nesterov": 0.25, "SpectralDescent": 4.0}),
+        # NGD's best step the largest of its grid: a better one could overturn a support of
+        # Polyak's speed and a refutation of NGD's lead
+        *reexamine_polyak.claims(polyak_groups(), polyak, polyak_tuned(polyak_groups(), NGD=4.0)),
     ]
 
 
@@ -168,6 +180,15 @@ PINNED = [
             "torch-muon-explains": "I/II",
         }
     ),
+    # the same with NGD's tuned step at its grid's edge: refutations of Polyak's speed and
+    # supports of NGD's lead stand, the others are open
+    ("reexamine-polyak/polyak-faster-cap-100-c-1", "N/NNN"),
+    ("reexamine-polyak/polyak-faster-cap-1e6-c-1", "I/III"),
+    ("reexamine-polyak/faster-at-some-setting", "I/NI"),
+    ("reexamine-polyak/faster-at-paper-setting", "I/I"),
+    ("reexamine-polyak/ngd-ends-ahead-cap-100", "S/S"),
+    ("reexamine-polyak/ngd-ends-ahead-cap-1e6", "I/I"),
+    ("reexamine-polyak/larger-cap-ends-closer", "S/S"),
 ]
 
 
@@ -210,7 +231,7 @@ def test_at_some_setting_is_holm_corrected_across_the_settings():
     Holm's level for k settings (the claim's parts judged as one family)."""
     polyak = load_config("reexamine-polyak", quick=True,
                          overrides={"caps": [1e2, 1e6], "cs": [1.0]})  # fmt: skip
-    some = reexamine_polyak.claims(polyak_groups(), polyak)[2]
+    some = reexamine_polyak.claims(polyak_groups(), polyak, polyak_tuned(polyak_groups()))[2]
     assert some.any_part and len(some.parts) == 2
     assert some.parts[1].correction["support"] > 0.95  # judged at Holm's level, not 95 %
 
@@ -272,7 +293,7 @@ def test_an_uncapped_polyak_compared_at_its_float64_stop_is_inconclusive():
     groups = {**polyak_groups(), "Polyak γ_b=1e300 c=1": stopped["Polyak"]}
     polyak = load_config("reexamine-polyak", quick=True,
                          overrides={"caps": [1e2, 1e6, 1e300], "cs": [1.0]})  # fmt: skip
-    claims = {c.id: c for c in reexamine_polyak.claims(groups, polyak)}
+    claims = {c.id: c for c in reexamine_polyak.claims(groups, polyak, polyak_tuned(groups))}
     ahead = claims["reexamine-polyak/ngd-ends-ahead-cap-1e300"]
     assert letters(ahead) == "I/I"
     # the ladder compares the finite caps only: the uncapped run is not one of its links

@@ -14,6 +14,7 @@ from attnbias.engine import Algorithm
 from attnbias.experiments import atlas, ngd_fixed, ngd_joint, tuning_sweep
 from attnbias.experiments.base import load_config
 from attnbias.experiments.runs import scaled_step, seeds
+from attnbias.judging.verdicts import ngd
 from attnbias.judging.verdicts.tuning import (
     chosen_factor,
     final_score,
@@ -74,6 +75,27 @@ def test_a_tie_goes_to_the_configs_step_and_the_edges_are_named():
     assert chosen_factor({0.5: -3.0, 1.0: -1.0, 2.0: -2.0}) == 0.5
     factors = [0.5, 1.0, 2.0]
     assert [grid_edge(factors, f) for f in factors] == ["smallest", "", "largest"]
+    assert grid_edge([1.0], 1.0) == ""  # one setting, not tuned: no grid, no edge
+
+
+def test_a_fixed_algorithm_is_run_as_set_where_the_others_are_tuned(tmp_path):
+    """reexamine-polyak: NGD's η tuned, each Polyak (γ_b, c) run as set, on the selection
+    seeds too (the levels are set there), never at another step."""
+    config = load_config("reexamine-polyak", quick=True, overrides={
+        "seeds": 2, "steps": 12, "selection_seeds": 1, "rate_extensions": 0,
+        "caps": [1e2, 1e4], "cs": [1.0], "paper_cap": 1e4})  # fmt: skip
+    polyak = list(config.settings)
+    _, groups, tuned = tuning_sweep.tuned_sweep(
+        config, tmp_path, ngd_fixed.specs, ngd.FIXED_HEAD_METRICS, ["NGD"], fixed=polyak
+    )
+    assert set(tuned.selection) == set(tuned.evaluation) == {"NGD", *polyak}
+    assert sorted(tuned.selection["NGD"]) == sorted(config.rate_factors)
+    for name in polyak:
+        assert set(tuned.selection[name]) == set(tuned.evaluation[name]) == {1.0}
+        assert list(tuned.selection[name][1.0].seeds) == [1001]
+        assert list(tuned.evaluation[name][1.0].seeds) == [1, 2]
+        assert tuned.step_label(name, "loss") == "1/c = 1"
+    assert set(groups) == {"NGD", *polyak}
 
 
 def test_the_grid_grows_past_the_edges_its_best_steps_sit_at():

@@ -92,12 +92,19 @@ def tune(
     metrics,
     names: Collection[str],
     score: str = "rate",
+    fixed: Collection[str] = (),
 ) -> tuple[list[tuple], dict[str, set[float]]]:
     """Each named algorithm's step factor for each of `metrics`, chosen by `score` on the
     selection seeds from config.rate_factors, the grid grown past an edge a best factor sits
     at (at most rate_extensions times): the selection runs (tagged) and each algorithm's
-    chosen factors."""
-    factors = {a.name: sorted(config.rate_factors) for a in config.algorithms if a.name in names}
+    chosen factors. The `fixed` algorithms run on the selection seeds at their config step
+    only (factor 1, a grid without edges): they are not tuned, but the levels their
+    comparisons are timed at are set on those seeds too."""
+    factors = {
+        a.name: [1.0] if a.name in fixed else sorted(config.rate_factors)
+        for a in config.algorithms
+        if a.name in names or a.name in fixed
+    }
     for extensions in range(config.rate_extensions + 1):
         tags = tagged(config, specs, factors, "selection")
         selection = grouped(sweep(config, out, [s for s, _ in tags]), tags)["selection"]
@@ -124,12 +131,14 @@ def tuned_sweep(
     metrics,
     names: Collection[str] = (),
     score: str = "rate",
+    fixed: Collection[str] = (),
 ):
     """The config's runs, and the named algorithms' (all: `names` empty) tuned for `metrics`
-    by `score` (`tune`) and run at their chosen steps on the evaluation seeds: the sweep's
-    report, each algorithm's runs at its config step (name → Curves) and the Tuned runs."""
-    names = names or [a.name for a in config.algorithms]
-    selection_tags, chosen = tune(config, out, specs, metrics, names, score)
+    by `score` (`tune`) and run at their chosen steps on the evaluation seeds, beside the
+    `fixed` ones at their config steps: the sweep's report, each algorithm's runs at its config
+    step (name → Curves) and the Tuned runs (of the named and the fixed algorithms)."""
+    names = [*(names or [a.name for a in config.algorithms]), *fixed]
+    selection_tags, chosen = tune(config, out, specs, metrics, names, score, fixed)
     tuned_factors = {name: sorted(found - {1.0}) for name, found in chosen.items()}
     evaluation_tags = tagged(config, specs, tuned_factors, "evaluation")
     base = [(spec, ("evaluation", spec.algorithm.name, 1.0)) for spec in specs(config)]

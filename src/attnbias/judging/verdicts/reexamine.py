@@ -22,7 +22,8 @@ from ...curves import Curves
 from ..claims import NOT_APPLICABLE, Claim, Rule, mean_effect, ratio_effect
 from .atlas import STALLED_SLOPE, as_run_note, gap, lower_gap, stall_reason, stalled
 from .common import described, final, paired, seeds_of, values
-from .ngd import LABELS, MISALIGNMENT, norm_slopes
+from .ngd import FIXED_HEAD_LABELS, LABELS, MISALIGNMENT, TUNED_STEP, norm_slopes
+from .tuning import Tuned, interval_would, tuned_comparison
 
 STALL_SOURCE = (
     f"ours: the atlas's stall criterion ({STALLED_SLOPE:g}); a normalised method that moves "
@@ -111,14 +112,18 @@ def at_steps(c: Curves, metric: str, rows: np.ndarray, steps: np.ndarray) -> np.
     return out
 
 
-def ahead_while_moving(groups: dict[str, Curves], slow: str, fast: str, source: str) -> Claim:
+def ahead_while_moving(
+    groups: dict[str, Curves], slow: str, fast: str, source: str, doubts: dict | None = None
+) -> Claim:
     """`fast` has the smaller misalignment than `slow` at each seed's common horizon: the
     last recorded step at which both runs of the seed were still moving (`moving_until`),
     the last step where neither stopped. Equal steps on both sides, never the state float64
     froze a run in. A horizon before the end (a run stopped moving: float64's stop, as
     Polyak's once L − L* rounds to 0) compares the runs where float64 ended one of them, not
     where the runs end: an artefact, so the part is inconclusive and says where it stopped;
-    past that step float64 cannot compute the run, so no float64 run decides it."""
+    past that step float64 cannot compute the run, so no float64 run decides it. `doubts`:
+    what the interval would say ("supports", "refutes") → why that cannot stand (a side's
+    tuned step at its grid's edge: `tuning.edge_doubt`)."""
     a, b = groups[slow], groups[fast]
     rows_a, rows_b = paired(a, b, np.arange(len(seeds_of(a))), np.arange(len(seeds_of(b))))
     until_a, until_b = moving_until(a)[rows_a], moving_until(b)[rows_b]
@@ -133,14 +138,17 @@ def ahead_while_moving(groups: dict[str, Curves], slow: str, fast: str, source: 
     effect = ratio_effect(slow_at, fast_at)
     runs = ((slow, until_a, a), (fast, until_b, b))
     stops = {name: until < c.steps[-1] for name, until, c in runs}  # stopped before the end
+    unmet = [f"no seed on which both {slow} and {fast} moved"]
+    if effect.n:
+        would = interval_would(effect)
+        unmet = float_stops(stops, horizon, a.steps[-1])
+        unmet += [why for doubted, why in (doubts or {}).items() if doubted == would]
     return Claim(
         f"{fast} has a smaller misalignment than {slow} at equal steps, at the last step at "
         "which both still moved (paired by seed)",
         rule=rule,
         effect=effect,
-        unmet=float_stops(stops, horizon, a.steps[-1])
-        if effect.n
-        else [f"no seed on which both {slow} and {fast} moved"],
+        unmet=unmet,
         evidence={
             "horizon_steps": described({"common": horizon[np.isfinite(horizon)]}),
             **described({slow: slow_at, fast: fast_at}),
@@ -165,16 +173,19 @@ def float_stops(stops: dict[str, np.ndarray], horizon: np.ndarray, last: float) 
     ]
 
 
-def ends_ahead(groups: dict[str, Curves], name: str, others: list[str], who: str) -> Claim:
+def ends_ahead(
+    groups: dict[str, Curves], name: str, others: list[str], who: str, doubts: dict | None = None
+) -> Claim:
     """`name` ends with a smaller misalignment than each of `others` (described as `who`) at
     equal steps (per-seed ratio > 1, every one of them): who is ahead once the runs end; where
     a run stopped before the end (`moving_until`: the float64 floor, not the method, ended it)
-    the comparison is at that float64 stop, and inconclusive (`ahead_while_moving`)."""
+    the comparison is at that float64 stop, and inconclusive (`ahead_while_moving`, as are
+    `doubts`)."""
     source = "ours: any lead at the end (a ratio > 1)"
     return Claim(
         f"{name} ends ahead of {who}: smaller misalignment at equal steps, at the end (paired "
         "by seed; where float64 stopped a run first, compared there: inconclusive)",
-        parts=[ahead_while_moving(groups, other, name, source) for other in others],
+        parts=[ahead_while_moving(groups, other, name, source, doubts) for other in others],
         evidence=described({n: final(groups[n], MISALIGNMENT) for n in [name, *others]}),
     )
 
@@ -208,3 +219,17 @@ def explains(explanation: str, evidence: list[Claim]) -> Claim:
         if claim.status == NOT_APPLICABLE
     ]
     return Claim(explanation, parts=evidence, unmet=unrun if judged else [])
+
+
+def setting_faster(tuned: Tuned, fast: str, reference: str) -> Claim:
+    """The NGD paper's "Polyak is faster than NGD across all metrics" at one Polyak setting:
+    `fast`, run at its own setting (not tuned: Tuned holds its runs at factor 1 only),
+    reaches each fixed-head metric's level in fewer steps than `reference` at its step tuned
+    for that metric (`tuning.tuned_comparison`: the levels set on the selection seeds, Holm
+    over the metrics)."""
+    return tuned_comparison(
+        tuned, [(reference, fast)], FIXED_HEAD_LABELS,
+        f"{fast} (its γ_b and c as set, not tuned) is faster than {reference} on every "
+        f"metric, {reference} at {TUNED_STEP}",
+        "the paper: faster 'across all metrics' (a ratio of steps > 1)",
+    )  # fmt: skip

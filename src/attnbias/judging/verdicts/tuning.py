@@ -95,7 +95,10 @@ class Tuned:
 
 def grid_edge(factors, chosen: float) -> str:
     """ "largest" or "smallest" when `chosen` is at that edge of the factors tried (the grid does
-    not bracket the best step), else ""."""
+    not bracket the best step), else "". A single factor is no grid (a method run at its own
+    setting, not tuned): it has no edge."""
+    if len(set(factors)) < 2:
+        return ""
     if chosen >= max(factors):
         return "largest"
     if chosen <= min(factors):
@@ -162,13 +165,48 @@ AT_EDGE = {"slow": "supports", "fast": "refutes"}
 TIMED_AT_BUDGET = {"slow": "refutes", "fast": "supports"}
 
 
+def interval_would(effect) -> str:
+    """What a ratio's 95 % interval says of "> 1": "supports", "refutes" or "" (straddles)."""
+    return "supports" if effect.low > 1.0 else "refutes" if effect.high < 1.0 else ""
+
+
+def edge_doubts(tuned: Tuned, method: str, metric: str, role: str) -> dict[str, str]:
+    """The verdict a best step of `method` (its `role` in a ratio slow/fast: "slow" or "fast")
+    at the edge of its grid could overturn (`AT_EDGE`), with the reason (`edge_doubt`); {} when
+    the grid brackets it."""
+    would = AT_EDGE[role]
+    doubt = edge_doubt(tuned, method, metric, would)
+    return {would: doubt} if doubt else {}
+
+
+def frozen_at_end(c: Curves, metric: str) -> np.ndarray:
+    """Per run: is `metric` the very same float64 number at the last two recorded steps? A
+    moving run's metric changes between log-spaced recorded steps; one that does not has
+    stopped at float64's floor (Polyak's step is 0 once L − L* rounds to 0), or its metric
+    has (a loss within an ulp of its infimum)."""
+    v = values(c, metric)
+    if v.shape[1] < 2:
+        return np.zeros(v.shape[0], dtype=bool)
+    return v[:, -1] == v[:, -2]
+
+
+FLOAT_LEVEL = (
+    "the level is 0: a run reaches it only where float64 rounds the metric to 0, so its time "
+    "says when float64 rounds, not how fast the method is; a level above that floor (the "
+    "metric in a form that does not round to 0, not implemented) would decide it"
+)
+
+
 def tuned_sooner(tuned: Tuned, slow: str, fast: str, metric: str, label: str, source: str):
     """`fast` at its chosen step for `metric` reaches LEVEL_RULE's level of it in fewer steps
     than `slow` at its own, on the evaluation seeds (per-seed ratio of steps, geometric mean).
     A run that never reaches the level is timed at the budget; that, or a best step at the
     edge of the grid tried, leaves inconclusive the one verdict it could overturn
-    (`TIMED_AT_BUDGET`, `AT_EDGE`) and lets the other stand. No evaluation runs at a chosen
-    step: a failed precondition."""
+    (`TIMED_AT_BUDGET`, `AT_EDGE`) and lets the other stand. A run that never reaches it and
+    ends frozen at float64's floor (`frozen_at_end`) is timed by float64, not by the method,
+    and a level of 0 is reached only by rounding (`FLOAT_LEVEL`): either leaves the part
+    inconclusive whatever the interval says. No evaluation runs at a chosen step: a failed
+    precondition."""
     chosen = {m: tuned.chosen(m, metric) for m in (slow, fast)}
     level = max(half_budget_value(tuned.selection[m][chosen[m]], metric) for m in (slow, fast))
     rates = f"{slow} at {tuned.step_label(slow, metric)} over {fast} at " + tuned.step_label(
@@ -184,17 +222,27 @@ def tuned_sooner(tuned: Tuned, slow: str, fast: str, metric: str, label: str, so
     runs = {m: tuned.evaluation[m][chosen[m]] for m in (slow, fast)}
     a, b = paired(runs[slow], runs[fast], steps_to_reach(runs[slow], metric, level),
                   steps_to_reach(runs[fast], metric, level))  # fmt: skip
+    frozen = paired(runs[slow], runs[fast], frozen_at_end(runs[slow], metric),
+                    frozen_at_end(runs[fast], metric))  # fmt: skip
     budget = float(runs[slow].steps[-1])
     effect = ratio_effect(np.minimum(a, budget), np.minimum(b, budget))
     unmet = untimed(runs[slow], a, b) if effect.n else [
         f"no finished run of both {slow} and {fast} to time"]  # fmt: skip
-    would = "supports" if effect.low > 1.0 else "refutes" if effect.high < 1.0 else ""
-    for role, m, times in (("slow", slow, a), ("fast", fast, b)):
+    unmet += [FLOAT_LEVEL] if level <= 0 else []
+    would = interval_would(effect)
+    for role, m, times, stopped in (("slow", slow, a, frozen[0]), ("fast", fast, b, frozen[1])):
         late = int(np.sum(~np.isfinite(times)))
         if late and would == TIMED_AT_BUDGET[role]:
             unmet.append(f"{late} of {times.size} {m} runs never reach the level in "
                          f"{budget:g} steps: timed at the budget, they could overturn what "
                          f"the interval {would}")  # fmt: skip
+        if stuck := int(np.sum(stopped & ~np.isfinite(times))):
+            unmet.append(f"{stuck} of {times.size} {m} runs never reach the level and end "
+                         "frozen (one float64 value at the last two recorded steps: the run "
+                         "stopped, as Polyak's once L − L* rounds to 0, or its metric sits at "
+                         "its float64 floor): timed at the budget by float64, they could "
+                         "overturn either verdict; arithmetic that does not stop there (not "
+                         "implemented) would decide it")  # fmt: skip
         if would == AT_EDGE[role] and (doubt := edge_doubt(tuned, m, metric, would)):
             unmet.append(doubt)
     a, b = np.minimum(a, budget), np.minimum(b, budget)
