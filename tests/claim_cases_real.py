@@ -31,6 +31,7 @@ def md_arm(name, shift=0.0, keyword=0.0, counts=0.0, small=0.0, seed=0, reached=
     base = 60.0 + jitter(1.0, 99)  # the seed's accuracy under ℓ2: shared, so it cancels
     values = {
         "test_accuracy": base + shift + jitter(0.05, seed),
+        "final_train_accuracy": np.full(SEEDS, 71.0),
         "keyword_normalised": 0.3 + keyword + jitter(0.002, seed + 1),
         "keyword_raw": 0.1 + keyword / 3 + jitter(0.001, seed + 2),
         "keyword_chance_normalised": np.full(SEEDS, 0.22),
@@ -81,9 +82,10 @@ def optimiser_arms(sgd=1.0, sngd=0.5, sps=0.55, adam=0.52, growth=0.01, sps_inte
 SOURCE = "test"
 
 
-def sparsity_cases(key: str, measure: SparsityMeasure) -> list:
+def sparsity_cases(key: str, measure: SparsityMeasure, last: str = "sparser") -> list:
     """real.sparser's verdicts for one measure (its arms shifted by `key`): supported only where
-    the negative control (ℓ3 denser than ℓ2) passes too."""
+    the negative control (ℓ3 denser than ℓ2) passes too; last: the final argument, the claim's
+    text (real.sparser) or a matrix (real.sparsity_part)."""
     step = SPARSER[key]
 
     def arms(lo=step, hi=-step, **lo_also):
@@ -91,7 +93,7 @@ def sparsity_cases(key: str, measure: SparsityMeasure) -> list:
                        hi=md_arm(HI, 1.0, seed=40, **{key: hi}))  # fmt: skip
 
     def case(status, made):
-        return (status, (made, LO, MID, HI, measure, "sparser"), {})
+        return (status, (made, LO, MID, HI, measure, last), {})
 
     return [
         case(SUPPORTED, arms()),
@@ -136,6 +138,11 @@ def real_cases() -> dict[str, list]:
                 ("hoyer", "hoyer", ">"),
             )
             for case in sparsity_cases(key, SparsityMeasure(label, label, sparser, SOURCE))
+        ],
+        "real.sparsity_part": [
+            case
+            for key, label, sparser in (("counts", "above_init", "<"), ("hoyer", "hoyer", ">"))
+            for case in sparsity_cases(key, SparsityMeasure(label, label, sparser, SOURCE), "Q")
         ],
         "real.lower_loss": [
             (SUPPORTED, (optimiser_arms(), ("SNGD", "SPS"), "SGD", SOURCE), {}),

@@ -536,6 +536,21 @@ SPARSITY_TEXTS = {
 }
 
 
+def premise_unmet(*arms: rules.Arm) -> str:
+    """What an accuracy part judged at the equal budget says beside its effect: the train
+    accuracy its arms reached (mean over seeds), against the paper's stopping rule; what it
+    tests instead, and what would decide the paper's claim."""
+    reached = ", ".join(f"{arm.name} {np.nanmean(arm.of('final_train_accuracy')):.1f} %"
+                        for arm in arms)  # fmt: skip
+    target = 100 * papers.MD_IMDB_TARGET_TRAIN_ACCURACY
+    return (
+        f"the paper's premise is not met: its claim is about models trained to {target:g} % "
+        f"train accuracy, these runs end the equal budget at {reached}; this part compares the "
+        "equal budget instead, and `attnbias reproduce text-md --paper --device cuda` (the "
+        "paper's stopping rule, on a GPU) would decide the paper's claim"
+    )
+
+
 def note_seeds_to_decide(claim: Claim) -> None:
     """Beside each measured part whose 95 % CI straddles its threshold (no precondition failed),
     what would decide it: how many paired seeds, at the part's mean difference and spread
@@ -547,12 +562,12 @@ def note_seeds_to_decide(claim: Claim) -> None:
         if part.rule is None or part.unmet or decide(part.rule, part.effect) != INCONCLUSIVE:
             continue
         needed = units_to_decide(part.effect, part.rule.threshold)
-        what = (f"about {needed} paired seeds would decide it if the mean difference and its "
+        what = (f"about {needed} paired seeds would decide this part if its mean difference and "
                 "spread held" if needed is not None
-                else "no feasible number of seeds would: the mean difference is too close to "
-                f"{part.rule.threshold:g} for its spread")  # fmt: skip
+                else "no feasible number of seeds would decide this part: its mean difference is "
+                f"too close to {part.rule.threshold:g} for its spread")  # fmt: skip
         note = part.evidence.get("effect_note")
-        part.evidence["effect_note"] = f"{note}; {what}" if note else what
+        part.evidence["effect_note"] = f"{what}; {note}" if note else what
 
 
 def text_md_claims(collected: dict[float, dict], protocol: str = "target") -> list[Claim]:
@@ -598,6 +613,7 @@ def text_md_claims(collected: dict[float, dict], protocol: str = "target") -> li
             part.evidence["test_accuracy_at_half_budget_difference"] = paired_difference(
                 a.of("half_test_accuracy"), b.of("half_test_accuracy")
             ).text
+            part.evidence["effect_note"] = premise_unmet(a, b)
     for claim in claims:
         note_seeds_to_decide(claim)
     return identified("text-md", claims, TEXT_MD_CLAIMS)

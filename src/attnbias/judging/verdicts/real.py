@@ -159,31 +159,31 @@ def sparsity_part(
     A measure that fails the control (or does not pass it) measures something other than
     sparsity here, so the part is inconclusive, never supported, and says so."""
     key, quantity = f"{measure.key}_{matrix}", f"{matrix} {measure.label}"
+    control_rule = f"negative control: {worse} − {densest} {measure.sparser} 0"
+    source = f"{measure.source}; {control_rule} per matrix at 95 %, else the part is inconclusive"
     control = paired(
-        arms, worse, densest, key, Rule(difference(quantity, worse, densest), measure.sparser,
-                                        0.0, measure.source),
-    )  # fmt: skip
-    shown = f"{worse} − {densest} {measure.sparser} 0: {control.effect.text}"
+        arms,
+        worse,
+        densest,
+        key,
+        Rule(difference(quantity, worse, densest), measure.sparser, 0.0, source),
+    )
     unmet = []
     if control.status == NOT_SUPPORTED:
         unmet.append(
-            f"negative control fails: by this measure {densest}'s {matrix} is sparser than "
-            f"{worse}'s ({shown}), so it does not measure sparsity here; a measure that orders "
-            f"{densest} denser than {worse} would decide it"
+            f"negative control fails: by this measure {densest} is sparser than {worse}, so it "
+            f"does not measure sparsity here; a measure that orders {densest} denser than "
+            f"{worse} would decide it"
         )
     elif control.status != SUPPORTED:
         unmet.append(
-            f"negative control not met: {densest}'s {matrix} is not shown denser than {worse}'s "
-            f"({shown}; {'; '.join(control.unmet) or 'the 95 % CI straddles 0'}); more seeds "
-            "would decide it"
+            f"negative control not met: {densest} is not shown denser than {worse} by this "
+            "measure; more seeds would decide it"
         )
-    rule = Rule(
-        difference(quantity, better, worse) + f" (negative control: {worse} − {densest} "
-        f"{measure.sparser} 0)", measure.sparser, 0.0, measure.source,
-    )  # fmt: skip
+    rule = Rule(difference(quantity, better, worse), measure.sparser, 0.0, source)
     part = paired(arms, better, worse, key, rule, unmet=unmet)
     control_word = {SUPPORTED: "passes", NOT_SUPPORTED: "fails"}.get(control.status, "not met")
-    part.evidence["effect_note"] = f"negative control {shown} → {control_word}"
+    part.evidence["effect_note"] = f"{control_rule}: {control.effect.text} → {control_word}"
     return part
 
 
