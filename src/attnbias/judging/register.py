@@ -667,7 +667,8 @@ REGISTER: list[PaperClaim] = [
                f"{papers.MD_IMDB_THRESHOLD:g} than GD ({papers.counts_text()}); what the count "
                "measures is how many entries moved past the threshold, which reads as sparsity "
                "only where ℓ3-MD, the densest, has more such entries than ℓ2-MD (the negative "
-               "control, in each part)", TEXT_MD + "; the paper's 0.06 mapped to our width: "
+               "control, in each part); the scale-free measures of the next two rows face the "
+               "same control", TEXT_MD + "; the paper's 0.06 mapped to our width: "
                "2.04 × each matrix's initial RMS entry, as 0.06 is to the paper's layers",
                read_in=papers.READ_MD),
     PaperClaim("text-md/sparsity-scale-free", "ours", "complement to the MD paper's histograms",
