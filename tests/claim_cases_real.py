@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from attnbias.judging.claims import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED
-from attnbias.judging.verdicts.real import Arm
+from attnbias.judging.verdicts.real import Arm, SparsityMeasure
 
 SEEDS = 6
 LO, MID, HI = "ℓ1.1-MD", "ℓ2-MD", "ℓ3-MD"
@@ -24,12 +24,14 @@ def straddle(scale: float) -> np.ndarray:
 
 
 def md_arm(name, shift=0.0, keyword=0.0, counts=0.0, small=0.0, seed=0, reached=True,
-           interior=True, diverged=False):  # fmt: skip
+           interior=True, diverged=False, hoyer=0.0):  # fmt: skip
     """A text-md arm: ℓ2's per-seed values plus the given shifts (each seed's value moves by
-    the shift plus a little noise; a shift may be an array, one per seed)."""
+    the shift plus a little noise; a shift may be an array, one per seed). Sparser: fewer
+    counts, more small entries, a larger Hoyer sparsity."""
     base = 60.0 + jitter(1.0, 99)  # the seed's accuracy under ℓ2: shared, so it cancels
     values = {
         "test_accuracy": base + shift + jitter(0.05, seed),
+        "final_train_accuracy": np.full(SEEDS, 71.0),
         "keyword_normalised": 0.3 + keyword + jitter(0.002, seed + 1),
         "keyword_raw": 0.1 + keyword / 3 + jitter(0.001, seed + 2),
         "keyword_chance_normalised": np.full(SEEDS, 0.22),
@@ -39,6 +41,7 @@ def md_arm(name, shift=0.0, keyword=0.0, counts=0.0, small=0.0, seed=0, reached=
         **{f"above_abs_{m}": 9000 + counts + jitter(10.0, seed + 6 + k)
            for k, m in enumerate("KQV")},
         **{f"small_{m}": 0.01 + small + jitter(1e-4, seed + 9 + k) for k, m in enumerate("KQV")},
+        **{f"hoyer_{m}": 0.2 + hoyer + jitter(1e-3, seed + 12 + k) for k, m in enumerate("KQV")},
     }  # fmt: skip
     if diverged:
         values = {k: np.where(np.arange(SEEDS) == 0, np.nan, v) for k, v in values.items()}
@@ -46,9 +49,14 @@ def md_arm(name, shift=0.0, keyword=0.0, counts=0.0, small=0.0, seed=0, reached=
     return Arm(name, values, done, interior)
 
 
+# ℓ3-MD denser than ℓ2-MD by every sparsity measure: the negative control passes
+DENSER = {"counts": 500.0, "small": -0.005, "hoyer": -0.02}
+SPARSER = {"counts": -500.0, "small": 0.005, "hoyer": 0.02}
+
+
 def md_arms(lo=None, hi=None, mid=None) -> dict[str, Arm]:
-    return {MID: mid or md_arm(MID, seed=20), LO: lo or md_arm(LO, 2.0, 0.1, -500.0, 0.005),
-            HI: hi or md_arm(HI, 1.0, seed=40)}  # fmt: skip
+    return {MID: mid or md_arm(MID, seed=20), LO: lo or md_arm(LO, 2.0, 0.1, **SPARSER),
+            HI: hi or md_arm(HI, 1.0, seed=40, **DENSER)}  # fmt: skip
 
 
 def loss_arm(name, loss, growth=0.01, seed=0, interior=True):
@@ -71,8 +79,32 @@ def optimiser_arms(sgd=1.0, sngd=0.5, sps=0.55, adam=0.52, growth=0.01, sps_inte
     }
 
 
-THRESHOLD = "2.04 × the initial RMS entry"
 SOURCE = "test"
+
+
+def sparsity_cases(key: str, measure: SparsityMeasure, last: str = "sparser") -> list:
+    """real.sparser's verdicts for one measure (its arms shifted by `key`): supported only where
+    the negative control (ℓ3 denser than ℓ2) passes too; last: the final argument, the claim's
+    text (real.sparser) or a matrix (real.sparsity_part)."""
+    step = SPARSER[key]
+
+    def arms(lo=step, hi=-step, **lo_also):
+        return md_arms(lo=md_arm(LO, 2.0, 0.1, **{key: lo}, **lo_also),
+                       hi=md_arm(HI, 1.0, seed=40, **{key: hi}))  # fmt: skip
+
+    def case(status, made):
+        return (status, (made, LO, MID, HI, measure, last), {})
+
+    return [
+        case(SUPPORTED, arms()),
+        case(NOT_SUPPORTED, arms(lo=-step)),
+        case(INCONCLUSIVE, arms(lo=straddle(abs(step)))),
+        # ℓ1.1 sparser, but ℓ3 too: the measure fails its negative control
+        case(INCONCLUSIVE, arms(hi=step)),
+        # ℓ1.1 sparser, ℓ3 not shown denser: the control is not met
+        case(INCONCLUSIVE, arms(hi=straddle(abs(step)))),
+        case(INCONCLUSIVE, arms(reached=False)),
+    ]
 
 
 def real_cases() -> dict[str, list]:
@@ -99,23 +131,18 @@ def real_cases() -> dict[str, list]:
             (INCONCLUSIVE, (md_arms(mid=md_arm(MID, seed=20, interior=False)), LO, MID), {}),
         ],
         "real.sparser": [
-            (SUPPORTED, (md_arms(), LO, MID, THRESHOLD), {}),
-            (NOT_SUPPORTED, (md_arms(lo=md_arm(LO, counts=500.0)), LO, MID, THRESHOLD), {}),
-            (
-                INCONCLUSIVE,
-                (md_arms(lo=md_arm(LO, counts=straddle(300.0))), LO, MID, THRESHOLD),
-                {},
-            ),
-            (
-                INCONCLUSIVE,
-                (md_arms(lo=md_arm(LO, counts=-500.0, reached=False)), LO, MID, THRESHOLD),
-                {},
-            ),
+            case
+            for key, label, sparser in (
+                ("counts", "above_init", "<"),
+                ("small", "small", ">"),
+                ("hoyer", "hoyer", ">"),
+            )
+            for case in sparsity_cases(key, SparsityMeasure(label, label, sparser, SOURCE))
         ],
-        "real.more_near_zero": [
-            (SUPPORTED, (md_arms(), LO, MID), {}),
-            (NOT_SUPPORTED, (md_arms(lo=md_arm(LO, small=-0.005)), LO, MID), {}),
-            (INCONCLUSIVE, (md_arms(lo=md_arm(LO, small=straddle(0.005))), LO, MID), {}),
+        "real.sparsity_part": [
+            case
+            for key, label, sparser in (("counts", "above_init", "<"), ("hoyer", "hoyer", ">"))
+            for case in sparsity_cases(key, SparsityMeasure(label, label, sparser, SOURCE), "Q")
         ],
         "real.lower_loss": [
             (SUPPORTED, (optimiser_arms(), ("SNGD", "SPS"), "SGD", SOURCE), {}),
@@ -170,15 +197,16 @@ def real_cases() -> dict[str, list]:
 
 def md_collected(holds: bool) -> dict[float, dict]:
     """text-md's per-p runs as text_md.collect gives them: ℓ1.1 and ℓ3 ahead of ℓ2 in every
-    quantity the claims compare (holds), or behind in each (fails); every run at the target,
-    every rate inside its grid."""
+    quantity the claims compare (holds), or behind in each (fails), ℓ3 denser than ℓ2 by every
+    sparsity measure either way (the negative control); every run at the target, every rate
+    inside its grid."""
     from attnbias.experiments.real_runs import RateSearch
 
     sign = 1.0 if holds else -1.0
     arms = {
-        1.1: md_arm(LO, 2.0 * sign, 0.1 * sign, -500.0 * sign, 0.005 * sign),
+        1.1: md_arm(LO, 2.0 * sign, 0.1 * sign, **{k: v * sign for k, v in SPARSER.items()}),
         2.0: md_arm(MID, seed=20),
-        3.0: md_arm(HI, 1.0 * sign, seed=40),
+        3.0: md_arm(HI, 1.0 * sign, seed=40, **DENSER),  # the negative control passes
     }
     rng = np.random.default_rng(7)
     return {

@@ -23,6 +23,8 @@ MD_IMDB_COUNTS = {
     2.0: {"K": 27224, "Q": 14654, "V": 10127},
 }
 MD_IMDB_THRESHOLD = 0.06
+# The paper's stopping rule: train until an epoch's train accuracy reaches this.
+MD_IMDB_TARGET_TRAIN_ACCURACY = 0.995
 # The RMS entry of the paper's K, Q, V at initialisation: PyTorch's default for its 384-wide
 # layers, uniform on ±1/√384, whose RMS is 1/√(3·384) = 0.0295; 0.06 is 2.04 of these.
 MD_IMDB_WIDTH = 384
