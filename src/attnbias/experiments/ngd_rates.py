@@ -21,13 +21,12 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from ..config import Positive, PositiveInt, numbers
-from ..curves import curves
+from ..curves import Curves, curves
 from ..data import Problem, example1
 from ..engine import Algorithm, RunSpec
 from ..figures import save_figure
 from ..judging.claims import Claim, identified, mean_effect
 from ..judging.verdicts import theory as rules
-from ..judging.verdicts.reexamine import growing_until
 from ..theory_measures import (
     FLOAT_FLOOR,
     Window,
@@ -251,6 +250,23 @@ def moving(groups, name: str, window, what: str) -> list[str]:
         warnings.simplefilter("ignore", RuntimeWarning)
         low = np.nanmin(growth)
     return [f"{what}: ‖W_t‖ grows with log–log slope {low:.2g} ≤ 0.5 over steps {span(window)}"]
+
+
+def growing_until(c: Curves, above: float) -> np.ndarray:
+    """Per run: the last recorded step up to which ‖W_t‖ still grew at a log–log slope in t
+    above `above` between two recorded steps (step 0 left out); NaN for one that never did.
+    A step that moves W at the rule's pace (Polyak's uncapped: ‖W_t‖ ∝ t) and then barely at
+    all (its stand-in cap binding, its scores underflowing) stopped there, though ‖W_t‖ still
+    changes (`verdicts.reexamine.moving_until` sees only a frozen ‖W_t‖)."""
+    later = c.steps > 0
+    steps, norms = c.steps[later], c.values["norm/2"][:, later]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slopes = np.diff(np.log(norms), axis=1) / np.diff(np.log(steps))
+    out = np.full(norms.shape[0], np.nan)
+    for k, grew in enumerate(slopes > above):
+        if grew.any():
+            out[k] = steps[int(np.flatnonzero(grew)[-1]) + 1]
+    return out
 
 
 def stops_before(groups, name: str, window, fitted, cap: float) -> list[str]:

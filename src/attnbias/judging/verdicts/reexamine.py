@@ -102,23 +102,6 @@ def moving_until(c: Curves) -> np.ndarray:
     return out
 
 
-def growing_until(c: Curves, slope: float) -> np.ndarray:
-    """Per run: the last recorded step up to which ‖W_t‖ still grew at a log–log slope in t
-    above `slope` between two recorded steps (step 0 left out); NaN for one that never did.
-    A step that moves W at the rule's pace (Polyak's uncapped: ‖W_t‖ ∝ t) and then barely at
-    all (its stand-in cap binding, its scores underflowing) stopped there, though ‖W_t‖ still
-    changes (`moving_until` sees only a frozen ‖W_t‖)."""
-    later = c.steps > 0
-    steps, norms = c.steps[later], values(c, "norm/2")[:, later]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        slopes = np.diff(np.log(norms), axis=1) / np.diff(np.log(steps))
-    out = np.full(norms.shape[0], np.nan)
-    for run, row in enumerate(slopes > slope):
-        if row.any():
-            out[run] = steps[int(np.flatnonzero(row)[-1]) + 1]
-    return out
-
-
 def at_steps(c: Curves, metric: str, rows: np.ndarray, steps: np.ndarray) -> np.ndarray:
     """`metric` of run `rows[i]` at its last recorded step ≤ `steps[i]` (NaN for a NaN step)."""
     out = np.full(len(rows), np.nan)
