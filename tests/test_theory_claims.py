@@ -358,6 +358,61 @@ def test_thm3_rate_is_inconclusive_for_its_premise_with_the_rate_shown():
     assert "time-dependent step factor" in claims["joint-rates/thm3-slower"].claim
 
 
+def thm7_with_polyak_norm(norm_after_40):
+    """Thm 7's row on the rates cases with uncapped Polyak's ‖W_t‖ from step 40 on replaced
+    by `norm_after_40`(its value at step 40, the steps after it)."""
+    import claim_cases_rates
+    from attnbias.curves import Curves
+    from attnbias.experiments import ngd_rates
+
+    groups, saturation, config = claim_cases_rates.ngd_rates_inputs()
+    uncapped = ngd_rates.polyak(max(config.polyak_caps)).name
+    c = groups[uncapped]
+    norm = c.values["norm/2"].copy()
+    late = c.steps > 40
+    at_40 = norm[:, [np.searchsorted(c.steps, 40, side="right") - 1]]
+    norm[:, late] = norm_after_40(at_40, c.steps[late])
+    groups[uncapped] = Curves(c.steps, {**c.values, "norm/2": norm}, seeds=c.seeds)
+    return {c.id: c for c in ngd_rates.claims(groups, saturation, config)}[
+        "ngd-rates/thm7-polyak-rate"
+    ]
+
+
+def test_thm7_is_inconclusive_when_float64_ends_polyaks_pace_before_thm1s_window():
+    """Uncapped Polyak still moving but at a crawl from step 40 (its stand-in cap binding once
+    the other tokens' scores fall below 1/γ_b; log–log slope ~0.003): ‖W_t‖ is not frozen, yet
+    the run left the uncapped pace, so the row is inconclusive and says from which step."""
+    from attnbias.judging.claims import INCONCLUSIVE
+
+    thm7 = thm7_with_polyak_norm(lambda at, t: at * (1.0 + 0.003 * np.log(t / 40.0)))
+    assert thm7.status == INCONCLUSIVE
+    (why,) = [u for u in thm7.unmet if "float64" in u]
+    assert "by step 38 in 3 of 3 runs" in why  # 38: the last recorded step ≤ 40
+    assert "binds" in why and "before the end of Thm 1's window 100–3,000" in why
+
+
+def test_thm7_is_judged_when_polyak_keeps_its_pace_through_thm1s_window():
+    """Growing like t to the end: no float64 reason; the rate decides (supported with the
+    cases' t^-3, not supported with a misalignment that stopped falling)."""
+    from attnbias.judging.claims import NOT_SUPPORTED, SUPPORTED
+
+    thm7 = thm7_with_polyak_norm(lambda at, t: at * t / 40.0)
+    assert thm7.status == SUPPORTED and not thm7.unmet
+    import claim_cases_rates
+    from attnbias.curves import Curves
+    from attnbias.experiments import ngd_rates
+
+    groups, saturation, config = claim_cases_rates.ngd_rates_inputs()
+    uncapped = ngd_rates.polyak(max(config.polyak_caps)).name
+    c = groups[uncapped]
+    flat = np.full_like(c.values["misalignment"], 0.01)
+    groups[uncapped] = Curves(c.steps, {**c.values, "misalignment": flat}, seeds=c.seeds)
+    thm7 = {c.id: c for c in ngd_rates.claims(groups, saturation, config)}[
+        "ngd-rates/thm7-polyak-rate"
+    ]
+    assert thm7.status == NOT_SUPPORTED
+
+
 def test_thm7_is_inconclusive_when_float64_stops_polyak_before_thm1s_window():
     """Uncapped Polyak frozen from step 40 (L − L* rounded to 0): its fit over the early window
     is set by the format, not by the theorem, so Thm 7's row says so instead of a verdict."""

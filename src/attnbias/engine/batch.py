@@ -49,9 +49,15 @@ class RunBatch:
         names += ("v",) if specs[0].train_head else ()
         params = [stack([s.init[k] for s in specs]) for k in names]
         fixed_head = None if specs[0].train_head else stack([s.problem.v for s in specs])
+        # a run whose risk is its excess over the optimal tokens subtracts no L* from it
+        excess = [s.excess_over_optimal for s in specs]
+        f_stars = [0.0 if e else s.f_star() for s, e in zip(specs, excess)]
         hyper = Hyper.from_algorithms(
-            [s.algorithm for s in specs], [s.f_star() for s in specs], dtype=dtype, device=device
+            [s.algorithm for s in specs], f_stars, dtype=dtype, device=device
         )
+        opt = None
+        if any(excess):
+            opt = torch.as_tensor(np.stack([s.optimal_tokens() for s in specs]), device=device)
         p = hyper.mirror_p
         return cls(
             data=Stack(
@@ -60,6 +66,8 @@ class RunBatch:
                 stack([s.problem.y for s in specs]),
                 specs[0].loss,
                 fixed_head,
+                opt,
+                torch.tensor(excess, device=device) if opt is not None else None,
             ),
             names=names,
             params=params,

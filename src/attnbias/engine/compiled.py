@@ -3,11 +3,12 @@ call, between the loop's recording points (`simulate.advance`).
 
 A second implementation of the mirror-descent core's fused step (`engine.fused`), for the
 batches it covers: parameter W with a fixed head, every step rule (plain, per-tensor, global,
-loss, Polyak; momentum; any p), the three losses, float32 and float64, on the CPU. Everything
-else (K, Q; a trained head; the steepest-descent and torch families; CUDA) steps with torch,
-which stays the reference. From the same start the compiled runs stay within `RUN_RTOL` of the
-torch ones at every recorded step (relative to each run's largest entry; RUN_RTOL_FLOAT32 in
-float32, where both round to float32 each step: tests/test_engine_compiled.py, every rule).
+loss, Polyak, with L − L* over the optimal tokens too; momentum; any p), the three losses,
+float32 and float64, on the CPU. Everything else (K, Q; a trained head; the steepest-descent
+and torch families; CUDA) steps with torch, which stays the reference. From the same start
+the compiled runs stay within `RUN_RTOL` of the torch ones at every recorded step (relative
+to each run's largest entry; RUN_RTOL_FLOAT32 in float32, where both round to float32 each
+step: tests/test_engine_compiled.py, every rule).
 
 A step whose dual iterate needs the log-domain redo (p > 2, `optim.functional.step_`) or is
 not finite makes the call return; the stretch is then taken again by torch from the saved
@@ -107,11 +108,16 @@ def advance(batch, steps: int) -> bool:
     if not all(t.is_contiguous() for t in state):
         raise ValueError("the compiled step needs contiguous parameters, duals and buffers")
     yh = data.y.unsqueeze(-1) * data.h  # as the fused step forms it
+    R, n = data.R, data.n
+    if data.excess is None:
+        opt, excess = np.zeros((R, n), np.int64), np.zeros(R, np.bool_)
+    else:
+        opt, excess = array(data.opt, np.int64), array(data.excess, np.bool_)
     failed = kernels().advance(
         *(t.numpy() for t in state),
         array(data.X), array(data.z), array(yh), array(hp.rule, np.int64),
         *(array(x, np.float64) for x in (hp.p, hp.lr, hp.cap, hp.momentum, hp.c, hp.f_star)),
         LOSSES[data.loss.name], int(steps), mirror, hp.has_momentum,
-        info.tiny * info.eps, info.tiny / info.eps, info.max,
+        info.tiny * info.eps, info.tiny / info.eps, info.max, opt, excess,
     )  # fmt: skip
     return failed < 0

@@ -115,7 +115,7 @@ def scaled_gradients(data: Stack, ws: StepBuffers, W: torch.Tensor, v=None, risk
     if v is not None:
         grads.append(bmm(data.XfT, weights.view(R, -1, 1), out=ws.g_v).squeeze(-1))
         log_scales.append(m_v)
-    return data.loss.value(u).mean(-1) if risk else None, grads, log_scales
+    return data.risk(u, s, yh) if risk else None, grads, log_scales
 
 
 def bmm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> torch.Tensor:

@@ -18,17 +18,26 @@ import math
 
 import torch
 
-from ..losses import get_loss
+from ..losses import get_loss, optimal_token_excess
 from ..model import centered_scores
 from ..norms import per_run
 
 
 class Stack:
-    """The data of R runs: X (R, n, T, d), z (R, n, d), y (R, n), head v (R, d) if fixed."""
+    """The data of R runs: X (R, n, T, d), z (R, n, d), y (R, n), head v (R, d) if fixed.
 
-    def __init__(self, X, z, y, loss: str, v=None):
+    opt (R, n), excess (R,) bool: with a fixed head, the runs whose risk is reported as its
+    excess L − L* over the loss with all attention on the optimal tokens `opt`, computed
+    scale-safely (`losses.optimal_token_excess`; Polyak's step with L* "optimal"); None: none."""
+
+    def __init__(self, X, z, y, loss: str, v=None, opt=None, excess=None):
         self.R, self.n, self.T, self.d = X.shape
         self.X, self.z, self.y, self.v = X, z, y, v
+        self.opt, self.excess = (
+            (opt, excess) if excess is not None and bool(excess.any()) else (None, None)
+        )
+        if self.excess is not None and v is None:
+            raise ValueError("the excess over the optimal tokens needs a fixed head")
         self.loss = get_loss(loss)
         self.y_n = y / self.n  # ℓ'(u) y / n is each sample's weight in the gradient
         self.Xf = X.reshape(self.R, self.n * self.T, self.d)
@@ -37,7 +46,16 @@ class Stack:
 
     def take(self, rows: torch.Tensor) -> Stack:
         v = None if self.v is None else self.v[rows]
-        return Stack(self.X[rows], self.z[rows], self.y[rows], self.loss, v)
+        opt, excess = (None, None) if self.excess is None else (self.opt[rows], self.excess[rows])
+        return Stack(self.X[rows], self.z[rows], self.y[rows], self.loss, v, opt, excess)
+
+    def risk(self, u: torch.Tensor, s: torch.Tensor, yh: torch.Tensor) -> torch.Tensor:
+        """(R,) each run's risk from its margins u (R, n), or for the `excess` runs L − L*
+        from the scores s and the tokens' margins yh = y·h (R, n, T)."""
+        value = self.loss.value(u).mean(-1)
+        if self.excess is None:
+            return value
+        return torch.where(self.excess, optimal_token_excess(s, yh, self.opt, self.loss), value)
 
     def values(self, v: torch.Tensor) -> torch.Tensor:
         """h_{i,t} = vᵀ x_{i,t}, (R, n, T)."""
@@ -84,7 +102,9 @@ class Stack:
             weights = sign * torch.exp(log_terms - per_run(m_v, log_terms))
             grads.append(torch.bmm(self.XfT, weights.view(R, n * T, 1)).squeeze(-1))
             log_scales.append(m_v)
-        return self.loss.value(u).mean(-1) if risk else None, grads, log_scales
+        if not risk:
+            return None, grads, log_scales
+        return self.risk(u, s, self.y.unsqueeze(-1) * h), grads, log_scales
 
 
 def finite_max(log_terms: torch.Tensor) -> torch.Tensor:

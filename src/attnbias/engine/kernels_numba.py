@@ -73,6 +73,16 @@ def loss_value(u, loss):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
+def loss_excess(u_star, delta, loss):
+    """ℓ(u* + δ) − ℓ(u*) from δ (`losses.MarginLoss.excess`)."""
+    if loss == LOGISTIC:
+        return math.log1p(math.expm1(-delta) / (1.0 + math.exp(u_star)))
+    if loss == EXPONENTIAL:
+        return math.exp(-u_star) * math.expm1(-delta)
+    return -delta
+
+
+@njit(cache=True, inline="always", error_model="numpy")
 def log_abs_derivative(u, loss):
     if loss == LOGISTIC:
         return -softplus(u)
@@ -104,18 +114,21 @@ def scale_safe_norm(G, q, kind, k, smallest):
 @njit(cache=True, error_model="numpy")
 def advance(
     W, theta, buf, X, z, yh, rule, p, lr, cap, momentum, c, f_star, loss, steps, mirror,
-    has_momentum, smallest, low, high,
+    has_momentum, smallest, low, high, opt, excess,
 ):  # fmt: skip
     """`steps` steps of every run, in place (W, θ, the momentum buffer; θ is W's when not
-    `mirror`). Returns -1, or the first run whose dual iterate θ⁺ left the range the torch
-    step redoes in the log domain (p > 2: not a normal number in [low, high]; any p: not
-    finite), after which the caller restores the state and steps with torch."""
+    `mirror`). Runs with `excess` take L − L* over their optimal tokens `opt` (R, n) as
+    their loss (`losses.optimal_token_excess`; their f_star is 0). Returns -1, or the first
+    run whose dual iterate θ⁺ left the range the torch step redoes in the log domain (p > 2:
+    not a normal number in [low, high]; any p: not finite), after which the caller restores
+    the state and steps with torch."""
     R, n, T, d = X.shape
     Wz = np.empty((n, d))
     logits = np.empty((n, T))
     terms = np.empty((n, T))
     r = np.empty((n, T))
     u = np.empty(n)
+    shortfall = np.empty(n)  # δ_i = Σ_{t≠opt} s_t (γ_t − γ_opt) of the excess runs
     top = np.empty(n, dtype=np.int64)
     xr = np.empty((n, d))
     G = np.empty((d, d))
@@ -162,6 +175,12 @@ def advance(
                 for t in range(T):
                     f += terms[i, t] / total * yh[k, i, t]
                 u[i] = f
+                if excess[k]:
+                    o = opt[k, i]
+                    delta = 0.0
+                    for t in range(T):
+                        delta += terms[i, t] / total * (yh[k, i, t] - yh[k, i, o])
+                    shortfall[i] = delta
                 # log|c_i s_{i,t}|: shifted − log Σ e + log|ℓ'(u_i)| − log n
                 offset = log_abs_derivative(f, loss) - log_n - math.log(total)
                 for t in range(T):
@@ -199,7 +218,10 @@ def advance(
             L = 0.0
             if needs_loss:
                 for i in range(n):
-                    L += loss_value(u[i], loss)
+                    if excess[k]:
+                        L += loss_excess(yh[k, i, opt[k, i]], shortfall[i], loss)
+                    else:
+                        L += loss_value(u[i], loss)
                 L /= n
             if code != PER_TENSOR and code != GLOBAL:
                 scale = math.exp(m)

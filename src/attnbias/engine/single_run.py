@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..losses import risk
+from ..losses import optimal_token_excess, risk
 from ..model import AttentionClassifier
 from .grid import log_grid
 from .spec import RunSpec
@@ -32,6 +32,9 @@ def run_reference(spec: RunSpec, grid: np.ndarray | None = None) -> dict[str, np
     algorithm = spec.algorithm
     optimizer = algorithm.torch_optimizer(model.parameters(), f_star=spec.f_star())
     record, at = {"W": [], "v": []}, set(grid.tolist())
+    if spec.excess_over_optimal:  # Polyak's L − L* over the optimal tokens, as the engine's
+        gamma = y.unsqueeze(-1) * torch.einsum("ntd,d->nt", X, model.v.detach())
+        opt = torch.as_tensor(spec.optimal_tokens())
     for t in range(spec.steps + 1):
         if t in at:
             record["W"].append(model.attention_matrix().detach().clone())
@@ -45,5 +48,9 @@ def run_reference(spec: RunSpec, grid: np.ndarray | None = None) -> dict[str, np
             for group in optimizer.param_groups:
                 group["lr"] = algorithm.lr / float(loss.detach())
         algorithm.schedule(optimizer, t)  # a decaying rate (torch's optimisers)
+        if spec.excess_over_optimal:
+            with torch.no_grad():
+                scores = model.scores(X, z)
+            optimizer.hand_excess(optimal_token_excess(scores, gamma, opt, spec.loss))
         optimizer.step(lambda loss=loss: loss)
     return {"steps": grid, **{k: torch.stack(v).numpy() for k, v in record.items()}}

@@ -62,6 +62,10 @@ class RunSpec:
             "keep_trajectory": self.keep_trajectory,
             "engine_version": ENGINE_VERSION,
         }
+        if self.excess_over_optimal:
+            # its L − L* is computed scale-safely (losses.optimal_token_excess); runs stored
+            # before, from the difference of two losses, are not reused
+            self.record["polyak_gap"] = "optimal_token_excess"
 
     @property
     def key(self) -> str:
@@ -96,6 +100,13 @@ class RunSpec:
         if self.problem.opt is not None:
             return np.asarray(self.problem.opt, dtype=np.int64)
         return optimal_tokens(self.problem.X, self.problem.y, self.problem.v)
+
+    @property
+    def excess_over_optimal(self) -> bool:
+        """Whether the run's Polyak step takes L − L* over the optimal tokens (f_star
+        "optimal") scale-safely, from the other tokens' scores (`losses.optimal_token_excess`)."""
+        a = self.algorithm
+        return a.f_star == "optimal" and a.step_rule == "polyak"
 
     def f_star(self) -> float:
         """Polyak's L*: a number, or for "optimal" the fixed-head loss with all attention on

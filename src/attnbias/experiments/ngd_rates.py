@@ -21,13 +21,12 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from ..config import Positive, PositiveInt, numbers
-from ..curves import curves
+from ..curves import Curves, curves
 from ..data import Problem, example1
 from ..engine import Algorithm, RunSpec
 from ..figures import save_figure
 from ..judging.claims import Claim, identified, mean_effect
 from ..judging.verdicts import theory as rules
-from ..judging.verdicts.reexamine import moving_until
 from ..theory_measures import (
     FLOAT_FLOOR,
     Window,
@@ -76,7 +75,7 @@ class Config(OptimalTokenConfig):
         description="two consecutive windows whose fitted exponents must agree"
     )
     polyak_window: Window = window_field(
-        "misalignment exponent of the uncapped Polyak runs (before float64 stalls the step)"
+        "misalignment exponent of the uncapped Polyak runs (before float64 ends its pace)"
     )
     growth_window: Window = window_field("slope of ‖W_t‖ in t (η sweep)")
     saturation_window: Window = window_field("slope of log(1 − s_opt) in ‖W_t‖ (margin sweep)")
@@ -253,22 +252,47 @@ def moving(groups, name: str, window, what: str) -> list[str]:
     return [f"{what}: ‖W_t‖ grows with log–log slope {low:.2g} ≤ 0.5 over steps {span(window)}"]
 
 
-def stops_before(groups, name: str, window, fitted) -> list[str]:
-    """The precondition that the runs of `name` still move through `window`, where the
-    theorem's rate is judged (Thm 1's row fits there): a run that float64 stops before its end
-    (Polyak's step is 0 once L − L* is below L*'s resolution) can be fitted only over the
-    steps before the stop (`fitted`), a window set by the format, not by the theorem, and
-    too short to judge a rate that holds from some step on (the constants are lost)."""
-    until = moving_until(groups[name])
-    stopped = until < window[-1]
+def growing_until(c: Curves, above: float) -> np.ndarray:
+    """Per run: the last recorded step up to which ‖W_t‖ still grew at a log–log slope in t
+    above `above` between two recorded steps (step 0 left out); NaN for one that never did.
+    A step that moves W at the rule's pace (Polyak's uncapped: ‖W_t‖ ∝ t) and then barely at
+    all (its stand-in cap binding, its scores underflowing) stopped there, though ‖W_t‖ still
+    changes (`verdicts.reexamine.moving_until` sees only a frozen ‖W_t‖)."""
+    later = c.steps > 0
+    steps, norms = c.steps[later], c.values["norm/2"][:, later]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slopes = np.diff(np.log(norms), axis=1) / np.diff(np.log(steps))
+    out = np.full(norms.shape[0], np.nan)
+    for k, grew in enumerate(slopes > above):
+        if grew.any():
+            out[k] = steps[int(np.flatnonzero(grew)[-1]) + 1]
+    return out
+
+
+def stops_before(groups, name: str, window, fitted, cap: float) -> list[str]:
+    """The precondition that the runs of `name` (Polyak with the stand-in cap `cap` for
+    γ_b = ∞) still move at the uncapped step's pace through `window`, where the theorem's rate
+    is judged (Thm 1's row fits there): ‖W_t‖ grows like t (log–log slope above 1/2, as in
+    `moving`) up to its end. Their step moves the smallest logit gap about one unit a step;
+    once the other tokens' scores (≈ e^−gap) bring c‖∇L‖²/(L − L*) below 1/γ_b the cap binds
+    (float64 holds no larger one) and ‖W_t‖ barely grows, and by gap ~745 the scores
+    underflow. A run stopped so is fitted only over the steps before (`fitted`), a window set
+    by the format, not by the theorem, and too short to judge a rate that holds from some
+    step on (the constants are lost)."""
+    until = growing_until(groups[name], 0.5)
+    stopped = ~(until >= window[-1])
     if not stopped.any():
         return []
+    where = until[stopped & np.isfinite(until)]
+    at = f"by step {np.max(where):.0f}" if where.size else "from the start"
     return [
-        f"{name} stops moving (float64: L − L* below L*'s resolution, the step is 0) by step "
-        f"{np.nanmax(until[stopped]):.0f} in {int(stopped.sum())} of {until.size} runs, before "
-        f"the end of Thm 1's window {span(window)}; the fit over steps {span(fitted)} is set by "
-        "that stop, not by the theorem, and cannot judge its rate; only arithmetic finer than "
-        "float64 would decide it"
+        f"{name} stops moving at the uncapped step's pace (float64: ‖W_t‖'s log–log slope "
+        f"falls to ≤ 0.5) {at} in {int(stopped.sum())} of {until.size} runs, before the end "
+        f"of Thm 1's window {span(window)}: there the other tokens' scores (≈ e^−gap at "
+        f"logit gaps ~700) bring c‖∇L‖²/(L − L*) below 1/γ_b = {1 / cap:g}, so the stand-in "
+        "for γ_b = ∞ binds, and by gaps ~745 they underflow; the fit over steps "
+        f"{span(fitted)} is set by that stop, not by the theorem, and cannot judge its rate; "
+        "only arithmetic with a wider exponent range than float64's would decide it"
     ]
 
 
@@ -301,8 +325,8 @@ def claims(groups, saturation: dict, config: Config) -> list[Claim]:
     uncapped, capped = (
         polyak(cap).name for cap in (max(config.polyak_caps), min(config.polyak_caps))
     )
-    # the uncapped step reaches float64's floor of L − L* within tens of steps (the step is
-    # then 0): its rate is fitted before that, against the same order over that window
+    # float64 ends the uncapped step's pace within hundreds of steps (`stops_before`): its
+    # rate is fitted before that, against the same order over that window
     early_fit = list(config.polyak_window)
     polyak_bound = thm1_bound(early_fit)
     thm7 = rules.exponent_below(
@@ -315,9 +339,8 @@ def claims(groups, saturation: dict, config: Config) -> list[Claim]:
         "derived: Thm 7 is Thm 1's analogue for the Polyak step (same order), whose own "
         "exponent over the window is the bound",
         unmet=[
-            *moving(groups, uncapped, early_fit,
-                    "stalled: L − L* reaches float64's floor, the step is 0"),
-            *stops_before(groups, uncapped, fit, early_fit),
+            *moving(groups, uncapped, early_fit, "stalled before float64's end of the step"),
+            *stops_before(groups, uncapped, fit, early_fit, max(config.polyak_caps)),
         ],
     )  # fmt: skip
     slows = rules.slower(

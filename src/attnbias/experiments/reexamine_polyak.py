@@ -17,9 +17,12 @@ setting" (ngd-fixed's γ_b, the paper's own value being lost in extraction, and 
 ahead when the runs end, per cap (`ngd-ends-ahead-cap-…`: ngd-fixed's "NGD ends 30× better";
 NGD at its η tuned for the misalignment),
 and whether the cap decides that (`larger-cap-ends-closer`: the artefact). Those two compare
-each seed's runs at the last recorded step at which both still moved: uncapped Polyak stops
-where L − L* rounds to 0 in float64 (some seeds after one huge step), and its state from then
-on is where float64 stopped it, not where the method was heading.
+each seed's runs at the last recorded step at which both still moved (a run float64 froze is
+compared where it stopped: inconclusive). Polyak's L − L* is computed scale-safely
+(`losses.optimal_token_excess`), so the uncapped step keeps its pace until the other tokens'
+scores (≈ e^−gap) bring c‖∇L‖²/(L − L*) below 1/γ_b (1e-300: a smallest logit gap of
+~ln γ_b ≈ 691, about step 700); from there the stand-in cap binds and the run is Polyak
+capped at γ_b = 1e300 (‖W_t‖ barely grows).
 """
 
 from __future__ import annotations
@@ -60,8 +63,8 @@ class Config(OptimalTokenConfig, TuningConfig):
     paper_c: Positive = Field(description="the c of the paper's setting (one of cs)")
     uncapped: Positive = Field(
         description="a cap this large stands for ∞ (JSON has no ∞): larger-cap-ends-closer "
-        "leaves it out, since float64 stops the uncapped step where L − L* rounds to 0 and no "
-        "float64 run compares it at the end"
+        "leaves it out, since it binds too once the scores of the other tokens fall below ~1/γ_b "
+        "(a logit gap of ~ln γ_b), which float64 cannot postpone past gaps of ~709"
     )
     rate_start: real(gt=0, lt=1) = Field(
         description="‖W_t‖'s log–log slope, and whether a run stopped, are read over steps ≥ "
@@ -206,7 +209,7 @@ def table(groups: dict[str, Curves], start: float) -> list[dict]:
 
 def stopped(c: Curves, start: float) -> np.ndarray:
     """Per run: did its iterate stop, ‖W_t‖ the very same number at every recorded step from
-    `start` × the last on? (Polyak's step is 0 once L − L* rounds to 0 in float64.) For the
+    `start` × the last on? (A step float64 ended, as Polyak's was once L − L* rounded to 0.) For the
     table: the claims compare where runs still moved (`verdicts.reexamine.moving_until`)."""
     late = c.steps >= start * c.steps[-1]
     return np.array([np.ptp(row[late]) == 0 for row in values(c, "norm/2")], dtype=bool)

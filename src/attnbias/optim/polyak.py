@@ -10,6 +10,7 @@ each group's `lr` is its cap γ_b, so learning-rate schedulers scale the cap.
 from __future__ import annotations
 
 import math
+import numbers
 from typing import ClassVar
 
 import torch
@@ -51,6 +52,11 @@ class PolyakStep(CheckedOptimizer):
 
     State: none (the step size taken is left in each group's "step_size").
 
+    L − L* computed as the difference of two losses is 0 once it falls below L*'s float
+    resolution (~1e-16·L*), and the step with it. A caller that can compute the excess itself,
+    scale-safely (a fixed head's `losses.optimal_token_excess`), hands it with
+    hand_excess(excess) before step(): that step takes it as L − L*.
+
     Every value is checked where it enters (TypeError for a wrong type, ValueError for a
     value out of range, naming the argument and the param group): here, in each param group,
     in add_param_group, in load_state_dict, and at each step (for what schedulers write).
@@ -88,6 +94,7 @@ class PolyakStep(CheckedOptimizer):
         hyper = dict(lr=lr, f_star=f_star, c=c, **torch_arguments(locals()))
         super().__init__(params, self.renamed(hyper, renamed))
         self.handed_loss = None  # losses handed since the last step (not optimiser state)
+        self.handed_excess = None  # L − L* handed for the next step (not optimiser state)
 
     @classmethod
     def check_hyper(cls, hyper: dict, where: str) -> dict:
@@ -111,6 +118,22 @@ class PolyakStep(CheckedOptimizer):
         step() without a closure uses."""
         loss = torch.as_tensor(loss).detach().double().sum()
         self.handed_loss = loss if self.handed_loss is None else self.handed_loss + loss
+
+    def hand_excess(self, excess) -> None:
+        """Hand L − L* of the next step (one real number or one-element tensor, finite),
+        computed by the caller where the difference of the loss and f_star would round to 0:
+        that step takes it as its gap, and no param group's f_star (nor maximize's sign)."""
+        if isinstance(excess, bool) or not isinstance(excess, (numbers.Real, torch.Tensor)):
+            raise TypeError(
+                f"PolyakStep.hand_excess: excess must be a real number or a tensor, "
+                f"got {type(excess).__name__}"
+            )
+        excess = torch.as_tensor(excess).detach().double()
+        if excess.numel() != 1 or not bool(torch.isfinite(excess).all()):
+            raise ValueError(
+                f"PolyakStep.hand_excess: excess must be one finite number, got {excess}"
+            )
+        self.handed_excess = excess.reshape(())
 
     def loss_of(self, closure):
         """The loss of the step: from `closure` (recomputed with gradients enabled) or from
@@ -150,9 +173,13 @@ class PolyakStep(CheckedOptimizer):
         rows = [touched_rows(g) if sparse else None for g in grads]
         stepped = gather_rows(grads, rows)
         g = as_runs(stepped)
-        value = torch.as_tensor(loss).detach().reshape(1).to(grads[0])
-        if maximize:
-            value = -value
+        excess, self.handed_excess = self.handed_excess, None
+        if excess is None:
+            value = torch.as_tensor(loss).detach().reshape(1).to(grads[0])
+            if maximize:
+                value = -value
+        else:  # L − L* itself: no L* to subtract
+            value = excess.reshape(1).to(grads[0])
         # on the CPU, numbers are read without a synchronisation: decided on the host
         host = on_cpu(params) and value.dtype in HOST_DTYPES
         if host and not math.isfinite(float(value)):
@@ -168,7 +195,8 @@ class PolyakStep(CheckedOptimizer):
         for index, (group, (group_params, group_grads)) in enumerate(
             zip(self.param_groups, gathered)
         ):
-            hyper = (group["f_star"], group["c"], float(group["lr"]))
+            f_star = group["f_star"] if excess is None else 0.0
+            hyper = (f_star, group["c"], float(group["lr"]))
             number = None
             if host:  # the same number as polyak_divisor's, without its dozen operator calls
                 norm, loss_value = float(sq_root), float(value)

@@ -8,8 +8,8 @@ sweep, `closer_than_each`), a claim that needs every setting of a sweep (`ends_a
 that needs only some setting is a `Claim(..., any_part=True)` of the settings' claims), and a
 sweep whose end is set by a parameter that should not matter (`larger_cap_ends_closer`).
 The last two compare where both runs still moved (`ahead_while_moving`): at the end, unless a
-run stopped before it (Polyak's, once L − L* rounds to 0 in float64); a comparison at such a
-float64 stop is an artefact, not a finding, and is inconclusive with that reason.
+run stopped before it (float64 ended its step); a comparison at such a float64 stop is an
+artefact, not a finding, and is inconclusive with that reason.
 """
 
 from __future__ import annotations
@@ -90,9 +90,9 @@ def moving_until(c: Curves) -> np.ndarray:
     """Per run: the last recorded step at which its iterate was still moving. The last step
     for a run whose ‖W_t‖ changed in the last recorded interval; for one that stopped (‖W_t‖
     the same number from some recorded step on), the recorded step before that; NaN for one
-    that never moved. Polyak's step is 0 once L − L* rounds to 0 in float64: its state from
-    then on is where float64 stopped it, not where the method was heading; and its last move
-    may be rounding noise of L − L* over a tiny ‖∇L‖² (‖W_t‖ up to 10⁴¹), so the step before
+    that never moved. A step float64 ends (Polyak's, before its L − L* was computed
+    scale-safely: 0 once L − L* rounded to 0) leaves the state where float64 stopped it, not
+    where the method was heading; and its last move may be rounding noise, so the step before
     it is the last one trusted."""
     moved = np.diff(values(c, "norm/2"), axis=1) != 0  # between recorded steps k and k + 1
     out = np.full(moved.shape[0], np.nan)
@@ -118,8 +118,8 @@ def ahead_while_moving(
     """`fast` has the smaller misalignment than `slow` at each seed's common horizon: the
     last recorded step at which both runs of the seed were still moving (`moving_until`),
     the last step where neither stopped. Equal steps on both sides, never the state float64
-    froze a run in. A horizon before the end (a run stopped moving: float64's stop, as
-    Polyak's once L − L* rounds to 0) compares the runs where float64 ended one of them, not
+    froze a run in. A horizon before the end (a run stopped moving: float64's stop)
+    compares the runs where float64 ended one of them, not
     where the runs end: an artefact, so the part is inconclusive and says where it stopped;
     past that step float64 cannot compute the run, so no float64 run decides it. `doubts`:
     what the interval would say ("supports", "refutes") → why that cannot stand (a side's
@@ -167,9 +167,9 @@ def float_stops(stops: dict[str, np.ndarray], horizon: np.ndarray, last: float) 
     return [
         f"compared at a float64 stop, not at the end: {names} stopped moving (‖W_t‖ frozen) "
         f"by step {np.median(horizon[early]):.0f} of {last:.0f} on {int(early.sum())} of "
-        f"{early.size} seeds (Polyak: L − L* rounds to 0); past it the step computes L − L* "
-        "as a difference of two float64 losses, so a form of L − L* that does not round to 0 "
-        "(not implemented) would decide it"
+        f"{early.size} seeds; past it float64 cannot compute the run's step (Polyak's: its "
+        "L − L* is taken from the other tokens' scores, which underflow at logit gaps ~745), "
+        "so only arithmetic with a wider exponent range would decide it"
     ]
 
 
@@ -193,8 +193,8 @@ def ends_ahead(
 def larger_cap_ends_closer(groups: dict[str, Curves], by_cap: list[str]) -> Claim:
     """The artefact behind "NGD ends ahead of Polyak": `by_cap` names Polyak's runs in order
     of increasing cap γ_b (one c); each ends with a smaller misalignment than the one before
-    it, paired by seed, at the end (`ahead_while_moving`: an uncapped run stops where L − L*
-    rounds to 0, and a comparison at that float64 stop is inconclusive). Late in a run the
+    it, paired by seed, at the end (`ahead_while_moving`: a comparison at a float64 stop is
+    inconclusive). Late in a run the
     capped step is a GD step of size γ_b, so how far Polyak gets is set by γ_b, not by the
     Polyak rule."""
     source = "ours: any improvement (a ratio > 1) from raising the cap"
