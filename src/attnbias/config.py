@@ -590,7 +590,7 @@ def parse_algorithms(tables: list, name: str = "algorithms") -> list[Algorithm]:
 # The dict schema of earlier releases (a Field per config key) became pydantic models.
 REPLACED = {
     "Field": "pydantic.Field on an ExperimentConfig subclass",
-    "validate": "resolve (or experiments.base.load_config / validate_config)",
+    "validate": "resolve (or experiment_registry.load_config / validate_config)",
     "positive_int": "PositiveInt",
     "non_negative_int": "NonNegativeInt",
     "positive": "Positive",
