@@ -443,7 +443,8 @@ def test_svm_norm_names_are_echoed_as_given_and_explained(tmp_path, capsys):
     assert norms["fro"] == norms["2"] != norms["spectral"]
     with pytest.raises(SystemExit):
         main(["svm", "--help"])
-    assert "2 = fro, the Frobenius norm" in " ".join(capsys.readouterr().out.split())
+    helped = " ".join(capsys.readouterr().out.split())
+    assert "2 = fro (entrywise ℓ2 = Frobenius)" in helped and "not NumPy's matrix ord" in helped
 
 
 def _results_root_with_a_summary(root: Path) -> None:

@@ -5,7 +5,8 @@ import cvxpy as cp
 import numpy as np
 import pytest
 
-from attnbias.metrics import MATRIX_NORMS, matrix_norm
+from attnbias.metrics import matrix_norm
+from attnbias.norm_names import MATRIX_NORMS
 from attnbias.svm import (
     att_svm,
     att_svm_batch,

@@ -23,6 +23,7 @@ from pathlib import Path
 # svm, store) are imported by the commands that use them (tests/test_cli_startup.py).
 from . import __version__, log
 from .defaults import CONNECT_TIMEOUT, DEFAULT_MAX_MEMORY_GB, INSTALL_REAL
+from .norm_names import norms_help
 
 try:
     import tomllib
@@ -31,11 +32,7 @@ except ModuleNotFoundError:  # Python 3.10
 
 logger = logging.getLogger(__name__)
 
-NORMS = (
-    "a number p ≥ 1 (the papers' entrywise ℓp norm: 2 = fro, the Frobenius norm, not NumPy's "
-    "spectral ord=2), inf (= max), or the matrix norms spectral (largest singular value) or "
-    "nuc (nuclear: sum of singular values)"
-)
+NORMS = norms_help()  # from the norms' one table: a new norm appears by itself
 LONG_MINUTES = 3  # `reproduce` states the scale and estimated time of longer experiments
 
 # Python modules of the `real` extra each real-data experiment needs; an experiment module may

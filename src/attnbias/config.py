@@ -44,6 +44,7 @@ from pydantic import (
 
 from ._validate import check_nesting, check_scalar
 from .metrics import Norm
+from .norm_names import allowed_norms, norm_names
 from .optim.algorithm import Algorithm, FieldError, keyed_tables
 from .optim.registry import RULES, TABLE_NAMES
 
@@ -225,23 +226,14 @@ def _norm(value) -> Norm:
     try:
         return Norm.parse(value, "norm")
     except (TypeError, ValueError):
-        raise ValueError(
-            f'must be a norm (a number p >= 1, inf, "fro", "spectral" or "nuc"), got {value!r}'
-        ) from None
+        raise ValueError(f"must be a norm ({allowed_norms()}), got {value!r}") from None
 
 
 NormName = Annotated[
     Norm,
     PlainValidator(_norm),
     PlainSerializer(lambda norm: norm.value),
-    WithJsonSchema(
-        {
-            "anyOf": [
-                {"type": "number", "minimum": 1},
-                {"enum": ["inf", "max", "fro", "spectral", "nuc"]},
-            ]
-        }
-    ),
+    WithJsonSchema({"anyOf": [{"type": "number", "minimum": 1}, {"enum": list(norm_names())}]}),
 ]
 Norms = Annotated[tuple[NormName, ...], AfterValidator(_non_empty), AS_WRITTEN]
 

@@ -31,6 +31,7 @@ from ..figures import save_figure
 from ..judging.claims import Claim, identified, not_applicable
 from ..judging.verdicts import atlas as rules
 from ..judging.verdicts.common import over_runs
+from ..norm_names import allowed_norms
 from ..optim.registry import available
 from ..svm import optimal_tokens
 from . import plotting
@@ -47,9 +48,7 @@ class GapConfig(GaussianUnitConfig):
 
     steps: PositiveInt = Field(description="steps of every run")
     algorithms: Algorithms = Field(description="the optimisers compared ([[algorithms]] tables)")
-    norms: Norms = Field(
-        description="norms the margin gap is measured in (numbers p, inf, 'spectral', 'nuc')"
-    )
+    norms: Norms = Field(description=f"norms the margin gap is measured in ({allowed_norms()})")
     as_run: tuple[Text, ...] = Field(
         (),
         description="algorithms whose `like` row claims what this implementation or setting "
