@@ -162,16 +162,6 @@ def test_structured_sdp_solver_answers_random_instances_itself(shape, norm):
         assert result.kkt_residual <= 1e-6
 
 
-def test_engine_norm_labels():
-    from attnbias.engine.targets import is_lp, norm_label
-
-    labels = {"fro": "2", 1.75: "1.75", np.inf: "inf", "max": "inf", "nuc": "nuc"}
-    labels["spectral"] = "spectral"
-    for norm, label in labels.items():
-        assert norm_label(norm) == label
-        assert is_lp(norm) == (label not in ("nuc", "spectral"))
-
-
 def test_every_matrix_norm_has_its_solver_entry_and_they_agree():
     """A matrix norm's behaviour in the solvers is one entry (svm.matrix_norms): its value of
     W's singular values, its conic objective and its dual's, on a random W."""

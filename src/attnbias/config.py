@@ -17,7 +17,6 @@ import math
 import os
 import re
 import stat
-import warnings
 from collections.abc import Mapping, Sequence
 from functools import partial
 from pathlib import Path
@@ -561,23 +560,6 @@ def _value(value) -> str:
 
 
 # --- earlier releases
-
-
-def parse_algorithms(tables: list, name: str = "algorithms") -> list[Algorithm]:
-    """Deprecated (configs parse their algorithms once: `Algorithms`): the Algorithms of a
-    list of `[[algorithms]]` tables, with distinct names; ValueError naming the bad field."""
-    warnings.warn(
-        "attnbias.config.parse_algorithms is deprecated: a Config field typed Algorithms parses "
-        "them once",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    algorithms = [Algorithm.from_dict(t, f"{name}[{i}]") for i, t in enumerate(tables)]
-    names = [a.name for a in algorithms]
-    if len(set(names)) != len(names):
-        raise ValueError(f"{name}: algorithm names must be distinct, got {names}")
-    return algorithms
-
 
 # The dict schema of earlier releases (a Field per config key) became pydantic models.
 REPLACED = {

@@ -38,12 +38,8 @@ def nuclear_norm(W) -> torch.Tensor:
 
 def _unit(W, p: float, dim) -> torch.Tensor:
     norm = lp_norm(W, p, dim)
-    norm = norm.reshape(*norm.shape, *([1] * len(_dims(dim))))
+    norm = norm.reshape(*norm.shape, *([1] * (W.dim() - norm.dim())))  # the reduced dims
     return W / torch.where(norm > 0, norm, torch.ones_like(norm))
-
-
-def _dims(dim) -> tuple:
-    return (dim,) if isinstance(dim, int) else tuple(dim)
 
 
 def alignment(W, W_ref, dim=MATRIX) -> torch.Tensor:

@@ -35,10 +35,9 @@ import numpy as np
 import torch
 
 from ..norms import lp_norm, per_run
+from ..optim.divisors import Norms
 from ..optim.functional import run_dims
-from . import update
 from .kernel import Stack, finite_max
-from .update import Hyper
 
 # From the same state as the unfused step (tests/test_engine_fused.py, every rule and
 # parameterisation, float64 and float32): the parameters after a fused step agree to STEP_ULPS
@@ -133,24 +132,10 @@ def bmm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
     return torch.bmm(a, b, out=out)
 
 
-def step(
-    params: list[torch.Tensor],
-    duals: list[torch.Tensor] | None,
-    grads: list[torch.Tensor],
-    log_scales: list[torch.Tensor],
-    buffers: list[torch.Tensor],
-    loss: torch.Tensor | None,
-    hp: Hyper,
-    ws: StepBuffers,
-    range_ok: torch.Tensor | None = None,
-) -> None:
-    """`update.step`, fused: the norms of its divisors and its temporaries in the workspace
-    (in place; range_ok: as `optim.functional.step_`'s)."""
-    update.step(
-        params, duals, grads, log_scales, buffers, loss, hp, range_ok,
-        norms=lambda gs, q: [run_norm(g, q, work) for g, work in zip(gs, ws.norm_work)],
-        scratch=ws.scratch,
-    )  # fmt: skip
+def workspace_norms(ws: StepBuffers) -> Norms:
+    """The norms of `update.step`'s divisors in the workspace's buffers (its `norms`, the
+    fused step's: `run_norm` of each tensor)."""
+    return lambda gs, q: [run_norm(g, q, work) for g, work in zip(gs, ws.norm_work)]
 
 
 def run_norm(g: torch.Tensor, q, work) -> torch.Tensor:

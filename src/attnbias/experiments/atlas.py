@@ -256,8 +256,8 @@ def figure(groups, labels, own, out) -> list[str]:
         ax,
         np.array([[gaps[label][name] for label in labels] for name in names]),
         names,
-        [plotting.norm_label(label) for label in labels],
-        marked=[(name, plotting.norm_label(own[name])) for name in names if name in own],
+        [plotting.figure_norm_name(label) for label in labels],
+        marked=[(name, plotting.figure_norm_name(own[name])) for name in names if name in own],
         colorbar_label="median final margin gap",
     )
     runs = plotting.runs_per_curve(groups)
@@ -277,7 +277,7 @@ def figure(groups, labels, own, out) -> list[str]:
             line = plotting.band(ax, groups[name], f"gap/{label}", label=name, log=(True, True))
             if own.get(name) == label:
                 line.set_linewidth(2.5)
-        plotting.panel(ax, f"gap in {plotting.norm_label(label)}", xlabel="step $t$")
+        plotting.panel(ax, f"gap in {plotting.figure_norm_name(label)}", xlabel="step $t$")
         ax.set_ylabel(plotting.metric_label(f"gap/{label}"))
     for ax in axes.flat[len(labels) :]:  # no norm left for this cell
         ax.set_axis_off()

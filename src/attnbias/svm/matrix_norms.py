@@ -12,9 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..defaults import FLOAT
 from .sdp import solve_nuclear, solve_spectral
-
-FLOAT = 8  # bytes of a float64
 
 
 @dataclass(frozen=True)
