@@ -384,10 +384,10 @@ def resolve(
         # a rule across fields: the last layer that set any, unless it is a command-line option
         files = [s for s, fields in layers if fields and not (s or "").startswith("--")]
         main = files[-1] if files else None
-        raise ConfigError(describe(err, experiment, model, origin, main, merged)) from None
+        raise ConfigError(describe_error(err, experiment, model, origin, main, merged)) from None
 
 
-def describe(
+def describe_error(
     err: ValidationError,
     experiment: str,
     model,

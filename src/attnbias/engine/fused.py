@@ -21,10 +21,10 @@ products (606 of 8×10 per product) and in `pow`. Here:
   iterates for p > 2 is deferred to the recording points (`simulate`) through `range_ok`.
 
 Same maths, other rounding: from the same state a fused step is within `STEP_ULPS` of the
-unfused one (its gradients within `GRADIENT_ULPS`), and whole runs of W stay within `RUN_RTOL`
-of it at every recorded step (tests/test_engine_fused.py, every rule and parameterisation).
-Each run's numbers depend on the other runs of its batch no more than `sweep.plan` reproduces
-(per-run products, elementwise operations and per-run reductions only).
+unfused one (its gradients within `GRADIENT_ULPS`), and whole runs of W stay within
+`FUSED_RUN_RTOL` of it at every recorded step (tests/test_engine_fused.py, every rule and
+parameterisation). Each run's numbers depend on the other runs of its batch no more than
+`sweep.plan` reproduces (per-run products, elementwise operations and per-run reductions only).
 """
 
 from __future__ import annotations
@@ -44,10 +44,10 @@ from .kernel import Stack, finite_max
 # ulps of each run's largest entry (2.8 measured), the gradients to GRADIENT_ULPS of their
 # largest entry (282 measured in float64, 120 in float32: their sums cancel, Σ_t r_{i,t} = 0,
 # so an entry can be far below its terms);
-# whole runs of W (and v) agree to RUN_RTOL at every recorded step.
+# whole runs of W (and v) agree to FUSED_RUN_RTOL at every recorded step.
 STEP_ULPS = 16
 GRADIENT_ULPS = 1024
-RUN_RTOL = 1e-9
+FUSED_RUN_RTOL = 1e-9
 # m·k·n of the largest product `bmm` leaves to numpy on the CPU (where threads gain nothing)
 SMALL_PRODUCT = 2**16
 
