@@ -18,7 +18,7 @@ MATRIX_NORM_MEANINGS = {
 }
 DUAL_MATRIX_NORMS = {"nuc": "spectral", "spectral": "nuc"}
 MATRIX_NORM_ORDS = {"nuc": "nuc", "spectral": 2}  # torch.linalg.matrix_norm's names
-MATRIX_NORMS = tuple(MATRIX_NORM_MEANINGS)
+MATRIX_NORMS = MATRIX_NORM_MEANINGS.keys()  # a view: a norm added to the table is among them
 # every name `metrics.parse_norm` reads (lower case), in the order messages list them
 NAMED_NORMS = {
     "fro": 2.0,
