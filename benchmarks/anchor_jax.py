@@ -129,8 +129,8 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 
 from attnbias.engine import log_grid  # noqa: E402
+from attnbias.experiment_registry import EXPERIMENTS as MODULES  # noqa: E402
 from attnbias.experiments import load_config  # noqa: E402
-from attnbias.experiments.base import EXPERIMENTS as MODULES  # noqa: E402
 
 config = load_config(args.experiment)
 everything = importlib.import_module(MODULES[args.experiment]).specs(config)

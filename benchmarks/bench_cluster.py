@@ -19,7 +19,8 @@ from pathlib import Path
 import torch
 
 from attnbias.engine.cluster import Cluster
-from attnbias.experiments.base import load_config, run_experiment
+from attnbias.experiment_registry import load_config
+from attnbias.experiments.base import run_experiment
 
 
 def timed(config: dict, workers: int | None, chunk_size: int | None) -> float:

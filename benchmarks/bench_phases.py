@@ -36,9 +36,8 @@ import time  # noqa: E402
 start = time.process_time()
 import importlib  # noqa: E402
 
-from attnbias import cli  # noqa: E402
+from attnbias import cli, experiment_registry  # noqa: E402
 from attnbias.engine import sweep, targets  # noqa: E402
-from attnbias.experiments import base  # noqa: E402
 from attnbias.store import ResultsStore  # noqa: E402
 
 imported = time.process_time() - start
@@ -63,7 +62,7 @@ targets.References.att = timed(targets.References.att, "Att-SVMs", parts)
 ResultsStore.save_record = timed(ResultsStore.save_record, "storing runs", parts)
 ResultsStore.load = timed(ResultsStore.load, "reading runs", parts)
 ResultsStore.table = timed(ResultsStore.table, "the runs' table", parts)
-module = importlib.import_module(base.EXPERIMENTS[args.one])
+module = importlib.import_module(experiment_registry.EXPERIMENTS[args.one])
 if hasattr(module, "save_figure"):
     module.save_figure = timed(module.save_figure, "figures")
 with tempfile.TemporaryDirectory() as out:

@@ -95,7 +95,7 @@ def child(args: argparse.Namespace) -> dict:
     import torch
     import torch.nn.functional as F
 
-    from attnbias.experiments.base import load_config
+    from attnbias.experiment_registry import load_config
     from attnbias.experiments.real_runs import ValidationChooser
     from attnbias.experiments.text_md import (
         MODEL_FIELDS,

@@ -37,7 +37,8 @@ def child(repeats: int) -> dict:
     import torch
     import torch.nn.functional as F
 
-    from attnbias.experiments.base import load_config, run_experiment
+    from attnbias.experiment_registry import load_config
+    from attnbias.experiments.base import run_experiment
     from attnbias.optim import MirrorDescent
     from attnbias.real.transformer import TextTransformer
 

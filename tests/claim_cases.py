@@ -705,8 +705,8 @@ def local_global_inputs():
     starts away from the optimal tokens; Gram dominance 0.5 on 100 example1 problems and 1.5
     on 100 gaussian_unit ones."""
     from attnbias.data import example1
+    from attnbias.experiment_registry import load_config
     from attnbias.experiments import local_global
-    from attnbias.experiments.base import load_config
 
     config = load_config("local-global", quick=True)
     n, T, d = config.example1_shape

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from attnbias.curves import Curves
-from attnbias.experiments.base import load_config
+from attnbias.experiment_registry import load_config
 
 SEEDS = 3
 STEPS = np.concatenate([[0], np.unique(np.geomspace(1, 3000, 80).astype(int))])

@@ -20,8 +20,8 @@ import attnbias.judging.claims as claims_model
 import claim_cases
 from attnbias import experiments
 from attnbias.curves import Curves
+from attnbias.experiment_registry import load_config
 from attnbias.experiments import md_plain
-from attnbias.experiments.base import load_config
 from attnbias.judging import verdicts
 from claim_cases import cases
 

@@ -10,6 +10,7 @@ import claim_cases
 import claim_cases_rates
 import claim_cases_real
 from attnbias.curves import Curves, curves
+from attnbias.experiment_registry import load_config
 from attnbias.experiments import (
     atlas,
     joint_rates,
@@ -26,7 +27,6 @@ from attnbias.experiments import (
     trajectory_lemmas,
     vision,
 )
-from attnbias.experiments.base import load_config
 from attnbias.judging.claims import INCONCLUSIVE, NOT_APPLICABLE, STATUSES
 from attnbias.store import RunRecord, tidy
 

@@ -14,6 +14,7 @@ import torch
 
 import attnbias
 import attnbias.cli
+from attnbias import experiment_registry
 from attnbias.cli import main
 from attnbias.data import gaussian_unit
 from attnbias.experiments import base
@@ -39,7 +40,7 @@ def attnbias_process(*args, **kw):
 def test_list_names_every_experiment(capsys):
     assert main(["list"]) == 0
     out = capsys.readouterr().out
-    for name in base.EXPERIMENTS:
+    for name in experiment_registry.EXPERIMENTS:
         assert name in out
 
 
@@ -87,10 +88,10 @@ def _fake_experiments(tmp_path, monkeypatch, names):
     )
     (tmp_path / "configs").mkdir()
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(base, "CONFIG_DIR", tmp_path / "configs")
+    monkeypatch.setattr(experiment_registry, "CONFIG_DIR", tmp_path / "configs")
     for name in names:
         (tmp_path / "configs" / f"{name}.toml").write_text("seeds = 5\n[quick]\nseeds = 1\n")
-        monkeypatch.setitem(base.EXPERIMENTS, name, "fake_experiment")
+        monkeypatch.setitem(experiment_registry.EXPERIMENTS, name, "fake_experiment")
 
 
 def test_reproduce_dispatches_through_the_registry(tmp_path, monkeypatch, capsys):
@@ -103,7 +104,7 @@ def test_reproduce_dispatches_through_the_registry(tmp_path, monkeypatch, capsys
 
 def test_reproduce_several_names_into_one_report(tmp_path, monkeypatch, capsys):
     _fake_experiments(tmp_path, monkeypatch, ["fake-a", "fake-b"])
-    monkeypatch.setattr(base, "SYNTHETIC", ("fake-a",))
+    monkeypatch.setattr(experiment_registry, "SYNTHETIC", ("fake-a",))
     report = tmp_path / "docs" / "RESULTS.md"
     args = ["reproduce", "all", "fake-b", "fake-a", "--out", str(tmp_path / "res")]
     assert main([*args, "--report", str(report)]) == 0
@@ -272,7 +273,7 @@ def test_module_missing_at_run_time_and_interrupt_are_one_line(tmp_path, monkeyp
     (tmp_path / "fake_needing_a_module.py").write_text(
         "DESCRIPTION = 'fake'\ndef run(config, out):\n    import no_such_module_xyz\n"
     )
-    monkeypatch.setitem(base.EXPERIMENTS, "fake", "fake_needing_a_module")
+    monkeypatch.setitem(experiment_registry.EXPERIMENTS, "fake", "fake_needing_a_module")
     args = ["reproduce", "fake", "--out", str(tmp_path / "res")]
     assert main(args) == 2
     assert "'no_such_module_xyz' is missing: pip install" in one_error_line(capsys)
@@ -369,8 +370,8 @@ def _counting_experiment(tmp_path, monkeypatch, minutes=None):
     (tmp_path / "configs").mkdir(exist_ok=True)
     (tmp_path / "configs" / "counting.toml").write_text("seeds = 5\n[quick]\nseeds = 1\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(base, "CONFIG_DIR", tmp_path / "configs")
-    monkeypatch.setitem(base.EXPERIMENTS, "counting", "counting_experiment")
+    monkeypatch.setattr(experiment_registry, "CONFIG_DIR", tmp_path / "configs")
+    monkeypatch.setitem(experiment_registry.EXPERIMENTS, "counting", "counting_experiment")
     monkeypatch.delitem(sys.modules, "counting_experiment", raising=False)  # another test's
     return "counting"
 
@@ -442,7 +443,8 @@ def test_svm_norm_names_are_echoed_as_given_and_explained(tmp_path, capsys):
     assert norms["fro"] == norms["2"] != norms["spectral"]
     with pytest.raises(SystemExit):
         main(["svm", "--help"])
-    assert "2 = fro, the Frobenius norm" in " ".join(capsys.readouterr().out.split())
+    helped = " ".join(capsys.readouterr().out.split())
+    assert "2 = fro (entrywise ℓ2 = Frobenius)" in helped and "not NumPy's matrix ord" in helped
 
 
 def _results_root_with_a_summary(root: Path) -> None:
@@ -502,7 +504,7 @@ def test_verbosity_flags_go_before_or_after_the_command(tmp_path, monkeypatch, c
 
 
 def test_stored_work_names_what_a_rerun_reuses(monkeypatch, tmp_path):
-    config = base.load_config("md-local", quick=True)
+    config = experiment_registry.load_config("md-local", quick=True)
     manifest = {
         "config_hash": config_key(config.to_dict()),
         "code_version": "old",

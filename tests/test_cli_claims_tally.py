@@ -9,11 +9,10 @@ import re
 import numpy as np
 import pytest
 
-from attnbias import cli
+from attnbias import cli, experiment_registry
 from attnbias.cli import main
 from attnbias.cli_claims import VERDICTS
 from attnbias.data import gaussian_unit
-from attnbias.experiments import base
 from attnbias.judging.claims import Claim, Effect, Rule, causes, leaf_reason
 from attnbias.judging.register import REGISTER
 from test_cli import one_error_line
@@ -53,10 +52,10 @@ def fake(tmp_path, monkeypatch):
     (tmp_path / "fake_verdicts.py").write_text(FAKE)
     (tmp_path / "configs").mkdir()
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(base, "CONFIG_DIR", tmp_path / "configs")
+    monkeypatch.setattr(experiment_registry, "CONFIG_DIR", tmp_path / "configs")
     for name in ("md-local", "md-joint"):
         (tmp_path / "configs" / f"{name}.toml").write_text("seeds = 5\n[quick]\nseeds = 1\n")
-        monkeypatch.setitem(base.EXPERIMENTS, name, "fake_verdicts")
+        monkeypatch.setitem(experiment_registry.EXPERIMENTS, name, "fake_verdicts")
     return tmp_path / "res"
 
 
@@ -100,7 +99,7 @@ def test_reproduce_ends_with_a_tally_that_counts_the_printed_verdicts(fake, caps
 
 
 def test_the_main_job_counts_the_experiments_it_leaves_out_as_not_run(fake, monkeypatch, capsys):
-    monkeypatch.setattr(base, "SYNTHETIC", ("md-local",))
+    monkeypatch.setattr(experiment_registry, "SYNTHETIC", ("md-local",))
     assert main(["reproduce", "--out", str(fake)]) == 0
     out = capsys.readouterr().out
     left_out = [e for e in REGISTER if e.experiment != "md-local" and not e.consistency]

@@ -21,8 +21,9 @@ import attnbias
 from attnbias.cli import main
 from attnbias.engine.cluster import Cluster, WorkerCannotWrite
 from attnbias.engine.sweep import References, plan, train, train_chunk
+from attnbias.experiment_registry import load_config
 from attnbias.experiments import md_local
-from attnbias.experiments.base import load_config, run_experiment
+from attnbias.experiments.base import run_experiment
 from attnbias.store import MANIFEST, ResultsStore, tidy
 
 distributed = pytest.importorskip("distributed")

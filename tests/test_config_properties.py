@@ -28,7 +28,8 @@ from hypothesis import strategies as st
 
 from attnbias.config import ConfigError
 from attnbias.engine.memory import SweepTooLarge
-from attnbias.experiments.base import SYNTHETIC, load_config, run_experiment
+from attnbias.experiment_registry import SYNTHETIC, load_config
+from attnbias.experiments.base import run_experiment
 from attnbias.store import DIVERGED, FINISHED, ResultsStore
 
 # Overrides that keep a quick run to a few seconds: one seed, few steps, the fitting windows

@@ -20,8 +20,9 @@ from attnbias.cli import main
 from attnbias.data import gaussian_unit
 from attnbias.engine import Algorithm, RunSpec
 from attnbias.engine.batch import RunBatch
+from attnbias.experiment_registry import SYNTHETIC, load_config
 from attnbias.experiments import plotting
-from attnbias.experiments.base import SYNTHETIC, load_config, run_experiment
+from attnbias.experiments.base import run_experiment
 from attnbias.experiments.runs import random_init
 from attnbias.store import DIVERGED, FINISHED, ResultsStore
 

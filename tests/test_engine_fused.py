@@ -192,7 +192,7 @@ def test_fused_runs_stay_within_the_stated_tolerance_of_unfused_ones(kind):
             for name, ref in unfused_runs[r].items():
                 scale = np.abs(ref).reshape(len(ref), -1).max(1).clip(min=1e-300)
                 gap = np.abs(fused_runs[r][name] - ref).reshape(len(ref), -1).max(1) / scale
-                assert gap.max() <= fused.RUN_RTOL, (spec.algorithm.name, name, gap.max())
+                assert gap.max() <= fused.FUSED_RUN_RTOL, (spec.algorithm.name, name, gap.max())
 
 
 DEFERRING = [a for a in MIRROR if a.p > 2.0] + [MIRROR[0], MIRROR[6]]  # with p ≤ 2 beside
@@ -371,7 +371,7 @@ def test_the_engine_on_cuda_agrees_with_the_cpu(kind):
             ref = on["cpu"][r]
             scale = np.abs(ref).reshape(len(ref), -1).max(1).clip(min=1e-300)
             gap = np.abs(on["cuda"][r] - ref).reshape(len(ref), -1).max(1) / scale
-            assert gap.max() <= fused.RUN_RTOL, (group[r].algorithm.name, gap.max())
+            assert gap.max() <= fused.FUSED_RUN_RTOL, (group[r].algorithm.name, gap.max())
 
 
 @pytest.mark.cuda

@@ -13,10 +13,11 @@ import pyarrow.parquet as pq
 import pydantic
 import pytest
 
+from attnbias import experiment_registry
 from attnbias.cli import main
 from attnbias.config import ExperimentConfig, to_toml
 from attnbias.curves import curves, loglog_slope
-from attnbias.experiments import EXPERIMENTS, SYNTHETIC, base, load_config, run_experiment
+from attnbias.experiments import EXPERIMENTS, SYNTHETIC, load_config, run_experiment
 from attnbias.experiments.real_runs import RealConfig
 from attnbias.judging.claims import STATUSES
 from attnbias.store import ResultsStore, config_key
@@ -61,12 +62,13 @@ def test_synthetic_is_derived_from_the_one_ordered_table_of_experiments():
     """`reproduce all` runs the synthetic experiments in the table's order, the one `attnbias
     list` and the register show; an experiment is real-data exactly when its config is a
     real-data one."""
-    assert SYNTHETIC == tuple(base.SYNTHETIC_EXPERIMENTS)
-    assert list(EXPERIMENTS) == [*SYNTHETIC, *base.REAL_DATA_EXPERIMENTS]
-    assert base.experiment_names()[: len(SYNTHETIC)] == list(SYNTHETIC)
+    assert SYNTHETIC == tuple(experiment_registry.SYNTHETIC_EXPERIMENTS)
+    assert list(EXPERIMENTS) == [*SYNTHETIC, *experiment_registry.REAL_DATA_EXPERIMENTS]
+    assert experiment_registry.experiment_names()[: len(SYNTHETIC)] == list(SYNTHETIC)
     for name, module in EXPERIMENTS.items():
         config = importlib.import_module(module).Config
-        assert issubclass(config, RealConfig) == (name in base.REAL_DATA_EXPERIMENTS), name
+        real_data = name in experiment_registry.REAL_DATA_EXPERIMENTS
+        assert issubclass(config, RealConfig) == real_data, name
 
 
 @pytest.mark.parametrize("name", EXPERIMENTS)
@@ -274,10 +276,10 @@ def test_reproduce_checks_every_config_before_training_any(tmp_path, monkeypatch
     """A rule broken in the last experiment's config stops `reproduce all` before the first
     experiment trains (it was checked in that experiment's run())."""
     configs = tmp_path / "configs"
-    shutil.copytree(base.CONFIG_DIR, configs)
+    shutil.copytree(experiment_registry.CONFIG_DIR, configs)
     atlas = configs / "atlas.toml"
     atlas.write_text(atlas.read_text().replace('NGD = "2"', 'NGD = "3"'))
-    monkeypatch.setattr(base, "CONFIG_DIR", configs)
+    monkeypatch.setattr(experiment_registry, "CONFIG_DIR", configs)
     out = tmp_path / "res"
     assert main(["reproduce", "all", "--out", str(out)]) == 2
     err = capsys.readouterr().err
@@ -321,10 +323,10 @@ def test_an_experiment_from_outside_the_package_runs_through_the_cli(toy, tmp_pa
 
 
 def test_an_entry_point_registers_an_experiment(toy, tmp_path, monkeypatch, capsys):
-    found = importlib.metadata.EntryPoint("toy", toy, base.ENTRY_POINTS)
+    found = importlib.metadata.EntryPoint("toy", toy, experiment_registry.ENTRY_POINTS)
 
     def entry_points(group=None, **_):
-        return [found] if group == base.ENTRY_POINTS else []
+        return [found] if group == experiment_registry.ENTRY_POINTS else []
 
     monkeypatch.setattr(importlib.metadata, "entry_points", entry_points)
     assert main(["list"]) == 0

@@ -16,7 +16,8 @@ import pytest
 from attnbias import store
 from attnbias.cli import main
 from attnbias.data import gaussian_unit
-from attnbias.experiments.base import load_config, run_experiment
+from attnbias.experiment_registry import load_config
+from attnbias.experiments.base import run_experiment
 from attnbias.store import ResultsStore
 from attnbias.svm import att_svm, selected_tokens
 

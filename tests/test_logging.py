@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 
 import attnbias
-from attnbias import log
+from attnbias import experiment_registry, log
 from attnbias.cli import main
-from attnbias.experiments import base
 
 SRC = Path(attnbias.__file__).resolve().parent
 
@@ -95,8 +94,8 @@ def logging_experiment(tmp_path, monkeypatch):
     (tmp_path / "configs").mkdir()
     (tmp_path / "configs" / "chatty.toml").write_text("seeds = 1\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(base, "CONFIG_DIR", tmp_path / "configs")
-    monkeypatch.setitem(base.EXPERIMENTS, "chatty", "chatty_experiment")
+    monkeypatch.setattr(experiment_registry, "CONFIG_DIR", tmp_path / "configs")
+    monkeypatch.setitem(experiment_registry.EXPERIMENTS, "chatty", "chatty_experiment")
     monkeypatch.delitem(sys.modules, "chatty_experiment", raising=False)
     monkeypatch.setenv(log.PROGRESS_SECONDS_ENV, "0.001")
     return "chatty"

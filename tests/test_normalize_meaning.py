@@ -19,7 +19,7 @@ import torch
 
 from attnbias import optim
 from attnbias.engine import Algorithm
-from attnbias.experiments.base import load_config
+from attnbias.experiment_registry import load_config
 from attnbias.store import config_key
 
 GRADS = ([3.0, 4.0], [0.0, 1e-3])

@@ -14,7 +14,8 @@ import torch
 
 from attnbias import __version__, provenance
 from attnbias.cli import main
-from attnbias.experiments.base import load_config, run_experiment
+from attnbias.experiment_registry import load_config
+from attnbias.experiments.base import run_experiment
 from attnbias.store import MANIFEST
 
 pytestmark = pytest.mark.usefixtures("one_thread")

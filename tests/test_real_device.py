@@ -9,7 +9,8 @@ import sys
 import pytest
 import torch
 
-from attnbias.experiments.base import load_config, run_experiment
+from attnbias.experiment_registry import load_config
+from attnbias.experiments.base import run_experiment
 from attnbias.store import ResultsStore
 
 pytestmark = pytest.mark.real

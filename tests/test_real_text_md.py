@@ -204,7 +204,8 @@ def test_the_search_keeps_the_rate_that_trains_and_skips_the_one_that_diverges(t
 
 
 def test_the_paper_size_configuration_is_the_papers_model():
-    from attnbias.experiments.base import is_quick, load_config
+    from attnbias.experiment_registry import load_config
+    from attnbias.experiments.base import is_quick
 
     config = load_config("text-md", paper=True)
     shape = {k: config[k] for k in ("dim", "heads", "layers", "mlp_ratio", "max_len")}
@@ -238,7 +239,8 @@ def test_the_initialisation_pilots_are_valid_configs_differing_only_in_init(init
     """docs/REAL_DATA.md quotes `attnbias run benchmarks/pilots/text-md-init-*.toml`."""
     from pathlib import Path
 
-    from attnbias.experiments.base import load_config, read_toml, validate_config
+    from attnbias.config import read_toml
+    from attnbias.experiment_registry import load_config, validate_config
 
     pilots = Path(__file__).parents[1] / "benchmarks" / "pilots"
     fields = read_toml(pilots / f"text-md-init-{init}.toml")
@@ -579,7 +581,8 @@ def test_the_cuda_pilots_are_valid_configs_of_the_default_and_the_paper_model():
     `…-paper-cuda.toml`: the default model, and the [paper] table's model size, on CUDA."""
     from pathlib import Path
 
-    from attnbias.experiments.base import load_config, read_toml, validate_config
+    from attnbias.config import read_toml
+    from attnbias.experiment_registry import load_config, validate_config
 
     pilots = Path(__file__).parents[1] / "benchmarks" / "pilots"
     paper = load_config("text-md", paper=True)

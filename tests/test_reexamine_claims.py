@@ -13,8 +13,8 @@ from dataclasses import asdict
 import numpy as np
 
 import claim_cases as base
+from attnbias.experiment_registry import load_config
 from attnbias.experiments import reexamine_atlas, reexamine_polyak
-from attnbias.experiments.base import load_config
 from attnbias.judging.claims import reasons, verdict_columns
 from attnbias.judging.verdicts.tuning import Tuned
 from claim_cases_reexamine import as_set

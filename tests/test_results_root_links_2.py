@@ -14,9 +14,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
+from attnbias import experiment_registry
 from attnbias.cli import main
 from attnbias.engine import sweep
-from attnbias.experiments import base, real_runs
+from attnbias.experiments import real_runs
 from attnbias.figures import save_figure
 from attnbias.judging.claims import Claim
 from attnbias.store import MANIFEST, ResultsStore
@@ -41,7 +42,7 @@ def run(config, out):
 def fake(tmp_path, monkeypatch):
     """`attnbias reproduce fake --quick --out ROOT` of this module's experiment."""
     _fake_experiments(tmp_path, monkeypatch, ["fake"])
-    monkeypatch.setitem(base.EXPERIMENTS, "fake", __name__)
+    monkeypatch.setitem(experiment_registry.EXPERIMENTS, "fake", __name__)
     monkeypatch.setattr(sys.modules[__name__], "WHILE_RUNNING", {})
     root = tmp_path / "res"
     return root, ["reproduce", "fake", "--quick", "--out", str(root)]
@@ -263,7 +264,7 @@ def test_the_documented_report_command_replaces_a_report_that_differs(
     text = (ROOT / page).read_text(encoding="utf-8")
     [command] = re.findall(r"attnbias reproduce all [^`\n]*--report docs/RESULTS\.md[^`\n]*", text)
     monkeypatch.chdir(tmp_path)  # its paths, relative, land in tmp_path
-    monkeypatch.setattr(base, "SYNTHETIC", ("fake",))
+    monkeypatch.setattr(experiment_registry, "SYNTHETIC", ("fake",))
     args = [a for a in command.split()[1:] if a not in REAL_DATA]
     report = tmp_path / "docs" / "RESULTS.md"
     report.parent.mkdir()

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import claim_cases_real
+from attnbias.experiment_registry import load_config
 from attnbias.experiments import compare, text_finetune, text_md
-from attnbias.experiments.base import load_config
 from attnbias.judging import register
 
 

@@ -5,7 +5,8 @@ import cvxpy as cp
 import numpy as np
 import pytest
 
-from attnbias.metrics import MATRIX_NORMS, matrix_norm
+from attnbias.metrics import matrix_norm
+from attnbias.norm_names import MATRIX_NORMS
 from attnbias.svm import (
     att_svm,
     att_svm_batch,
@@ -159,16 +160,6 @@ def test_structured_sdp_solver_answers_random_instances_itself(shape, norm):
         result = att_svm(X, z, alpha, norm)
         assert (result.solver, result.status) == ("interior-point-sdp", "optimal"), seed
         assert result.kkt_residual <= 1e-6
-
-
-def test_engine_norm_labels():
-    from attnbias.engine.targets import is_lp, norm_label
-
-    labels = {"fro": "2", 1.75: "1.75", np.inf: "inf", "max": "inf", "nuc": "nuc"}
-    labels["spectral"] = "spectral"
-    for norm, label in labels.items():
-        assert norm_label(norm) == label
-        assert is_lp(norm) == (label not in ("nuc", "spectral"))
 
 
 def test_every_matrix_norm_has_its_solver_entry_and_they_agree():

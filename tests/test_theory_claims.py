@@ -285,8 +285,8 @@ def test_rows_citing_theorem_1_on_data_outside_assumption_1_report_it_and_say_so
     """Issue 29 class 6: ngd-fixed and antipodal run where Assumption 1 fails (δ ≈ 2 and 4):
     δ per seed is in the evidence of their rows citing Theorem 1 or its lemmas (and only
     there), and the register says those rows test beyond the theorem."""
+    from attnbias.experiment_registry import load_config
     from attnbias.experiments import ngd_fixed
-    from attnbias.experiments.base import load_config
     from attnbias.judging.register import REGISTER
     from attnbias.store import RunRecord
 
@@ -315,8 +315,8 @@ def test_a_lemma_of_every_step_is_judged_by_its_violations_not_a_share():
     above 0.95 hid it), reported as 'k of N cases violate it, largest violation x'; a decrease
     within float64's rounding of saturated scores is no violation; a vanished gradient is not
     checked."""
+    from attnbias.experiment_registry import load_config
     from attnbias.experiments import trajectory_lemmas as tl
-    from attnbias.experiments.base import load_config
 
     config = load_config("trajectory-lemmas", quick=True)
     ok = [(0.1, (t, 0)) for t in range(999)]

@@ -1,5 +1,6 @@
 """A new maintainer adds an optimiser from outside the package by docs/ARCHITECTURE.md alone
-("Adding an optimiser"): its class and one registered `Rule` (tests/fixtures/toy_optimizer.py).
+("Adding an optimiser"): its class and one registered `UpdateRule`
+(tests/fixtures/toy_optimizer.py).
 Configs then name it, it builds for one model, and the batched engine steps it as that model's
 own loop does; the optimiser vocabulary lives in optim/, which config and real/ import, and
 neither imports the engine."""
@@ -17,7 +18,7 @@ from attnbias.data import gaussian_unit
 from attnbias.engine import RunBatch, RunSpec, simulate, steppers
 from attnbias.engine.single_run import run_reference
 from attnbias.optim.algorithm import Algorithm
-from attnbias.optim.registry import RULES, Rule, register
+from attnbias.optim.registry import RULES, UpdateRule, register
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
 import toy_checked_optimizer
@@ -81,7 +82,7 @@ def test_the_engine_steps_a_registered_rule_as_its_own_optimiser_steps_one_model
 
 
 def test_register_refuses_what_is_not_a_new_rule(toy):
-    with pytest.raises(TypeError, match="rule must be a Rule"):
+    with pytest.raises(TypeError, match="rule must be a UpdateRule"):
         register({"name": "x"})
     with pytest.raises(ValueError, match=r"rule\.name 'clipped-hb' is taken"):
         register(toy)
@@ -90,7 +91,7 @@ def test_register_refuses_what_is_not_a_new_rule(toy):
 
 
 def test_a_family_the_engine_has_no_stepper_for_is_refused_by_name():
-    rule = register(Rule("orphan", "nowhere", "no stepper", toy_optimizer.build))
+    rule = register(UpdateRule("orphan", "nowhere", "no stepper", toy_optimizer.build))
     try:
         algorithm = Algorithm("O", "orphan", 0.1)
         with pytest.raises(ValueError, match="the engine has no stepper 'nowhere'"):

@@ -11,8 +11,8 @@ import pytest
 from attnbias.config import ConfigError
 from attnbias.curves import Curves
 from attnbias.engine import Algorithm
+from attnbias.experiment_registry import load_config
 from attnbias.experiments import atlas, ngd_fixed, ngd_joint, tuning_sweep
-from attnbias.experiments.base import load_config
 from attnbias.experiments.runs import scaled_step, seeds
 from attnbias.judging.verdicts import ngd
 from attnbias.judging.verdicts.tuning import (

@@ -388,7 +388,8 @@ def test_n_counting_seeds_times_settings_is_caught():
 def test_every_reported_n_counts_distinct_seeds(name, tmp_path):
     """Every claim of every synthetic experiment (at tiny scale): its n counts independent
     replications, never more than the experiment's distinct seeds."""
-    from attnbias.experiments.base import load_config, run_experiment
+    from attnbias.experiment_registry import load_config
+    from attnbias.experiments.base import run_experiment
 
     config = load_config(name, quick=True, overrides=TINY[name])
     summary = run_experiment(config, tmp_path)

@@ -23,6 +23,7 @@ from pathlib import Path
 # svm, store) are imported by the commands that use them (tests/test_cli_startup.py).
 from . import __version__, log
 from .defaults import CONNECT_TIMEOUT, DEFAULT_MAX_MEMORY_GB, INSTALL_REAL
+from .norm_names import norms_help
 
 try:
     import tomllib
@@ -31,11 +32,7 @@ except ModuleNotFoundError:  # Python 3.10
 
 logger = logging.getLogger(__name__)
 
-NORMS = (
-    "a number p ≥ 1 (the papers' entrywise ℓp norm: 2 = fro, the Frobenius norm, not NumPy's "
-    "spectral ord=2), inf (= max), or the matrix norms spectral (largest singular value) or "
-    "nuc (nuclear: sum of singular values)"
-)
+NORMS = norms_help()  # from the norms' one table: a new norm appears by itself
 LONG_MINUTES = 3  # `reproduce` states the scale and estimated time of longer experiments
 
 # Python modules of the `real` extra each real-data experiment needs; an experiment module may
@@ -253,14 +250,14 @@ REUSE_FROM = arg(
 def list_experiments(args) -> int:
     """One line per experiment; those that cannot run here are marked "!" with a second line
     saying what is missing and how to install it."""
-    from .experiments import base
+    from . import experiment_registry as registry
 
-    for name in base.experiment_names():
-        kind = "synthetic" if name in base.SYNTHETIC else "real data"
+    for name in registry.experiment_names():
+        kind = "synthetic" if name in registry.SYNTHETIC else "real data"
         description, missing = "", ""
         try:
-            description = base.find_experiment(name).description
-            check_ready(name, base.load_config(name))
+            description = registry.find_experiment(name).description
+            check_ready(name, registry.load_config(name))
         except (ImportError, ValueError, Unavailable) as err:
             missing = " ".join(str(err).split())
         print(f"{'!' if missing else ' '} {name:14s} {kind:10s} {description}")
@@ -273,7 +270,7 @@ def check_ready(name: str, config: dict) -> None:
     """Raise Unavailable, naming what to install, unless experiment `name` can run `config`
     here (its extra's modules are installed and its data sets are on disk)."""
     from .data.fetch import DataMissingError
-    from .experiments.base import find_experiment
+    from .experiment_registry import find_experiment
 
     missing = [m for m in EXTRA_MODULES.get(name, ()) if importlib.util.find_spec(m) is None]
     if missing:
@@ -301,17 +298,17 @@ def writable_dir(path: str | Path, option: str) -> Path:
 def reproduce(args) -> int:
     if args.force and not args.report:
         raise ValueError("--force: only with --report FILE (nothing is replaced otherwise)")
-    from .experiments import base
+    from . import experiment_registry as registry
 
     names = []
-    known = base.experiment_names()
+    known = registry.experiment_names()
     overrides = override_layers(args.set)
     for name in args.names:
         if OVERRIDE.fullmatch(name):
             raise ValueError(f"{name}: reproduce changes a config field with --set {name}")
         if name != "all" and name not in known:
             raise ValueError(f"unknown experiment {name!r}; choose from all, {', '.join(known)}")
-        names += [n for n in (base.SYNTHETIC if name == "all" else [name]) if n not in names]
+        names += [n for n in (registry.SYNTHETIC if name == "all" else [name]) if n not in names]
     quick = args.quick or (args.names == ["all"] and not (args.full or args.paper))
     formats = figure_formats(args)
     if args.report and "png" not in formats:  # what the report embeds
@@ -325,7 +322,7 @@ def reproduce(args) -> int:
             ("--device", device_override(name, args.device)),
             *overrides,
         ]
-        configs[name] = base.load_config(name, quick=quick, paper=args.paper, layers=options)
+        configs[name] = registry.load_config(name, quick=quick, paper=args.paper, layers=options)
         check_ready(name, configs[name])
     root = results_root(args.out, names)
     sources = reuse_sources(args.reuse_from, names)
@@ -345,7 +342,7 @@ def reproduce(args) -> int:
     from .cli_tally import tally_lines
 
     # the main job (`all`) also counts the built-in experiments it leaves out (real data)
-    not_run = [n for n in base.EXPERIMENTS if n not in names] if "all" in args.names else []
+    not_run = [n for n in registry.EXPERIMENTS if n not in names] if "all" in args.names else []
     print("\n".join(tally_lines(summaries, not_run)), flush=True)
     if args.report:
         from .judging.report import write_report
@@ -375,7 +372,7 @@ def scale_of(config, paper: bool) -> str:
 def full_scale_minutes(name: str) -> float | None:
     """The experiment's estimated full-scale time in minutes: FULL_SCALE_MINUTES of the module
     that defines its run (None where it gives none)."""
-    from .experiments.base import find_experiment
+    from .experiment_registry import find_experiment
 
     module = sys.modules.get(getattr(find_experiment(name).run, "__module__", ""))
     minutes = getattr(module, "FULL_SCALE_MINUTES", None)
@@ -470,7 +467,7 @@ def reuse_sources(reuse_from: str | None, names: list[str]) -> dict[str, Path | 
 
 
 def run_config(args) -> int:
-    from .experiments.base import find_experiment
+    from .experiment_registry import find_experiment
     from .store import plain_name
 
     overrides = override_layers(args.overrides)
@@ -500,7 +497,8 @@ def config_of(
     (its defaults); then the command line's KEY=VALUE overrides (see override_layers). A file
     may name a module:attribute only with allow_import: importing it runs that module's code,
     and the file may not be the user's own."""
-    from .experiments.base import experiment_names, find_experiment, load_config, read_toml
+    from .config import read_toml
+    from .experiment_registry import experiment_names, find_experiment, load_config
 
     path = Path(source)
     if path.suffix != ".toml" and not path.is_file():
@@ -532,7 +530,7 @@ def show_config(args) -> int:
     import json
 
     from .config import to_toml
-    from .experiments.base import find_experiment
+    from .experiment_registry import find_experiment
     from .store import json_text
 
     overrides = override_layers(args.overrides)
@@ -631,7 +629,7 @@ def device_override(name: str, device: str | None) -> dict:
     for one that has none (it would be silently ignored)."""
     if device is None:
         return {}
-    from .experiments.base import find_experiment
+    from .experiment_registry import find_experiment
 
     if "device" not in find_experiment(name).Config.model_fields:
         raise ValueError(f"--device: experiment {name} has no device option; leave it out")
@@ -642,7 +640,7 @@ def write_claims_register(args) -> int:
     """The register to stdout, or to --write PATH (a PATH that differs only with --force); with
     --experiment / --verdict only those rows, with --format csv or json as records."""
     from .cli_claims import VERDICTS, chosen, chosen_register
-    from .experiments.base import experiment_names
+    from .experiment_registry import experiment_names
     from .judging import forest
     from .judging.register import FOREST, forest_claims, register_markdown, summaries
 
@@ -718,7 +716,7 @@ def may_replace(path: Path, encoded: bytes, force: bool, root: Path) -> bool:
 def making(root: Path) -> str:
     """The commands that make a results root with summaries, and the default root if it has
     some (e.g. after `attnbias reproduce`)."""
-    from .experiments.base import SYNTHETIC
+    from .experiment_registry import SYNTHETIC
 
     quoted = shlex.quote(str(root))
     if root == Path(DEFAULT_OUT):
@@ -977,7 +975,7 @@ def export_table(args) -> int:
     import pyarrow.csv as pcsv
 
     from . import store
-    from .experiments.base import experiment_names
+    from .experiment_registry import experiment_names
 
     if args.name not in experiment_names():
         known = ", ".join(experiment_names())

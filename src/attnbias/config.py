@@ -17,7 +17,6 @@ import math
 import os
 import re
 import stat
-import warnings
 from collections.abc import Mapping, Sequence
 from functools import partial
 from pathlib import Path
@@ -44,6 +43,7 @@ from pydantic import (
 
 from ._validate import check_nesting, check_scalar
 from .metrics import Norm
+from .norm_names import allowed_norms, norm_names
 from .optim.algorithm import Algorithm, FieldError, keyed_tables
 from .optim.registry import RULES, TABLE_NAMES
 
@@ -225,23 +225,14 @@ def _norm(value) -> Norm:
     try:
         return Norm.parse(value, "norm")
     except (TypeError, ValueError):
-        raise ValueError(
-            f'must be a norm (a number p >= 1, inf, "fro", "spectral" or "nuc"), got {value!r}'
-        ) from None
+        raise ValueError(f"must be a norm ({allowed_norms()}), got {value!r}") from None
 
 
 NormName = Annotated[
     Norm,
     PlainValidator(_norm),
     PlainSerializer(lambda norm: norm.value),
-    WithJsonSchema(
-        {
-            "anyOf": [
-                {"type": "number", "minimum": 1},
-                {"enum": ["inf", "max", "fro", "spectral", "nuc"]},
-            ]
-        }
-    ),
+    WithJsonSchema({"anyOf": [{"type": "number", "minimum": 1}, {"enum": list(norm_names())}]}),
 ]
 Norms = Annotated[tuple[NormName, ...], AfterValidator(_non_empty), AS_WRITTEN]
 
@@ -393,10 +384,10 @@ def resolve(
         # a rule across fields: the last layer that set any, unless it is a command-line option
         files = [s for s, fields in layers if fields and not (s or "").startswith("--")]
         main = files[-1] if files else None
-        raise ConfigError(describe(err, experiment, model, origin, main, merged)) from None
+        raise ConfigError(describe_error(err, experiment, model, origin, main, merged)) from None
 
 
-def describe(
+def describe_error(
     err: ValidationError,
     experiment: str,
     model,
@@ -570,27 +561,10 @@ def _value(value) -> str:
 
 # --- earlier releases
 
-
-def parse_algorithms(tables: list, name: str = "algorithms") -> list[Algorithm]:
-    """Deprecated (configs parse their algorithms once: `Algorithms`): the Algorithms of a
-    list of `[[algorithms]]` tables, with distinct names; ValueError naming the bad field."""
-    warnings.warn(
-        "attnbias.config.parse_algorithms is deprecated: a Config field typed Algorithms parses "
-        "them once",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    algorithms = [Algorithm.from_dict(t, f"{name}[{i}]") for i, t in enumerate(tables)]
-    names = [a.name for a in algorithms]
-    if len(set(names)) != len(names):
-        raise ValueError(f"{name}: algorithm names must be distinct, got {names}")
-    return algorithms
-
-
 # The dict schema of earlier releases (a Field per config key) became pydantic models.
 REPLACED = {
     "Field": "pydantic.Field on an ExperimentConfig subclass",
-    "validate": "resolve (or experiments.base.load_config / validate_config)",
+    "validate": "resolve (or experiment_registry.load_config / validate_config)",
     "positive_int": "PositiveInt",
     "non_negative_int": "NonNegativeInt",
     "positive": "Positive",

@@ -13,17 +13,17 @@ import torch
 
 from ._validate import check_scalar
 from .model import attention_logits, attention_scores
+from .norm_names import (
+    DUAL_MATRIX_NORMS,
+    MATRIX_NORM_ORDS,
+    MATRIX_NORMS,
+    NAMED_NORMS,
+    allowed_norms,
+    meaning,
+)
 from .norms import dual_exponent, lp_norm, mirror_map
 
 MATRIX = (-2, -1)
-MATRIX_NORMS = ("nuc", "spectral")  # norms of W as a matrix, not of its entries
-DUAL_MATRIX_NORMS = {"nuc": "spectral", "spectral": "nuc"}
-MATRIX_NORM_ORDS = {"nuc": "nuc", "spectral": 2}  # torch.linalg.matrix_norm's names
-MATRIX_NORM_MEANINGS = {
-    "nuc": "nuclear: sum of singular values",
-    "spectral": "spectral: largest singular value",
-}
-_NAMED_NORMS = {"fro": 2.0, "inf": math.inf, "max": math.inf, "nuc": "nuc", "spectral": "spectral"}
 
 
 def _t(x) -> torch.Tensor:
@@ -38,12 +38,8 @@ def nuclear_norm(W) -> torch.Tensor:
 
 def _unit(W, p: float, dim) -> torch.Tensor:
     norm = lp_norm(W, p, dim)
-    norm = norm.reshape(*norm.shape, *([1] * len(_dims(dim))))
+    norm = norm.reshape(*norm.shape, *([1] * (W.dim() - norm.dim())))  # the reduced dims
     return W / torch.where(norm > 0, norm, torch.ones_like(norm))
-
-
-def _dims(dim) -> tuple:
-    return (dim,) if isinstance(dim, int) else tuple(dim)
 
 
 def alignment(W, W_ref, dim=MATRIX) -> torch.Tensor:
@@ -94,12 +90,10 @@ def token_score(W, X, z, alpha) -> torch.Tensor:
 def parse_norm(norm, name: str = "norm", allow_matrix: bool = True) -> float | str:
     """The one reading of a norm's name: a number p >= 1 or float("inf") (entrywise ℓp; "fro"
     means 2, "inf" and "max" mean ∞), or the matrix norms "nuc" and "spectral" (largest singular
-    value) unless allow_matrix is False (for a vector)."""
-    allowed = '"fro", "inf", "max", a number p >= 1 or float("inf")'
-    if allow_matrix:
-        allowed = '"fro", "nuc", "spectral", "inf", "max", a number p >= 1 or float("inf")'
+    value) unless allow_matrix is False (for a vector); the names are `norm_names.NAMED_NORMS`."""
+    allowed = allowed_norms(allow_matrix)
     if isinstance(norm, str):
-        parsed = _NAMED_NORMS.get(norm.lower())
+        parsed = NAMED_NORMS.get(norm.lower())
         if parsed in MATRIX_NORMS and not allow_matrix:
             raise ValueError(
                 f"{name}={norm!r} is a norm of a matrix, but it measures a vector here: "
@@ -149,14 +143,8 @@ class Norm:
     @property
     def meaning(self) -> str:
         """What it is, in words: "entrywise ℓ2 = Frobenius", "nuclear: sum of singular
-        values"."""
-        if not self.is_lp:
-            return MATRIX_NORM_MEANINGS[self.value]
-        if self.p == 2:
-            return "entrywise ℓ2 = Frobenius"
-        if math.isinf(self.p):
-            return "entrywise ℓ∞: largest absolute entry"
-        return f"entrywise ℓ{self.p:g}"
+        values" (`norm_names.meaning`)."""
+        return meaning(self.p if self.is_lp else self.value)
 
     @property
     def label(self) -> str:

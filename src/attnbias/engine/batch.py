@@ -147,15 +147,15 @@ class RunBatch:
         loss, grads, scales = self.gradients(fused_step)
         if self.stepper is not None:
             self.stepper.step(self.params, grads, scales, self.buffers)
-        elif fused_step:
-            fused.step(
-                self.params, self.duals, grads, scales, self.buffers, loss, self.hyper,
-                self.fused_step_buffers(), range_ok,
-            )  # fmt: skip
         else:
+            fused_in = {}  # the fused step: its divisors' norms and temporaries in the workspace
+            if fused_step:
+                ws = self.fused_step_buffers()
+                fused_in = dict(norms=fused.workspace_norms(ws), scratch=ws.scratch)
             update.step(
-                self.params, self.duals, grads, scales, self.buffers, loss, self.hyper, range_ok
-            )
+                self.params, self.duals, grads, scales, self.buffers, loss, self.hyper, range_ok,
+                **fused_in,
+            )  # fmt: skip
 
     def stepping(self, fused_step: bool = True, deferred: bool = False) -> Callable[[], None]:
         """One step as a call of no arguments; deferred: its range check clears `range_flag`

@@ -21,10 +21,10 @@ products (606 of 8×10 per product) and in `pow`. Here:
   iterates for p > 2 is deferred to the recording points (`simulate`) through `range_ok`.
 
 Same maths, other rounding: from the same state a fused step is within `STEP_ULPS` of the
-unfused one (its gradients within `GRADIENT_ULPS`), and whole runs of W stay within `RUN_RTOL`
-of it at every recorded step (tests/test_engine_fused.py, every rule and parameterisation).
-Each run's numbers depend on the other runs of its batch no more than `sweep.plan` reproduces
-(per-run products, elementwise operations and per-run reductions only).
+unfused one (its gradients within `GRADIENT_ULPS`), and whole runs of W stay within
+`FUSED_RUN_RTOL` of it at every recorded step (tests/test_engine_fused.py, every rule and
+parameterisation). Each run's numbers depend on the other runs of its batch no more than
+`sweep.plan` reproduces (per-run products, elementwise operations and per-run reductions only).
 """
 
 from __future__ import annotations
@@ -35,20 +35,19 @@ import numpy as np
 import torch
 
 from ..norms import lp_norm, per_run
+from ..optim.divisors import Norms
 from ..optim.functional import run_dims
-from . import update
 from .kernel import Stack, finite_max
-from .update import Hyper
 
 # From the same state as the unfused step (tests/test_engine_fused.py, every rule and
 # parameterisation, float64 and float32): the parameters after a fused step agree to STEP_ULPS
 # ulps of each run's largest entry (2.8 measured), the gradients to GRADIENT_ULPS of their
 # largest entry (282 measured in float64, 120 in float32: their sums cancel, Σ_t r_{i,t} = 0,
 # so an entry can be far below its terms);
-# whole runs of W (and v) agree to RUN_RTOL at every recorded step.
+# whole runs of W (and v) agree to FUSED_RUN_RTOL at every recorded step.
 STEP_ULPS = 16
 GRADIENT_ULPS = 1024
-RUN_RTOL = 1e-9
+FUSED_RUN_RTOL = 1e-9
 # m·k·n of the largest product `bmm` leaves to numpy on the CPU (where threads gain nothing)
 SMALL_PRODUCT = 2**16
 
@@ -133,24 +132,10 @@ def bmm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
     return torch.bmm(a, b, out=out)
 
 
-def step(
-    params: list[torch.Tensor],
-    duals: list[torch.Tensor] | None,
-    grads: list[torch.Tensor],
-    log_scales: list[torch.Tensor],
-    buffers: list[torch.Tensor],
-    loss: torch.Tensor | None,
-    hp: Hyper,
-    ws: StepBuffers,
-    range_ok: torch.Tensor | None = None,
-) -> None:
-    """`update.step`, fused: the norms of its divisors and its temporaries in the workspace
-    (in place; range_ok: as `optim.functional.step_`'s)."""
-    update.step(
-        params, duals, grads, log_scales, buffers, loss, hp, range_ok,
-        norms=lambda gs, q: [run_norm(g, q, work) for g, work in zip(gs, ws.norm_work)],
-        scratch=ws.scratch,
-    )  # fmt: skip
+def workspace_norms(ws: StepBuffers) -> Norms:
+    """The norms of `update.step`'s divisors in the workspace's buffers (its `norms`, the
+    fused step's: `run_norm` of each tensor)."""
+    return lambda gs, q: [run_norm(g, q, work) for g, work in zip(gs, ws.norm_work)]
 
 
 def run_norm(g: torch.Tensor, q, work) -> torch.Tensor:

@@ -20,6 +20,7 @@ import torch
 from ..losses import get_loss
 from ..metrics import (
     MATRIX,
+    Norm,
     alignment,
     directional_bregman,
     margin_gap,
@@ -33,7 +34,7 @@ from ..store import DIVERGED, FINISHED, tidy
 from .grid import log_grid
 from .simulate import Finished
 from .spec import RunSpec
-from .targets import References, Solution, is_lp, norm_label
+from .targets import References, Solution
 
 
 @dataclass
@@ -77,13 +78,14 @@ def measure(specs: list[RunSpec], done: Finished, refs: References) -> list[Meas
     info = [{"alpha": s.alpha, "svm": {}, "head_svm": {}} for s in specs]
     arrays = [{"alpha": a} for a in alphas]
     for norm in specs[0].norms:
-        label = norm_label(norm)
+        parsed = Norm.parse(norm)
+        label = parsed.label
         solutions = refs.att(problems, alphas, norm)
         W_mm = _references(solutions, W.shape[-2:])
         m[f"norm/{label}"] = matrix_norm(W, norm)
         m[f"alignment/{label}"] = alignment(W, W_mm)
-        if is_lp(norm) and not math.isinf(float(norm)):
-            m[f"divergence/{label}"] = directional_bregman(W_mm, W, float(norm))
+        if parsed.is_lp and not math.isinf(parsed.p):
+            m[f"divergence/{label}"] = directional_bregman(W_mm, W, parsed.p)
         optimum = [s.info["norm"] if s.value is not None else math.nan for s in solutions]
         optimum = torch.tensor(optimum, dtype=W.dtype).unsqueeze(1)
         m[f"gap/{label}"] = margin_gap(W, X, z, alpha, norm, optimum)
@@ -93,8 +95,8 @@ def measure(specs: list[RunSpec], done: Finished, refs: References) -> list[Meas
     if head:
         m["norm_v/2"] = lp_norm(v, 2.0, dim=-1)
         m["prob"] = torch.sigmoid(y * f).mean(-1)
-        for norm in filter(is_lp, specs[0].norms):
-            label, p = norm_label(norm), float(norm)
+        for norm in [n for n in map(Norm.parse, specs[0].norms) if n.is_lp]:
+            label, p = norm.label, norm.p
             solutions = refs.head(problems, alphas, p)
             v_mm = _references(solutions, v.shape[-1:])
             m[f"alignment_v/{label}"] = alignment(v, v_mm, dim=-1)

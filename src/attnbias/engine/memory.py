@@ -18,6 +18,7 @@ import os
 from collections import Counter
 from pathlib import Path
 
+from ..defaults import FLOAT
 from .grid import log_grid
 from .spec import RunSpec
 
@@ -32,7 +33,6 @@ STEP_BUFFERS = 40  # buffers shaped like a run's parameters or data, per run, wh
 # records and 108 kB in the table of all (494 B a value); with some margin:
 RESULT_VALUE_BYTES = 500
 RESULT_RUN_BYTES = 20_000
-FLOAT = 8
 
 
 class SweepTooLarge(ValueError):

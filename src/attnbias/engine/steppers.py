@@ -96,7 +96,7 @@ class TorchRuns:
     """torch's own optimisers (Adam, Muon, SGD) on each run's tensors, so every run is stepped
     by the very optimiser a single run would use: one optimiser per distinct algorithm, over
     all of its runs. Run r's parameters are views W[r] of the batch's stacked ones; the runs
-    of an elementwise optimiser (`Rule.elementwise`: the same operations on the same values
+    of an elementwise optimiser (`UpdateRule.elementwise`: the same operations on the same values
     as one tensor per run) that lie side by side in the batch share one slice W[a:b] instead
     (one dispatch per operation, not one per run; their state is split per run and joined
     again as the batch loses runs). Every run of a batch is at the same
@@ -201,7 +201,7 @@ def _mirror_core(algorithms: list[Algorithm], params: list[torch.Tensor]) -> Non
     return None  # the batch steps by the mirror-descent core itself (`update.step`)
 
 
-# The engine's steppers by the name a rule gives as its family (`optim.registry.Rule.family`).
+# The engine's steppers by the name a rule gives as its family (`optim.registry.UpdateRule.family`).
 STEPPERS = {"mirror": _mirror_core, "steepest": _steepest_runs, "torch": TorchRuns}
 
 

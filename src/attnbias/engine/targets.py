@@ -17,16 +17,6 @@ from ..metrics import Norm
 from ..svm import att_svm_batch, head_svm_batch
 
 
-def norm_label(norm) -> str:
-    """`Norm.parse(norm).label` (kept for the engine's callers; new code holds a Norm)."""
-    return Norm.parse(norm).label
-
-
-def is_lp(norm) -> bool:
-    """`Norm.parse(norm).is_lp` (kept for the engine's callers; new code holds a Norm)."""
-    return Norm.parse(norm).is_lp
-
-
 @dataclass
 class Solution:
     """One SVM's solution (None when there is none) and what to report about it: info["status"]
@@ -76,7 +66,7 @@ class References:
         """The solution of each (problem, α); those not seen before are solved in one batch,
         which reports a status per instance (an infeasible one does not stop the others)."""
         keys = [
-            (kind, _digest(*(getattr(q, k) for k in data)), a.tobytes(), norm_label(norm))
+            (kind, _digest(*(getattr(q, k) for k in data)), a.tobytes(), Norm.parse(norm).label)
             for q, a in zip(problems, alphas)
         ]
         todo = {k: (q, a) for k, q, a in zip(keys, problems, alphas) if k not in self._cache}

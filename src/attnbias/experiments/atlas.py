@@ -31,6 +31,7 @@ from ..figures import save_figure
 from ..judging.claims import Claim, identified, not_applicable
 from ..judging.verdicts import atlas as rules
 from ..judging.verdicts.common import over_runs
+from ..norm_names import allowed_norms
 from ..optim.registry import available
 from ..svm import optimal_tokens
 from . import plotting
@@ -47,9 +48,7 @@ class GapConfig(GaussianUnitConfig):
 
     steps: PositiveInt = Field(description="steps of every run")
     algorithms: Algorithms = Field(description="the optimisers compared ([[algorithms]] tables)")
-    norms: Norms = Field(
-        description="norms the margin gap is measured in (numbers p, inf, 'spectral', 'nuc')"
-    )
+    norms: Norms = Field(description=f"norms the margin gap is measured in ({allowed_norms()})")
     as_run: tuple[Text, ...] = Field(
         (),
         description="algorithms whose `like` row claims what this implementation or setting "
@@ -260,8 +259,8 @@ def figure(groups, labels, own, out) -> list[str]:
         ax,
         np.array([[gaps[label][name] for label in labels] for name in names]),
         names,
-        [plotting.norm_label(label) for label in labels],
-        marked=[(name, plotting.norm_label(own[name])) for name in names if name in own],
+        [plotting.figure_norm_name(label) for label in labels],
+        marked=[(name, plotting.figure_norm_name(own[name])) for name in names if name in own],
         colorbar_label="median final margin gap",
     )
     runs = plotting.runs_per_curve(groups)
@@ -281,7 +280,7 @@ def figure(groups, labels, own, out) -> list[str]:
             line = plotting.band(ax, groups[name], f"gap/{label}", label=name, log=(True, True))
             if own.get(name) == label:
                 line.set_linewidth(2.5)
-        plotting.panel(ax, f"gap in {plotting.norm_label(label)}", xlabel="step $t$")
+        plotting.panel(ax, f"gap in {plotting.figure_norm_name(label)}", xlabel="step $t$")
         ax.set_ylabel(plotting.metric_label(f"gap/{label}"))
     for ax in axes.flat[len(labels) :]:  # no norm left for this cell
         ax.set_axis_off()

@@ -25,6 +25,7 @@ import numpy as np
 from cycler import cycler
 
 from ..curves import Curves
+from ..norm_names import MATRIX_NORM_MEANINGS
 from ..store import StoreBusy, StoreReadOnly, UnsafeStore
 
 logger = logging.getLogger(__name__)
@@ -156,10 +157,11 @@ _FAMILIES = {  # metric prefix → mathtext of the norm / divergence / cosine it
 }
 
 
-def norm_label(label: str) -> str:
-    """A norm's label ("2", "inf", "1.75", "spectral", "nuc") as a figure names it."""
-    if label in ("spectral", "nuc"):
-        return {"spectral": "spectral", "nuc": "nuclear"}[label]
+def figure_norm_name(label: str) -> str:
+    """A norm's label ("2", "inf", "1.75", "spectral", "nuc") as a figure names it: a matrix
+    norm by the first word of its meaning ("nuclear"), an ℓp norm in mathtext."""
+    if label in MATRIX_NORM_MEANINGS:
+        return MATRIX_NORM_MEANINGS[label].split(":")[0]
     return rf"$\ell_{{{_p(label)}}}$" + (" (F)" if label == "2" else "")
 
 

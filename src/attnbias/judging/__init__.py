@@ -3,8 +3,7 @@
 stored curves (`verdicts`), the papers' numbers they are held to (`papers`), the claims register
 (`register`) and the report and forest plot (`report`, `forest`).
 
-The drivers (attnbias.experiments) use this package; it imports no driver. One arrow reaches
-the experiments' registry: `register` reads the experiments' names and configs through
-`attnbias.experiments.base` (the register states each experiment's protocol from its config),
-never a driver module (tests/test_layers.py).
+The drivers (attnbias.experiments) use this package; it imports nothing of theirs
+(tests/test_layers.py). `register` reads the experiments' names and configs from
+`attnbias.experiment_registry`, a room below this one, to state each protocol from its config.
 """

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..experiments.base import experiment_names, load_config
+from ..experiment_registry import experiment_names, load_config
 from ..store import ResultsStore, UnsafeStore, parse_json
 from ..theory_measures import span
 from . import forest, papers

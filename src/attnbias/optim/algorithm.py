@@ -19,7 +19,7 @@ import torch
 
 from .._validate import check_scalar
 from .divisors import NORMALIZE_TRUE
-from .registry import RULE_FIELDS, RULES, TABLE_NAMES, Rule, readers
+from .registry import HYPER_FIELDS, RULES, TABLE_NAMES, UpdateRule, readers
 from .steepest import METHODS, MOMENTUM_ON
 
 
@@ -58,7 +58,7 @@ class Algorithm:
     (SpectralDescent), "steepest" (ℓp SteepestDescent), or torch's own "adam", "muon" and
     "sgd" (`RULES`).
     lr: the step size η (for "polyak" the cap γ_b).  p: mirror exponent ("md").  normalize:
-    one of its rule's normalisations (`Rule.normalize`); True is "global" (the papers' ‖∇L‖
+    one of its rule's normalisations (`UpdateRule.normalize`); True is "global" (the papers' ‖∇L‖
     over all parameters, as in MirrorDescent), False is None (plain).  momentum: β ("ngd" and the
     steepest-descent ones).  nesterov, momentum_on: the steepest-descent ones' momentum,
     Nesterov's as torch.optim.SGD(nesterov=True) takes it, and on the raw gradient
@@ -102,7 +102,7 @@ class Algorithm:
         if not isinstance(opt, str) or opt not in RULES:
             raise FieldError(f"optimizer must be one of {tuple(RULES)}, got {opt!r}")
         rule = RULES[opt]
-        for key in RULE_FIELDS:
+        for key in HYPER_FIELDS:
             if key not in rule.reads and getattr(self, key) != _DEFAULTS[key]:
                 raise FieldError(f"{key} applies only to optimizer {' or '.join(readers(key))}")
         _number(self, "lr", low=0.0, include_low=False)
@@ -220,7 +220,7 @@ class Algorithm:
         out = {
             k: v
             for k, v in asdict(self).items()
-            if v is not None and (k not in RULE_FIELDS or k in self.rule.reads)
+            if v is not None and (k not in HYPER_FIELDS or k in self.rule.reads)
         }
         for key in ("lr_decay", "nesterov", "momentum_on"):
             if key in out and out[key] == _DEFAULTS[key]:  # runs stored before them keep keys
@@ -246,13 +246,13 @@ class Algorithm:
         return {"nesterov": self.nesterov, "momentum_on": self.momentum_on}
 
     @property
-    def rule(self) -> Rule:
+    def rule(self) -> UpdateRule:
         """Its rule in the vocabulary (`optim.registry.RULES`)."""
         return RULES[self.optimizer]
 
     @property
     def family(self) -> str:
-        """Which stepper of the engine advances it (`Rule.family`)."""
+        """Which stepper of the engine advances it (`UpdateRule.family`)."""
         return self.rule.family
 
     @property
@@ -275,7 +275,7 @@ class Algorithm:
         return self.norm if fixed is None else fixed
 
     def torch_optimizer(self, params, f_star: float | None = None):
-        """The optimiser this algorithm is, for one model's parameters (`Rule.build`).
+        """The optimiser this algorithm is, for one model's parameters (`UpdateRule.build`).
 
         With normalize="loss" the caller divides lr by the loss before each step (see
         `engine.single_run`). `f_star` is the resolved L* for a rule that reads it (Polyak's;

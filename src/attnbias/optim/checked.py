@@ -51,7 +51,7 @@ def exclude_from_compile(cls: type) -> None:
             klass.step = torch.compiler.disable(step)
 
 
-def evaluate(closure):
+def closure_loss(closure):
     """The loss from `closure` (with gradients enabled), or None: torch.optim's step protocol."""
     if closure is None:
         return None
@@ -293,8 +293,8 @@ class CheckedOptimizer(Optimizer):
         return loss
 
     def loss_of(self, closure):
-        """The loss a step returns (and a rule may use): `evaluate(closure)`."""
-        return evaluate(closure)
+        """The loss a step returns (and a rule may use): `closure_loss(closure)`."""
+        return closure_loss(closure)
 
     def gather(self, loss):
         """The batches of a step: one per param group with a gradient, its hyper-parameters

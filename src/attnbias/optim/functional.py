@@ -73,9 +73,10 @@ def step_(
     then skipped. A step that leaves it True is the checked step bit for bit; after one that
     clears it, the caller redoes the steps from a saved state with range_ok=None (the engine
     does so at its recording points: no host synchronisation between them).
-    foreach: mirror descent with p < 2 (a number; no momentum, η a number, tensors of one
-    dtype, float32 or float64; no divisors, or divisors with η = 1: the one pass below) in
-    torch._foreach_* kernels, bit for bit the same step on the CPU; other steps ignore it.
+    foreach: the step in torch._foreach_* kernels, bit for bit the same: for p = 2 any step
+    (scratch, copies and range_ok are not used there); mirror descent with p < 2 when p is a
+    number, without momentum, η a number, tensors of one dtype, float32 or float64, no
+    divisors or divisors with η = 1 (the one pass below); other steps ignore it.
 
     With η = 1 (a float) and no momentum, t − g/D is taken in one pass (addcdiv: g/D rounded,
     then the subtraction, as the two passes round), t = w for p = 2 and θ for p < 2: callers
@@ -86,6 +87,9 @@ def step_(
     uses_momentum = isinstance(momentum, torch.Tensor) or momentum != 0.0
     if uses_momentum and buffers is None:
         raise ValueError("momentum needs the momentum `buffers`")
+    if foreach and not mirror:
+        _euclidean_foreach_(params, grads, divisors, lr, momentum, buffers, uses_momentum)
+        return
     one_pass = not uses_momentum and not isinstance(lr, torch.Tensor) and lr == 1.0
     one_pass &= not mirror or (not isinstance(p, torch.Tensor) and p < 2.0)
     if foreach and _foreach_mirror(params, divisors, lr, p, mirror, uses_momentum, one_pass):
@@ -143,21 +147,10 @@ def _step_tensor_(w, g, d, lr, p, theta, momentum, buffer, scratch, range_ok=Non
         inverse_mirror_map(theta, p, out=w, scratch=scratch)
 
 
-def step_foreach_(
-    params: list[torch.Tensor],
-    grads: list[torch.Tensor],
-    divisors: list[torch.Tensor] | None,
-    lr: Number,
-    *,
-    momentum: Number = 0.0,
-    buffers: list[torch.Tensor] | None = None,
-) -> None:
+def _euclidean_foreach_(params, grads, divisors, lr, momentum, buffers, uses_momentum) -> None:
     """`step_` for p = 2 written with torch._foreach_* kernels (on a GPU, one launch per
     operation for all the tensors): the same operations on the same values, so the same
     results bit for bit."""
-    uses_momentum = isinstance(momentum, torch.Tensor) or momentum != 0.0
-    if uses_momentum and buffers is None:
-        raise ValueError("momentum needs the momentum `buffers`")
     d = None
     if divisors is not None:
         d = _prepared(divisors, grads)

@@ -29,10 +29,10 @@ def normalized_step_(
     weights, grads, divisors, factors, lr, foreach: bool, scratch, momentum=0.0, buffers=None
 ) -> None:
     """In place: w ← w − η·g/D for p = 2 (weights, grads and buffers with their run axis),
-    `F.step_` (or `F.step_foreach_`): in one pass with the factors D/η and η = 1 where
+    `F.step_` (foreach or not): in one pass with the factors D/η and η = 1 where
     `step_divisors` gave one, with D and η elsewhere. With foreach and no
     momentum the factors' part divides by them as numbers (the same roundings as
-    `F.step_foreach_`'s addcdiv: g/F in the tensor's dtype, then the subtraction) where all
+    `F.step_`'s foreach addcdiv: g/F in the tensor's dtype, then the subtraction) where all
     tensors and factors share one dtype (a float64 factor of "global" with float32 tensors
     divides in float64 there: kept). On the CPU the factors' part is `F.step_`'s addcdiv of
     each tensor in one multi-tensor call (torch loops over the tensors in C++ there)."""
@@ -49,7 +49,7 @@ def normalized_step_(
             # do), and a (1,) tensor broadcasts over a tensor with its run axis
             torch._foreach_addcdiv_(w, g, d, value=-1.0)
         elif foreach:
-            F.step_foreach_(w, g, d, eta, momentum=momentum, buffers=b)
+            F.step_(w, g, d, eta, momentum=momentum, buffers=b, foreach=True)
         else:
             spare = [s for (s,) in scratch.views(w, 1)]
             F.step_(w, g, d, eta, momentum=momentum, buffers=b, scratch=spare)

@@ -224,10 +224,10 @@ class PolyakStep(CheckedOptimizer):
         w = gather_rows(batch.weights, batch.rows)
         # η = 1: one pass (on the CPU torch loops over the tensors in C++)
         if number is not None and number != 0.0:
-            # `F.step_foreach_`'s addcdiv, without the run axis its (1,) D needs no view
+            # `F.step_`'s foreach addcdiv, without the run axis its (1,) D needs no view
             # for, nor its no step at D = 0
             torch._foreach_addcdiv_(w, batch.followed, [d] * len(w), value=-1.0)
         else:
-            take_step = F.step_foreach_ if batch.foreach or on_cpu(w) else F.step_
-            take_step(as_runs(w), batch.parts["g"], [d] * len(w), 1.0)
+            foreach = batch.foreach or on_cpu(w)
+            F.step_(as_runs(w), batch.parts["g"], [d] * len(w), 1.0, foreach=foreach)
         scatter_rows_(batch.weights, batch.rows, w)

@@ -1,12 +1,12 @@
-"""The optimiser vocabulary as data: `RULES`, one `Rule` per named update rule.
+"""The optimiser vocabulary as data: `RULES`, one `UpdateRule` per named update rule.
 
 A rule knows the hyper-parameters it reads (fields of `optim.algorithm.Algorithm`), the
 normalisations it allows, how to build its `torch.optim.Optimizer` for one model (`build`), and
 which stepper of the batched engine advances many runs of it at once (`family`: a name that
 `engine.steppers.STEPPERS` looks up). Nothing outside this table tests a rule's name: the
-engine, the real-data loop and the configs read these fields. A new rule is one `Rule` given to
-`register` (docs/ARCHITECTURE.md, "Adding an optimiser"); the `[[optimizers]]` tables of the
-real-data experiments name rules by the NGD paper's minibatch names (`TABLE_NAMES`).
+engine, the real-data loop and the configs read these fields. A new rule is one `UpdateRule`
+given to `register` (docs/ARCHITECTURE.md, "Adding an optimiser"); the `[[optimizers]]` tables
+of the real-data experiments name rules by the NGD paper's minibatch names (`TABLE_NAMES`).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ Build = Callable[["Algorithm", list, "float | None"], torch.optim.Optimizer]
 
 
 @dataclass(frozen=True)
-class Rule:
+class UpdateRule:
     """A named update rule.
 
     family: the engine's stepper for it, by name: "mirror" (the mirror-descent core,
@@ -118,52 +118,53 @@ def _torch_own(algorithm: Algorithm, params, f_star=None):
 MOMENTUM_FIELDS = ("momentum", "nesterov", "momentum_on")
 TORCH_FIELDS = ("options", "lr_decay")
 
-RULES: dict[str, Rule] = {
+RULES: dict[str, UpdateRule] = {
     rule.name: rule
     for rule in (
-        Rule("gd", "mirror", "gradient descent; normalize='loss': steps η/L (NGD paper eq. 13)",
-             _mirror_descent, normalize=(None, "loss")),
-        Rule("md", "mirror", "ℓp mirror descent, potential ‖·‖_p^p/p", _mirror_descent, ("p",),
-             (None, "per_tensor", "global", "loss")),
-        Rule("ngd", "mirror", "normalized GD (with momentum: NGD-mom; on minibatches: SNGD)",
-             _normalized_gd, ("momentum",), ("global", "per_tensor")),
-        Rule("polyak", "mirror", "Polyak step capped at lr = γ_b (on minibatches: SPS)",
-             _polyak, ("c", "f_star"), core_rule="polyak", lr_is_cap=True),
-        Rule("sign", "steepest", "SignGD: steepest descent in ℓ∞", _sign, MOMENTUM_FIELDS,
-             fixed_norm=float("inf")),
-        Rule("spectral", "steepest", "steepest descent in the spectral norm", _spectral,
-             (*MOMENTUM_FIELDS, "method"), steepest_kind="spectral"),
-        Rule("steepest", "steepest", "steepest descent in ℓp, p = norm", _steepest,
-             (*MOMENTUM_FIELDS, "norm")),
-        Rule("adam", "torch", "torch's Adam", _torch_own, TORCH_FIELDS,
-             torch_class=torch.optim.Adam, elementwise=True),
+        UpdateRule("gd", "mirror",
+                   "gradient descent; normalize='loss': steps η/L (NGD paper eq. 13)",
+                   _mirror_descent, normalize=(None, "loss")),
+        UpdateRule("md", "mirror", "ℓp mirror descent, potential ‖·‖_p^p/p", _mirror_descent,
+                   ("p",), (None, "per_tensor", "global", "loss")),
+        UpdateRule("ngd", "mirror", "normalized GD (with momentum: NGD-mom; on minibatches: SNGD)",
+                   _normalized_gd, ("momentum",), ("global", "per_tensor")),
+        UpdateRule("polyak", "mirror", "Polyak step capped at lr = γ_b (on minibatches: SPS)",
+                   _polyak, ("c", "f_star"), core_rule="polyak", lr_is_cap=True),
+        UpdateRule("sign", "steepest", "SignGD: steepest descent in ℓ∞", _sign, MOMENTUM_FIELDS,
+                   fixed_norm=float("inf")),
+        UpdateRule("spectral", "steepest", "steepest descent in the spectral norm", _spectral,
+                   (*MOMENTUM_FIELDS, "method"), steepest_kind="spectral"),
+        UpdateRule("steepest", "steepest", "steepest descent in ℓp, p = norm", _steepest,
+                   (*MOMENTUM_FIELDS, "norm")),
+        UpdateRule("adam", "torch", "torch's Adam", _torch_own, TORCH_FIELDS,
+                   torch_class=torch.optim.Adam, elementwise=True),
         # torch.optim.Muon exists from torch 2.9 on; with an older torch it is refused by name.
-        Rule("muon", "torch", "torch's Muon", _torch_own, TORCH_FIELDS,
-             torch_class=getattr(torch.optim, "Muon", None),
-             requires="torch.optim.Muon (torch >= 2.9)"),
-        Rule("sgd", "torch", "torch's SGD (momentum, weight decay as options)", _torch_own,
-             TORCH_FIELDS, torch_class=torch.optim.SGD, elementwise=True),
+        UpdateRule("muon", "torch", "torch's Muon", _torch_own, TORCH_FIELDS,
+                   torch_class=getattr(torch.optim, "Muon", None),
+                   requires="torch.optim.Muon (torch >= 2.9)"),
+        UpdateRule("sgd", "torch", "torch's SGD (momentum, weight decay as options)", _torch_own,
+                   TORCH_FIELDS, torch_class=torch.optim.SGD, elementwise=True),
     )
 }  # fmt: skip
-"""The named update rules, name → Rule, in the order error messages list them (`register`
+"""The named update rules, name → UpdateRule, in the order error messages list them (`register`
 adds one)."""
 
 # The Algorithm fields only some rules read; giving one to another rule is a config mistake.
-RULE_FIELDS = ("p", "momentum", "nesterov", "momentum_on", "c", "f_star", "norm", "method",
+HYPER_FIELDS = ("p", "momentum", "nesterov", "momentum_on", "c", "f_star", "norm", "method",
                *TORCH_FIELDS)  # fmt: skip
 
 
-def register(rule: Rule) -> Rule:
+def register(rule: UpdateRule) -> UpdateRule:
     """Add a rule to `RULES` (an optimiser defined outside attnbias); configs may then name it
-    as `optimizer = rule.name`. TypeError for a non-Rule, ValueError for a taken name or a
+    as `optimizer = rule.name`. TypeError for a non-UpdateRule, ValueError for a taken name or a
     field no Algorithm has. Returns the rule."""
-    if not isinstance(rule, Rule):
-        raise TypeError(f"rule must be a Rule, got {type(rule).__name__}")
+    if not isinstance(rule, UpdateRule):
+        raise TypeError(f"rule must be a UpdateRule, got {type(rule).__name__}")
     if not isinstance(rule.name, str) or not rule.name:
         raise ValueError(f"rule.name must be a non-empty string, got {rule.name!r}")
     if rule.name in RULES:
         raise ValueError(f"rule.name {rule.name!r} is taken; RULES has {', '.join(RULES)}")
-    if unknown := set(rule.reads) - set(RULE_FIELDS):
+    if unknown := set(rule.reads) - set(HYPER_FIELDS):
         raise ValueError(f"rule.reads names no Algorithm field: {sorted(unknown)}")
     if not callable(rule.build):
         raise TypeError(f"rule.build must be callable, got {type(rule.build).__name__}")
@@ -179,7 +180,7 @@ def available(optimizer: str) -> bool:
 
 
 def readers(key: str) -> tuple[str, ...]:
-    """The rules that read Algorithm field `key` (one of `RULE_FIELDS`)."""
+    """The rules that read Algorithm field `key` (one of `HYPER_FIELDS`)."""
     return tuple(name for name, rule in RULES.items() if key in rule.reads)
 
 

@@ -37,7 +37,7 @@ MOMENTUM_ON = ("gradient", "direction")  # what momentum accumulates (module tex
 NS_STEPS = 20
 
 
-def scaled(m: torch.Tensor) -> torch.Tensor:
+def max_scaled(m: torch.Tensor) -> torch.Tensor:
     """m / max|m| per run (0 stays 0): entries in [-1, 1] with a largest of magnitude 1."""
     top = m.abs().amax(run_dims(m), keepdim=True)
     return m / torch.where(top > 0, top, 1.0)
@@ -55,7 +55,7 @@ def lp_direction(m: torch.Tensor, p: Number) -> torch.Tensor:
             return m / per_run(torch.where(norm > 0, norm, math.inf), m)
         if math.isinf(p):
             return torch.sign(m)
-    a = scaled(m).abs()
+    a = max_scaled(m).abs()
     p = per_run(p, a) if isinstance(p, torch.Tensor) else torch.tensor(p, dtype=a.dtype)
     e = torch.where(torch.isinf(p), 0.0, 1.0 / (p - 1.0))  # q − 1 (0 for p = ∞)
     total = torch.pow(a, e + 1.0).sum(run_dims(a), keepdim=True)
@@ -76,7 +76,7 @@ def spectral_direction(
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     if m.dim() != 3:
         raise ValueError(f"the spectral direction needs matrices (R, a, b), got {tuple(m.shape)}")
-    x = scaled(m)
+    x = max_scaled(m)
     if method == "svd":
         U, S, Vh = torch.linalg.svd(x, full_matrices=False)
         keep = S > S[..., :1] * (max(x.shape[-2:]) * torch.finfo(x.dtype).eps)

@@ -1,7 +1,7 @@
 """The matrix norms of W = w.reshape(d, d) (row-major, D = d²) as the solvers use them: each
 one's value from W's singular values, its objective in the conic program, the memory its
 structured solve adds to the estimate (svm/memory.py), and that solve. A new matrix norm is one
-entry of `MATRIX_NORM_SOLVERS` and its solver (metrics.py names it, its dual and its meaning).
+entry of `MATRIX_NORM_SOLVERS` and its solver (norm_names.py names it, its dual and its meaning).
 """
 
 from __future__ import annotations
@@ -12,18 +12,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..defaults import FLOAT
 from .sdp import solve_nuclear, solve_spectral
-
-FLOAT = 8  # bytes of a float64
 
 
 @dataclass(frozen=True)
 class MatrixNormSolver:
-    """name: as `metrics.parse_norm` returns it. value: ‖W‖ from W's singular values.
-    conic_objective: the cvxpy expression of ‖W‖ for a (d, d) cvxpy expression W. memory:
-    bytes the structured solve adds, from (m, D, queries). solve: from (rank-one factors
-    scaled to the unit rows, the ℓ2 solution's w or None) the structured solve returning
-    (w, λ), or None where it cannot run."""
+    """name: as `metrics.parse_norm` returns it (a key of `norm_names.MATRIX_NORM_MEANINGS`).
+    value: ‖W‖ from W's singular values. conic_objective: the cvxpy expression of ‖W‖ for a
+    (d, d) cvxpy expression W. memory: bytes the structured solve adds, from (m, D, queries).
+    solve: from (rank-one factors scaled to the unit rows, the ℓ2 solution's w or None) the
+    structured solve returning (w, λ), or None where it cannot run."""
 
     name: str
     value: Callable[[np.ndarray], float]

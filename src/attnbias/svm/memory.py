@@ -23,7 +23,8 @@ import math
 import numpy as np
 
 from ..defaults import DEFAULT_MAX_MEMORY_GB as DEFAULT_MAX_MEMORY_GB  # svm's name for it
-from .matrix_norms import FLOAT, MATRIX_NORM_SOLVERS
+from ..defaults import FLOAT
+from .matrix_norms import MATRIX_NORM_SOLVERS
 from .norms import MATRIX_NORMS
 
 GB = 10**9

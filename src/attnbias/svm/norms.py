@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..metrics import MATRIX_NORMS, Norm, parse_norm
+from ..metrics import Norm, parse_norm
+from ..norm_names import MATRIX_NORMS
 from ..norms import dual_exponent, lp_norm
 from .matrix_norms import MATRIX_NORM_SOLVERS
 
