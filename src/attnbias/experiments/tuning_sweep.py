@@ -124,13 +124,18 @@ def tuned_sweep(
     metrics,
     names: Collection[str] = (),
     score: str = "rate",
+    every_factor: Collection[str] = (),
 ):
     """The config's runs, and the named algorithms' (all: `names` empty) tuned for `metrics`
-    by `score` (`tune`) and run at their chosen steps on the evaluation seeds: the sweep's
-    report, each algorithm's runs at its config step (name → Curves) and the Tuned runs."""
+    by `score` (`tune`) and run at their chosen steps on the evaluation seeds, those in
+    `every_factor` at every factor of the grid they were tuned over (a comparison at every
+    step, not only the best): the sweep's report, each algorithm's runs at its config step
+    (name → Curves) and the Tuned runs."""
     names = names or [a.name for a in config.algorithms]
     selection_tags, chosen = tune(config, out, specs, metrics, names, score)
-    tuned_factors = {name: sorted(found - {1.0}) for name, found in chosen.items()}
+    grid = {name: {f for _, (_, n, f) in selection_tags if n == name} for name in every_factor}
+    run_at = {name: found | grid.get(name, set()) for name, found in chosen.items()}
+    tuned_factors = {name: sorted(found - {1.0}) for name, found in run_at.items()}
     evaluation_tags = tagged(config, specs, tuned_factors, "evaluation")
     base = [(spec, ("evaluation", spec.algorithm.name, 1.0)) for spec in specs(config)]
     tags = base + evaluation_tags + selection_tags
