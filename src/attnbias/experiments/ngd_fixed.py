@@ -78,8 +78,10 @@ def run(config: Config, out: Path) -> dict:
     # speed is compared at tuned steps: the algorithms of the speed rows are tuned; NGD and GD
     # also run at every step of their grid (ngd-beats-gd compares their rates at each)
     tuned_names = (config.reference, config.baseline, config.fast)
-    report, groups, tuned = tuned_sweep(config, out, specs, rules.FIXED_HEAD_METRICS, tuned_names,
-                                        every_factor=(config.reference, config.baseline))  # fmt: skip
+    every = (config.reference, config.baseline)
+    report, groups, tuned = tuned_sweep(
+        config, out, specs, rules.FIXED_HEAD_METRICS, tuned_names, every_factor=every
+    )
     summary = {
         "claims": claims(groups, config, tuned, report.records, assumption1(config)),
         "tuned_steps": chosen_steps(tuned, rules.FIXED_HEAD_METRICS),
