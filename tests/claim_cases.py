@@ -245,10 +245,28 @@ def cases() -> dict[str, list]:
             (NOT_SUPPORTED, (g, "NGD", "GD", "1-alignment/2", "s"), {}),
         ],
         "ngd.ngd_beats_gd": [
-            (SUPPORTED, (tuned(g), "NGD", "GD"), {}),
-            (NOT_SUPPORTED, (tuned(g), "GD", "NGD"), {}),
-            # GD's best step is the largest tried: a better one could overturn the support
-            (INCONCLUSIVE, (tuned(g, best={"GD": 4.0}), "NGD", "GD"), {}),
+            (SUPPORTED, (every_step(g), "NGD", "GD", 0.1), {}),
+            (NOT_SUPPORTED, (every_step(g), "GD", "NGD", 0.1), {}),
+            # GD's best step is the largest tried: no step is chosen, the rates decide
+            (SUPPORTED, (every_step(g, best={"GD": 4.0}), "NGD", "GD", 0.1), {}),
+            # runs at the chosen steps only: the other steps of the grid are not judged
+            (INCONCLUSIVE, (tuned(g), "NGD", "GD", 0.1), {}),
+            # the same power of t for both: the interval straddles 0
+            (INCONCLUSIVE, (every_step(same_rate_groups()), "NGD", "GD", 0.1), {}),
+            # NGD's misalignment below the float floor over the window: no exponent to fit
+            (
+                INCONCLUSIVE,
+                (every_step({**g, "NGD": ngd_group(1e-20, seed=10)}), "NGD", "GD", 0.1),
+                {},
+            ),
+            # a diverged GD run at one step: that step's verdict cannot stand
+            (INCONCLUSIVE, (every_step(g, diverged="GD"), "NGD", "GD", 0.1), {}),
+        ],
+        "ngd.decays_faster_at": [
+            (SUPPORTED, (every_step(g), "GD", "NGD", 2.0, 0.1), {}),
+            (NOT_SUPPORTED, (every_step(g), "NGD", "GD", 2.0, 0.1), {}),
+            # no evaluation runs at that step
+            (INCONCLUSIVE, (tuned(g), "GD", "NGD", 0.5, 0.1), {}),
         ],
         "ngd.tuned_polyak_faster": [
             (SUPPORTED, (tuned(g), "Polyak", "NGD"), {}),
@@ -651,6 +669,22 @@ def tuned(groups: dict[str, Curves], best=None, evaluated_at=None) -> Tuned:
     evaluation = {name: dict.fromkeys(evaluated_at or (best[name],), c)
                   for name, c in groups.items()}  # fmt: skip
     return Tuned(selection, evaluation, {name: ("η", 0.1) for name in groups})
+
+
+def every_step(groups: dict[str, Curves], best=None, diverged: str = "") -> Tuned:
+    """`tuned` evaluated at every factor of the grid; `diverged`: that group's runs at the
+    largest factor count one diverged run."""
+    out = tuned(groups, best, TUNING_FACTORS)
+    if diverged:
+        c = groups[diverged]
+        top = max(TUNING_FACTORS)
+        out.evaluation[diverged][top] = Curves(c.steps, c.values, 1, c.seeds)
+    return out
+
+
+def same_rate_groups() -> dict[str, Curves]:
+    """GD and NGD whose misalignments fall alike (each seed its own power near t^-1)."""
+    return {name: ngd_group(1e-3, seed=seed) for name, seed in (("GD", 40), ("NGD", 41))}
 
 
 PAIR = ("A", "B", "loss", "training loss", "s")  # tuned_sooner's: slow A, fast B, the loss

@@ -43,6 +43,11 @@ def ngd_rates_inputs():
             misalignment=lambda t, k=k: 0.5 * per_seed(seed=k) * (1.0 + t) ** -2.0,
             norm__2=lambda t, kappa=kappa: 0.1 + kappa * t,
         )
+    # the runs where Assumption 1 holds: as the reference NGD's
+    groups[ngd_rates.assumed_name(config)] = curves(
+        misalignment=lambda t: 0.5 * per_seed(seed=11) * (1.0 + t) ** -2.0,
+        norm__2=lambda t: 0.1 + 0.1 * per_seed(seed=12) * t,
+    )
     slow, fast = (ngd_rates.polyak(cap).name for cap in sorted(config.polyak_caps))
     groups[fast] = curves(misalignment=lambda t: 0.5 * per_seed(seed=7) * (1.0 + t) ** -3.0,
                           norm__2=lambda t: 0.1 + per_seed(seed=8) * t)  # fmt: skip

@@ -434,3 +434,30 @@ def test_thm7_is_inconclusive_when_float64_stops_polyak_before_thm1s_window():
     (why,) = [u for u in thm7.unmet if "float64" in u]
     assert "stops moving" in why and "before the end of Thm 1's window 100–3,000" in why
     assert why in reasons({"status": INCONCLUSIVE, "rule": None, "unmet": thm7.unmet, "parts": []})
+
+
+@pytest.mark.parametrize(
+    ("shape", "exponent", "expected"),
+    [
+        ((2, 3, 64), -2.0, "supported"),  # δ < 1 on every seed, the theorem's rate
+        ((2, 3, 64), -0.1, "not supported"),  # δ < 1, a rate slower than log t / t
+        ((2, 4, 32), -2.0, "inconclusive"),  # δ ≈ 1.2–2 on every seed: outside the theorem
+    ],
+)
+def test_thm1_rate_where_assumption1_holds(shape, exponent, expected):
+    """ngd-rates/thm1-rate-assumption1: Thm 1's rate judged on data where Assumption 1 is
+    checked per seed; a seed that fails it makes the row inconclusive, naming the premise."""
+    import claim_cases_rates
+    from attnbias.experiments import ngd_rates
+
+    groups, saturation, config = claim_cases_rates.ngd_rates_inputs()
+    groups[ngd_rates.assumed_name(config, shape)] = claim_cases_rates.curves(
+        misalignment=lambda t: 0.5 * claim_cases_rates.per_seed(seed=11) * (1.0 + t) ** exponent,
+        norm__2=lambda t: 0.1 + 0.1 * t,
+    )
+    found = {c.id: c for c in ngd_rates.claims(groups, saturation, config, shape)}
+    row = found["ngd-rates/thm1-rate-assumption1"]
+    assert row.status == expected
+    assert len(row.evidence["gram_dominance"]) == claim_cases_rates.SEEDS
+    premise = [u for u in row.unmet if u.startswith("premise not met: Assumption 1")]
+    assert bool(premise) == (shape == (2, 4, 32))

@@ -127,3 +127,21 @@ def test_steps_are_chosen_on_seeds_apart_from_those_judged(experiment, module):
 def test_a_config_that_would_mix_selection_and_evaluation_is_refused(fields, message, experiment):
     with pytest.raises(ConfigError, match=message):
         load_config(experiment, layers=[("test", fields)])
+
+
+def test_every_factor_runs_those_algorithms_at_every_step_of_their_grid(tmp_path):
+    """ngd-beats-gd compares rates at every step of the grid: GD and NGD run there on the
+    evaluation seeds; the other tuned algorithms only at their chosen steps."""
+    config = load_config(
+        "ngd-fixed",
+        quick=True,
+        overrides={"seeds": 2, "steps": 30, "selection_seeds": 1, "rate_extensions": 0},
+    )
+    names = ("NGD", "GD", "Polyak")
+    _, _, tuned = tuning_sweep.tuned_sweep(
+        config, tmp_path, ngd_fixed.specs, ("loss",), names, every_factor=("NGD", "GD")
+    )
+    for name in ("NGD", "GD"):
+        assert set(tuned.evaluation[name]) == set(config.rate_factors)
+        assert all(c.seed_ids().size == config.seeds for c in tuned.evaluation[name].values())
+    assert set(tuned.evaluation["Polyak"]) == {1.0, tuned.chosen("Polyak", "loss")}

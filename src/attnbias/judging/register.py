@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..experiment_registry import experiment_names, load_config
 from ..store import ResultsStore, UnsafeStore, parse_json
-from ..theory_measures import span
+from ..theory_measures import ASSUMPTION1_EXAMPLE1, span
 from . import forest, papers
 from .claims import (
     CHECK_WORDS,
@@ -159,6 +159,23 @@ def tuned_protocol(steps: str, tuned: str = "each algorithm's step (η; Polyak's
 
 
 FIXED_TUNED = tuned_protocol("GD η = 1, NGD η = 0.1, Polyak c = 1")
+RATE_COMPARED = (
+    "'significantly faster' read as the paper's theory states it, a rate (Thm 1: NGD's "
+    "misalignment falls like a power of t; GD's, at every fixed η, like a power of 1/log t, "
+    "whose exponent in t tends to 0): per seed, the log–log slope in t of 1 − cos(W_t, W_mm) "
+    "over the last decade of steps (200–2,000; values above 1e-13), GD's minus NGD's at the "
+    "same factor of each one's config step, at every step factor of the grid both were tuned "
+    "over (each part names its η's), > 0 (ours: any steeper power of t), Holm over the step "
+    "sizes, n = seeds; no step is chosen, so no edge of the grid decides it: GD's exponent "
+    "flattens as its η grows, as a power of 1/log(ηt) does, and toward the grid's small end "
+    "both runs are earlier in their transient (the mean per η: the summary's "
+    "mean_exponent_by_step); every η runs on the 10 evaluation seeds. Supporting evidence, not "
+    "judged: steps to the loss, misalignment and score levels at tuned steps ("
+)
+TUNED_AS_EVIDENCE = (
+    "); GD's best step sits at the largest tried and on separable data GD has no best step, "
+    "so those ratios are in the summary (steps_to_level_at_tuned_steps) with their reasons"
+)
 
 
 def ngd_fixed_entries(experiment: str, figure: str, data: str, beyond: str) -> list[PaperClaim]:
@@ -181,9 +198,7 @@ def ngd_fixed_entries(experiment: str, figure: str, data: str, beyond: str) -> l
         PaperClaim(f"{experiment}/ngd-beats-gd", "NGD", f"§3 (Q3), {figure}",
                    "'NGD is significantly faster than standard GD' (§3); 'adaptive step-size "
                    "rules can accelerate the convergence of self-attention' (abstract)",
-                   setting + "; 'significantly faster' read as fewer steps (a ratio of "
-                   "steps > 1, ours) to the loss, misalignment and optimal-token score levels; "
-                   + FIXED_TUNED),
+                   setting + "; " + RATE_COMPARED + FIXED_TUNED + TUNED_AS_EVIDENCE),
         PaperClaim(f"{experiment}/polyak-faster", "NGD", f"§3 'Extension to Polyak', {figure}",
                    "'Polyak step-size leads to even faster convergence than NGD across all "
                    "metrics, including the train loss'", setting + "; judged by steps to the "
@@ -375,12 +390,22 @@ def theory_entries() -> list[PaperClaim]:
     rates, joint = load_config("ngd-rates"), load_config("joint-rates")
     ngd_rates, joint_rates = ngd_rates_setting(rates), joint_rates_setting(joint)
     early, late = (span(w) for w in rates.windows)
+    n_a, T_a, d_a = ASSUMPTION1_EXAMPLE1
     return [
         PaperClaim("ngd-rates/thm1-rate", "NGD", "Thm 1", "NGD's finite-time rate of "
                    "directional convergence to W_mm from any direction",
                    f"{ngd_rates}; measured only from small random initialisations (W₀ ~ N(0, "
                    "0.1²)), not from any direction; bound: the exponent log t / t itself fits "
                    f"over the window, −0.89 ({LOST}); {BEYOND_THM1}"),
+        PaperClaim("ngd-rates/thm1-rate-assumption1", "NGD", "Thm 1", "NGD's finite-time "
+                   "rate of directional convergence to W_mm, on data that satisfies the "
+                   "theorem's Assumption 1",
+                   f"{ngd_rates}; on example1 n={n_a}, T={T_a}, d={d_a} instead, NGD η = "
+                   f"{rates.lr:g} for {rates.long_steps:,} steps: Assumption 1 (our reading: "
+                   "token Gram dominance δ < 1) is checked on every seed's problem, and a seed "
+                   "that fails it makes the row inconclusive, named (δ per seed in the "
+                   "summary); measured only from small random initialisations (W₀ ~ N(0, "
+                   "0.1²)), not from any direction; bound as thm1-rate's"),
         PaperClaim("ngd-rates/asymptotic-exponent", "ours", "beside Thm 1", "NGD's misalignment "
                    "falls like t^-2 (a bounded residual on W_t ∝ t)", ngd_rates),
         PaperClaim("ngd-rates/window-stable", "ours", "method", "the fitted exponent does not "
