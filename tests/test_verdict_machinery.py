@@ -185,8 +185,12 @@ def test_a_straddling_interval_is_a_reason_too():
 
     claim = Claim("c", rule=PAPER, effect=mean([0.5, 1.5, 1.0]))
     assert claim.status == "inconclusive"
-    assert reasons(asdict(claim)) == ["the 95 % CI straddles 1"]
-    assert verdict_columns(asdict(claim))["verdict"] == "inconclusive (the 95 % CI straddles 1)"
+    why = (
+        "the 95 % CI straddles 1; more seeds alone would not decide it (the estimate lies on "
+        "the threshold or has no finite interval): a longer run or another design would"
+    )
+    assert reasons(asdict(claim)) == [why]
+    assert verdict_columns(asdict(claim))["verdict"] == f"inconclusive ({why})"
     assert reasons(asdict(Claim("c", rule=PAPER, effect=mean([2.0, 3.0, 2.5])))) == []
 
 
