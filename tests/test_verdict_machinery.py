@@ -334,7 +334,8 @@ def test_a_property_of_every_step_is_reported_as_its_violations():
     rule = violations_rule("the optimal-token score does not decrease", "Lemma 5")
     holds = violations_effect([0.1, 0.0, 2.0, float("nan"), 0.3])
     assert (holds.estimate, holds.n) == (0, 4) and holds.low == holds.high == 0
-    assert holds.method == "0 of 4 steps violate it, none"
+    assert holds.method == "0 of 4 steps violate it, largest violation none (smallest margin 0)"
+    assert violations_effect([0.2, 0.3]).method.endswith("(smallest margin 0.2)")
     broken = violations_effect([0.1, -1e-3, 2.0, -0.25])
     assert broken.method == "2 of 4 steps violate it, largest violation 0.25"
     assert Claim("l5", rule=rule, effect=holds).status == SUPPORTED

@@ -552,10 +552,13 @@ def violations_effect(margins, *, unit: str = "steps") -> Effect:
     by −margin; NaN: not checked, left out). The estimate is the number of violations; every
     step was checked, so there is no sampling and the interval is the count itself (a share
     above 0.95 would hide a violation that a lemma forbids). The method says "k of N steps
-    violate it, largest violation x". Judge it with `violations_rule`."""
+    violate it, largest violation x", or with none how close it came: "0 of N steps violate
+    it, largest violation none (smallest margin m)". Judge it with `violations_rule`."""
     margins = _finite(margins)
     violated = margins[margins < 0]
-    largest = f"largest violation {-float(violated.min()):.3g}" if violated.size else "none"
+    largest = f"largest violation {-float(violated.min()):.3g}" if violated.size else (
+        f"largest violation none (smallest margin {float(margins.min()):.3g})"
+        if margins.size else "largest violation none")  # fmt: skip
     count = float(violated.size)
     method = f"{violated.size} of {margins.size} {unit} violate it, {largest}"
     return Effect(count, count, count, int(margins.size), method, unit)
