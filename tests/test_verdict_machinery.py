@@ -254,10 +254,13 @@ def test_holm_reaches_each_verdict_of_a_claim_with_k_parts():
     claim = Claim("c", parts=[part(6), part(-2.5), part(6)])
     assert claim.status == INCONCLUSIVE and claim.parts[1].status == INCONCLUSIVE
     assert claim.parts[1].correction == {"support": 0.95, "refute": 1 - 0.05 / 3, "parts": 3}
-    from attnbias.judging.claims import reasons
+    from attnbias.judging.claims import reasons, what_decides
 
+    decide = what_decides(asdict(claim)["parts"][1], 1 - 0.05 / 3)
+    assert decide.startswith("about ") and "seeds would decide it" in decide
     assert reasons(asdict(claim)) == [
-        "not supported at 95 % alone, not at 98.33 %: Holm's correction for 3 parts (1 of 3 parts)"
+        "not supported at 95 % alone, not at 98.33 %: Holm's correction for 3 parts; "
+        f"{decide} (1 of 3 parts)"
     ]
     # step-down: once the clearest refutation is taken at 1 − 0.05/3, the next is judged at
     # 1 − 0.05/2 (Bonferroni would keep 1 − 0.05/3 and leave it undecided)
