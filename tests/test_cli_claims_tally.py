@@ -122,7 +122,10 @@ def test_causes_name_each_kind_of_inconclusive_verdict_once():
     assert causes(straddles) == ["CI straddles the threshold"]
     assert causes(one_unit) == [leaf_reason(one_unit)] == ["one unit: no interval"]
     assert causes(nothing) == [leaf_reason(nothing)] == ["nothing finite measured"]
-    assert leaf_reason(straddles) == "the 95 % CI straddles 1"
+    assert leaf_reason(straddles) == (
+        "the 95 % CI straddles 1; more seeds alone would not decide it (the estimate lies on "
+        "the threshold or has no finite interval): a longer run or another design would"
+    )
     both = Claim("d", parts=[Claim("", rule=rule, effect=Effect(1.0, 0.5, 1.5, 5, "t"))] * 2,
                  unmet=["stalled"])  # fmt: skip
     assert causes(stored(both)) == ["a precondition failed", "CI straddles the threshold"]
@@ -146,7 +149,11 @@ def test_claims_csv_has_every_column_one_line_per_measured_part(fake, capsys):
     assert [row["verdict"] for row in md_local] == ["supported", "not supported", "inconclusive"]
     row = md_local[2]
     assert (row["rule"], row["ci_low"], row["ci_high"], row["n"]) == ("x > 1", "0.5", "1.5", "5")
-    assert row["reasons"] == row["part_reason"] == "the 95 % CI straddles 1"
+    why = (
+        "the 95 % CI straddles 1; more seeds alone would not decide it (the estimate lies on "
+        "the threshold or has no finite interval): a longer run or another design would"
+    )
+    assert row["reasons"] == row["part_reason"] == why
     assert row["scale"] == "quick" and row["threshold_from"] == "ours"
     # every register entry of the experiments that did not run: one line each, not run
     assert len(lines) == len(REGISTER)

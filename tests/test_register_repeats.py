@@ -75,3 +75,53 @@ def test_the_tally_of_reproduce_counts_repeated_evidence_once():
     lines = tally_lines(summaries(values, values))
     assert any("reexamine-muon/muon-like-spectraldescent (see atlas/muon-like-spectraldescent)"
                in line for line in lines)  # fmt: skip
+
+
+def adam_summaries(with_later: bool) -> dict:
+    """atlas's Adam-decay row (inconclusive: 3,000 steps) and, if `with_later`,
+    reexamine-adam's row on the same arm run longer (supported): other evidence."""
+
+    def adam(experiment: str, values) -> Claim:
+        return Claim("Adam-decay behaves like SignGD", id=f"{experiment}/adam-decay-like-signgd",
+                     rule=RULE, effect=mean_effect(values))  # fmt: skip
+
+    found = {"atlas": stored([adam("atlas", [0.01, 0.09, 0.05, 0.07])], quick=False)}
+    if with_later:
+        found["reexamine-adam"] = stored([adam("reexamine-adam", [0.01, 0.02, 0.015])],
+                                         quick=False)  # fmt: skip
+    return found
+
+
+def test_a_superseded_row_points_to_the_row_that_decides_it_and_is_not_counted():
+    """atlas/adam-decay-like-signgd is decided by reexamine-adam's longer runs: where that row
+    has a verdict, the atlas row is listed apart, pointing to it, and not counted."""
+    rows = register_rows(adam_summaries(with_later=True))
+    atlas = next(r for r in rows if r.cells[0] == "atlas/adam-decay-like-signgd")
+    assert atlas.superseded_by == "reexamine-adam/adam-decay-like-signgd" and not atlas.same_as
+    text = register_markdown(adam_summaries(with_later=True), "test")
+    counts = headline(text, "Verdicts: ")
+    assert counts.get("supported") == 1 and "inconclusive" not in counts, counts
+    assert "Not counted either: 1 rows are superseded by a later row" in text
+    assert "## Rows superseded by another row" in text
+    assert "inconclusive (the 95 % CI straddles 0.05" in text.split("## Rows superseded")[1]
+    assert "superseded by reexamine-adam/adam-decay-like-signgd |" in text
+
+
+def test_a_row_whose_superseding_row_has_no_verdict_is_counted():
+    rows = register_rows(adam_summaries(with_later=False))
+    atlas = next(r for r in rows if r.cells[0] == "atlas/adam-decay-like-signgd")
+    assert not atlas.superseded_by
+    text = register_markdown(adam_summaries(with_later=False), "test")
+    assert headline(text, "Verdicts: ")["inconclusive"] == 1
+    assert "superseded by another row" not in text
+
+
+def test_the_tally_of_reproduce_counts_a_superseded_claim_where_it_is_decided():
+    from attnbias.cli_tally import tallies, tally_lines
+
+    found = tallies(adam_summaries(with_later=True))
+    assert found["atlas"].verdicts["inconclusive"] == 0
+    assert found["reexamine-adam"].verdicts["supported"] == 1
+    lines = tally_lines(adam_summaries(with_later=True))
+    assert any("superseded by a later claim" in line and "atlas/adam-decay-like-signgd (see "
+               "reexamine-adam/adam-decay-like-signgd)" in line for line in lines)  # fmt: skip

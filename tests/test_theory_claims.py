@@ -312,7 +312,8 @@ def test_rows_citing_theorem_1_on_data_outside_assumption_1_report_it_and_say_so
 
 def test_a_lemma_of_every_step_is_judged_by_its_violations_not_a_share():
     """Issue 29 class 7: one violation among 1,000 cases refutes Lemma 5 (a share of 0.999
-    above 0.95 hid it), reported as 'k of N cases violate it, largest violation x'; a decrease
+    above 0.95 hid it), reported as 'k of N (step, sample) pairs violate it, largest violation
+    x' (and where none does, the smallest margin by which it held); a decrease
     within float64's rounding of saturated scores is no violation; a vanished gradient is not
     checked."""
     from attnbias.experiment_registry import load_config
@@ -326,11 +327,16 @@ def test_a_lemma_of_every_step_is_judged_by_its_violations_not_a_share():
     found = {c.id.split("/")[1]: c for c in tl.claims(fixed, {"lemma5": [], "lemma6": []},
                                                       joint, config)}  # fmt: skip
     assert found["lemma5"].status == NOT_SUPPORTED
-    assert found["lemma5"].effect.method == "1 of 1000 cases violate it, largest violation 0.02"
+    assert found["lemma5"].effect.method == (
+        "1 of 1000 (step, violating sample) pairs violate it, largest violation 0.02"
+    )
     assert found["lemma5"].evidence["failures"] == ["(5, 1)"]
     assert found["lemma6"].status == SUPPORTED and found["lemma6"].effect.n == 999
     assert found["lemma13-score"].status == SUPPORTED
-    assert found["lemma13-gap"].effect.method == "0 of 999 cases violate it, none"
+    assert found["lemma13-gap"].effect.method == (
+        "0 of 999 (step, sample) pairs violate it, largest violation none (smallest margin 0.1)"
+    )
+    assert found["lemma6"].effect.unit == "recorded steps"
     assert tl.change(0.5, 0.5 + 1e-9) == pytest.approx(-1e-9)  # a real decrease stays
 
 

@@ -185,8 +185,12 @@ def test_a_straddling_interval_is_a_reason_too():
 
     claim = Claim("c", rule=PAPER, effect=mean([0.5, 1.5, 1.0]))
     assert claim.status == "inconclusive"
-    assert reasons(asdict(claim)) == ["the 95 % CI straddles 1"]
-    assert verdict_columns(asdict(claim))["verdict"] == "inconclusive (the 95 % CI straddles 1)"
+    why = (
+        "the 95 % CI straddles 1; more seeds alone would not decide it (the estimate lies on "
+        "the threshold or has no finite interval): a longer run or another design would"
+    )
+    assert reasons(asdict(claim)) == [why]
+    assert verdict_columns(asdict(claim))["verdict"] == f"inconclusive ({why})"
     assert reasons(asdict(Claim("c", rule=PAPER, effect=mean([2.0, 3.0, 2.5])))) == []
 
 
@@ -250,10 +254,13 @@ def test_holm_reaches_each_verdict_of_a_claim_with_k_parts():
     claim = Claim("c", parts=[part(6), part(-2.5), part(6)])
     assert claim.status == INCONCLUSIVE and claim.parts[1].status == INCONCLUSIVE
     assert claim.parts[1].correction == {"support": 0.95, "refute": 1 - 0.05 / 3, "parts": 3}
-    from attnbias.judging.claims import reasons
+    from attnbias.judging.claims import reasons, what_decides
 
+    decide = what_decides(asdict(claim)["parts"][1], 1 - 0.05 / 3)
+    assert decide.startswith("about ") and "seeds would decide it" in decide
     assert reasons(asdict(claim)) == [
-        "not supported at 95 % alone, not at 98.33 %: Holm's correction for 3 parts (1 of 3 parts)"
+        "not supported at 95 % alone, not at 98.33 %: Holm's correction for 3 parts; "
+        f"{decide} (1 of 3 parts)"
     ]
     # step-down: once the clearest refutation is taken at 1 − 0.05/3, the next is judged at
     # 1 − 0.05/2 (Bonferroni would keep 1 − 0.05/3 and leave it undecided)
@@ -330,7 +337,8 @@ def test_a_property_of_every_step_is_reported_as_its_violations():
     rule = violations_rule("the optimal-token score does not decrease", "Lemma 5")
     holds = violations_effect([0.1, 0.0, 2.0, float("nan"), 0.3])
     assert (holds.estimate, holds.n) == (0, 4) and holds.low == holds.high == 0
-    assert holds.method == "0 of 4 steps violate it, none"
+    assert holds.method == "0 of 4 steps violate it, largest violation none (smallest margin 0)"
+    assert violations_effect([0.2, 0.3]).method.endswith("(smallest margin 0.2)")
     broken = violations_effect([0.1, -1e-3, 2.0, -0.25])
     assert broken.method == "2 of 4 steps violate it, largest violation 0.25"
     assert Claim("l5", rule=rule, effect=holds).status == SUPPORTED

@@ -21,7 +21,7 @@ from .judging.claims import (
     is_consistency_check,
     status_of,
 )
-from .judging.register import REGISTER, matching, repeated
+from .judging.register import REGISTER, matching, repeated, superseded
 
 NOT_RUN = "not run"
 COLUMNS = (SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, NOT_APPLICABLE, NOT_RUN)
@@ -52,8 +52,9 @@ class Tally:
 
 def tally_of(summary: dict | None, experiment: str, repeats=()) -> Tally:
     """The tally of one experiment: its summary's claims (None: it did not run) but those in
-    `repeats` (ids of claims that repeat another claim's evidence: counted there), and the
-    register's entries for it that no claim of the summary answers, as not run."""
+    `repeats` (ids of claims that repeat another claim's evidence, or that a later claim
+    supersedes: counted there), and the register's entries for it that no claim of the summary
+    answers, as not run."""
     tally = Tally()
     claims = [c for c in (summary or {}).get("claims", []) if c.get("id") not in repeats]
     for claim in claims:
@@ -71,8 +72,8 @@ def tally_of(summary: dict | None, experiment: str, repeats=()) -> Tally:
 
 def tallies(summaries: dict[str, dict], not_run: list[str] = ()) -> dict[str, Tally]:
     """The tally of each experiment that ran (`summaries`, by name) and of each of `not_run`."""
-    repeats = repeated(summaries)
-    found = {name: tally_of(summary, name, repeats) for name, summary in summaries.items()}
+    apart = repeated(summaries) | superseded(summaries)
+    found = {name: tally_of(summary, name, apart) for name, summary in summaries.items()}
     found |= {name: tally_of(None, name) for name in not_run if name not in found}
     return found
 
@@ -123,6 +124,12 @@ def tally_lines(summaries: dict[str, dict], not_run: list[str] = ()) -> list[str
             f"  not counted: {len(repeats)} claim(s) repeating another's evidence (the same "
             "runs), each counted once where it first appears: "
             + ", ".join(f"{claim} (see {first})" for claim, first in repeats.items())
+        )
+    if replaced := superseded(summaries):
+        lines.append(
+            f"  not counted: {len(replaced)} claim(s) superseded by a later claim whose design "
+            "decides them: "
+            + ", ".join(f"{claim} (see {later})" for claim, later in replaced.items())
         )
     if not_run:
         lines.append(

@@ -159,6 +159,7 @@ def claims(groups: dict[str, Curves], own: dict[str, str], config: Config) -> li
                 exponents(groups[name], metric, late),
                 config.tolerance,
                 (early, late),
+                name,
             )
             for name, metric in own.items()
         ],

@@ -10,9 +10,9 @@ own optimiser and
 Joint training (dm data, exponential loss, the loss-normalised steps of Eq. 13), Lemma 13:
 every sample's token-score gap γ_opt − γ_other and optimal-token score are non-decreasing, and
 the ratio of per-sample losses stays bounded.
-Each property must hold at every step, so it is reported as its violations ("0 of N cases
-violate it, largest violation x", a case being a step or a step × sample), with the steps where
-it fails; one violation beyond float64's rounding refutes it.
+Each property must hold at every step, so it is reported as its violations ("0 of N recorded
+steps violate it, largest violation x", or of N (step, sample) pairs), with the steps where it
+fails; one violation beyond float64's rounding refutes it.
 """
 
 from __future__ import annotations
@@ -280,13 +280,19 @@ def failures(cases: list) -> list:
     return [str(where) for margin, where in cases if margin < 0][:FAILURES_LISTED]
 
 
-def lemma_claim(cases: list, text: str, quantity: str, off: list | None = None):
-    """The lemma's violations over its (margin, where) cases; `off`: the cases on seeds where
-    Assumption 1 fails, reported beside it (the lemma is not claimed there)."""
+# What one checked case of each lemma is (the unit of its count of violations).
+PAIRS = "(step, sample) pairs"
+VIOLATING_PAIRS = "(step, violating sample) pairs"
+STEPS = "recorded steps"
+
+
+def lemma_claim(cases: list, text: str, quantity: str, unit: str, off: list | None = None):
+    """The lemma's violations over its (margin, where) cases, each a `unit`; `off`: the cases
+    on seeds where Assumption 1 fails, reported beside it (the lemma is not claimed there)."""
     evidence = {"failures": failures(cases)}
     if off is not None:
         evidence["where_assumption1_fails"] = {
-            "violations": violations_effect([m for m, _ in off], unit="cases").method,
+            "violations": violations_effect([m for m, _ in off], unit=unit).method,
             "failures": failures(off),
         }
     return rules.no_violations(
@@ -295,6 +301,7 @@ def lemma_claim(cases: list, text: str, quantity: str, off: list | None = None):
         quantity,
         "the paper: the lemma holds at every step (one violation beyond float64's rounding "
         "refutes it)",
+        unit=unit,
         **evidence,
     )
 
@@ -318,6 +325,7 @@ def claims(fixed: dict, fixed_off: dict, joint: dict, config: Config) -> list[Cl
         f"not lower its optimal-token score ({names} on example1 where Assumption 1 holds)",
         "the optimal-token score of a sample violating a W-SVM constraint does not decrease "
         "(per step and violating sample)",
+        VIOLATING_PAIRS,
         fixed_off["lemma5"],
     )
     lemma6 = lemma_claim(
@@ -325,6 +333,7 @@ def claims(fixed: dict, fixed_off: dict, joint: dict, config: Config) -> list[Cl
         f"Lemma 6: the negative gradient correlates positively with W_mm at every recorded "
         f"step ({names} on example1 where Assumption 1 holds)",
         "⟨−∇L(W_t), W_mm⟩ > 0 (per recorded step)",
+        STEPS,
         fixed_off["lemma6"],
     )
     gap = lemma_claim(
@@ -332,12 +341,14 @@ def claims(fixed: dict, fixed_off: dict, joint: dict, config: Config) -> list[Cl
         "Lemma 13 (i): under joint training (Eq. 13, dm, exponential loss) every sample's token "
         "score gap γ_opt − γ_other does not decrease from step to step",
         "the score gap does not decrease (per step and sample)",
+        PAIRS,
     )
     score = lemma_claim(
         joint["score"],
         "Lemma 13 (ii): under joint training every sample's optimal-token softmax score does not "
         "decrease from step to step",
         "the optimal-token score does not decrease (per step and sample)",
+        PAIRS,
     )
     for claim in (gap, score):  # steps past the float64 range of L are not checked
         claim.evidence["recorded_steps_not_checked_loss_underflows"] = len(joint["underflow"])

@@ -570,10 +570,13 @@ def violations_effect(margins, *, unit: str = "steps") -> Effect:
     by −margin; NaN: not checked, left out). The estimate is the number of violations; every
     step was checked, so there is no sampling and the interval is the count itself (a share
     above 0.95 would hide a violation that a lemma forbids). The method says "k of N steps
-    violate it, largest violation x". Judge it with `violations_rule`."""
+    violate it, largest violation x", or with none how close it came: "0 of N steps violate
+    it, largest violation none (smallest margin m)". Judge it with `violations_rule`."""
     margins = _finite(margins)
     violated = margins[margins < 0]
-    largest = f"largest violation {-float(violated.min()):.3g}" if violated.size else "none"
+    largest = f"largest violation {-float(violated.min()):.3g}" if violated.size else (
+        f"largest violation none (smallest margin {float(margins.min()):.3g})"
+        if margins.size else "largest violation none")  # fmt: skip
     count = float(violated.size)
     method = f"{violated.size} of {margins.size} {unit} violate it, {largest}"
     return Effect(count, count, count, int(margins.size), method, unit)
@@ -825,7 +828,8 @@ def _alone(leaf: dict) -> str:
 
 
 def leaf_reason(leaf: dict) -> str:
-    """Why a stored measured part (one with a rule) is inconclusive, in a few words."""
+    """Why a stored measured part (one with a rule) is inconclusive, in a few words; for an
+    interval that does not clear its threshold, also what would decide it (`what_decides`)."""
     cause = leaf_cause(leaf)
     if cause == PRECONDITION:
         return "; ".join(leaf["unmet"])
@@ -834,11 +838,79 @@ def leaf_reason(leaf: dict) -> str:
         level = correction["refute" if alone == NOT_SUPPORTED else "support"]
         return (
             f"{alone} at 95 % alone, not at {100 * level:.4g} %: Holm's correction for "
-            f"{correction['parts']} parts"
+            f"{correction['parts']} parts; {what_decides(leaf, level)}"
         )
     if cause == STRADDLES:
-        return f"the 95 % CI straddles {leaf['rule']['threshold']:g}"
+        return (
+            f"the 95 % CI straddles {leaf['rule']['threshold']:g}; {what_decides(leaf, CONFIDENCE)}"
+        )
     return cause
+
+
+# The chance that a rerun with the units `units_to_decide` asks for decides the part.
+POWER = 0.8
+MOST_UNITS = 10**7  # beyond this, more units are no practical way to decide a part
+
+
+def units_to_decide(leaf: dict, confidence: float = CONFIDENCE) -> int | None:
+    """About how many units (the part's own: seeds, paired seeds, runs) would decide a stored
+    measured part whose interval at `confidence` does not clear its threshold: the smallest n
+    at which a t test of the estimate against the threshold at `confidence` has power POWER
+    (scipy.stats.nct), the spread per unit read off the stored interval's half on the
+    threshold's side (a geometric-mean ratio's on the log scale, where it was computed). An
+    estimate, not a promise: the spread is assumed to stay as observed. None where no n up to
+    MOST_UNITS would: the estimate on the threshold, or no finite interval."""
+    rule, effect = leaf["rule"], leaf.get("effect") or {}
+    values = [effect.get(k) for k in ("estimate", "low", "high")] + [rule["threshold"]]
+    n = effect.get("n") or 0
+    if n < 2 or not all(isinstance(v, (int, float)) and math.isfinite(v) for v in values):
+        return None
+    if "geometric mean ratio" in effect.get("method", ""):
+        if min(values) <= 0:
+            return None
+        values = [math.log(v) for v in values]
+    estimate, low, high, threshold = values
+    half = estimate - low if threshold < estimate else high - estimate
+    distance = abs(estimate - threshold)
+    if distance == 0 or half <= 0:
+        return None
+    level = effect.get("confidence", CONFIDENCE)
+    tail = 0.5 + level / 2
+    quantile = stats.t.ppf(tail, n - 1) if "t interval" in effect.get("method", "") else (
+        stats.norm.ppf(tail))  # fmt: skip
+    standardised = distance / (half * math.sqrt(n) / quantile)  # distance over the spread
+
+    def power(units: int) -> float:
+        critical = stats.t.ppf(0.5 + confidence / 2, units - 1)
+        return float(stats.nct.sf(critical, units - 1, standardised * math.sqrt(units)))
+
+    low_n, high_n = 2, 4
+    while power(high_n) < POWER:  # doubling, then bisection: power grows with n
+        if high_n > MOST_UNITS:
+            return None
+        low_n, high_n = high_n, 2 * high_n
+    while high_n - low_n > 1:
+        middle = (low_n + high_n) // 2
+        low_n, high_n = (middle, high_n) if power(middle) < POWER else (low_n, middle)
+    return high_n
+
+
+def what_decides(leaf: dict, confidence: float = CONFIDENCE) -> str:
+    """What would decide a stored part whose interval at `confidence` does not clear its
+    threshold, for its reason: about how many units (`units_to_decide`), or that more units
+    alone would not."""
+    effect = leaf.get("effect") or {}
+    unit, now = effect.get("unit", "units"), effect.get("n", 0)
+    units = units_to_decide(leaf, confidence)
+    if units is None:
+        return (
+            f"more {unit} alone would not decide it (the estimate lies on the threshold or "
+            "has no finite interval): a longer run or another design would"
+        )
+    return (
+        f"about {units:,} {unit} would decide it ({100 * POWER:.0f} % power at the observed "
+        f"spread, n = {now} now)"
+    )
 
 
 def _part_reasons(claim: dict, leaf_says=leaf_reason, unmet_says=list) -> list[str]:

@@ -137,11 +137,14 @@ def within_one(quantity: str, tolerance: float, source: str, effect, consistency
     ]  # fmt: skip
 
 
-def window_stable(early: np.ndarray, late: np.ndarray, tolerance: float, windows) -> Claim:
+def window_stable(
+    early: np.ndarray, late: np.ndarray, tolerance: float, windows, who: str = ""
+) -> Claim:
     """The exponent fitted on the later window over the one fitted on the earlier (per run,
     geometric mean) lies within (1 − tolerance, 1 + tolerance): the fit does not depend on the
     window. Exponents of opposite signs are not a stable rate: the runs that have them make
-    the verdict inconclusive."""
+    the verdict inconclusive. `who`: the algorithm, named in the rule where a claim has one
+    such part per algorithm."""
     early, late = np.asarray(early, dtype=np.float64), np.asarray(late, dtype=np.float64)
     same = np.sign(early) == np.sign(late)
     unmet = unresolved(early + late, "fit in both windows")
@@ -149,7 +152,8 @@ def window_stable(early: np.ndarray, late: np.ndarray, tolerance: float, windows
         unmet.append(f"{int(np.sum(~same))} runs change sign between the windows")
     ratio = ratio_effect(np.abs(late), np.abs(early), unit="runs")
     late_span, early_span = (f"{int(w[0]):,}–{int(w[1]):,}" for w in windows[::-1])
-    quantity = f"exponent on steps {late_span} over exponent on {early_span}, per run"
+    of = f" of {who}" if who else ""
+    quantity = f"exponent{of} on steps {late_span} over exponent on {early_span}, per run"
     source = f"ours: a fit is stable when two windows agree within {tolerance:.0%}"
     return Claim(
         f"The fitted exponent is stable: on steps {late_span} it is within {tolerance:.0%} of the "
@@ -330,18 +334,20 @@ def _fraction(holds, comparison, level, text, quantity, source, clusters, unit, 
     )  # fmt: skip
 
 
-def no_violations(margins, text: str, quantity: str, source: str, **evidence) -> Claim:
+def no_violations(
+    margins, text: str, quantity: str, source: str, *, unit: str = "cases", **evidence
+) -> Claim:
     """A property that must hold at every checked case (a lemma's inequality at every step):
     `margins` by how much it holds at each (< 0: violated; NaN: not checked). Supported when
     no case violates it, refuted by one violation ('k of N steps violate it, largest
-    violation x'); not applicable when no case was checked."""
+    violation x'; `unit`: what a case is); not applicable when no case was checked."""
     margins = np.asarray(margins, dtype=np.float64).ravel()
     if not np.isfinite(margins).any():
         return Claim(text, None, {"not_applicable": "no case to check", **evidence})
     return Claim(
         text,
         rule=violations_rule(quantity, source),
-        effect=violations_effect(margins, unit="cases"),
+        effect=violations_effect(margins, unit=unit),
         evidence=evidence,
     )
 
