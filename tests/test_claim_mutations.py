@@ -202,8 +202,6 @@ SURVIVING = {
     "theory_measures.assumption1_report": "evidence: how many seeds satisfy Assumption 1",
     "trajectory_lemmas.failures": "evidence: the first violations listed",
     "mcnemar.pooled_mcnemar": "evidence: McNemar's test beside the paired accuracies",
-    "text_md.note_seeds_to_decide": "evidence: how many paired seeds would decide a straddling "
-    "part, printed beside a verdict that stands either way",
     "joint_rates.thm3_premises": "the loss premise's reason: Eq. 13's absent time factor, the "
     "other premise, leaves thm3-rate inconclusive either way",
 }

@@ -155,7 +155,7 @@ def test_md_joint_states_what_of_the_toy_is_checked_and_it_holds():
 
 def test_direct_frobenius_svm_names_the_theorem_and_the_premise_its_data_misses():
     from attnbias.data import example1
-    from attnbias.experiments.base import load_config
+    from attnbias.experiment_registry import load_config
     from attnbias.theory_measures import gram_dominance
 
     config = load_config("kq-nuclear")
@@ -174,7 +174,7 @@ def test_kq_converges_nuclear_states_its_window_and_prints_its_control():
     from dataclasses import asdict
 
     from attnbias.experiments import kq_nuclear
-    from attnbias.experiments.base import load_config
+    from attnbias.experiment_registry import load_config
     from attnbias.judging.claims import verdict_columns
 
     steps = load_config("kq-nuclear").steps
@@ -192,7 +192,7 @@ def test_kq_converges_nuclear_states_its_window_and_prints_its_control():
 
 
 def test_local_global_states_its_seeds_from_its_config():
-    from attnbias.experiments.base import load_config
+    from attnbias.experiment_registry import load_config
 
     config = load_config("local-global")
     assert f"{config.seeds} seeds" in register.LOCAL_GLOBAL

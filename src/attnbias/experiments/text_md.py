@@ -56,13 +56,10 @@ from ..data.splits import train_validation_test
 from ..data.text import TEXT_DATASETS, vader_lexicon
 from ..judging import papers
 from ..judging.claims import (
-    INCONCLUSIVE,
     Claim,
-    decide,
     identified,
     not_applicable,
     paired_difference,
-    units_to_decide,
 )
 from ..judging.verdicts import real as rules
 from ..real.adapters import subset, torch_device
@@ -551,25 +548,6 @@ def premise_unmet(*arms: rules.Arm) -> str:
     )
 
 
-def note_seeds_to_decide(claim: Claim) -> None:
-    """Beside each measured part whose 95 % CI straddles its threshold (no precondition failed),
-    what would decide it: how many paired seeds, at the part's mean difference and spread
-    (claims.units_to_decide). Evidence only: the verdict stands either way."""
-    for part in [claim] if claim.rule else claim.parts:
-        if part.parts:
-            note_seeds_to_decide(part)
-            continue
-        if part.rule is None or part.unmet or decide(part.rule, part.effect) != INCONCLUSIVE:
-            continue
-        needed = units_to_decide(part.effect, part.rule.threshold)
-        what = (f"about {needed} paired seeds would decide this part if its mean difference and "
-                "spread held" if needed is not None
-                else "no feasible number of seeds would decide this part: its mean difference is "
-                f"too close to {part.rule.threshold:g} for its spread")  # fmt: skip
-        note = part.evidence.get("effect_note")
-        part.evidence["effect_note"] = f"{what}; {note}" if note else what
-
-
 def text_md_claims(collected: dict[float, dict], protocol: str = "target") -> list[Claim]:
     """The MD paper's IMDb findings, each a paired comparison over seeds (verdicts/real.py):
     ℓ1.1 against ℓ2 (GD), and every p against ℓ2; each sparsity measure with its negative
@@ -614,8 +592,6 @@ def text_md_claims(collected: dict[float, dict], protocol: str = "target") -> li
                 a.of("half_test_accuracy"), b.of("half_test_accuracy")
             ).text
             part.evidence["effect_note"] = premise_unmet(a, b)
-    for claim in claims:
-        note_seeds_to_decide(claim)
     return identified("text-md", claims, TEXT_MD_CLAIMS)
 
 

@@ -519,24 +519,6 @@ def t_effect(
     return remade_by(effect, t_effect, values, unit=unit, method=method)
 
 
-def units_to_decide(effect: Effect, threshold: float, limit: int = 10_000) -> int | None:
-    """How many units a t interval (t_effect's) with this effect's estimate and spread would
-    need to lie wholly on one side of `threshold` at its confidence: the smallest n with
-    t_{n−1}·s/√n < |estimate − threshold|, s the spread its interval implies. A projection for
-    planning that assumes the estimate and spread hold; it decides nothing. None where the
-    effect is no t interval over ≥ 2 units, the estimate sits on the threshold, or more than
-    `limit` units would be needed."""
-    gap = abs(effect.estimate - threshold)
-    finite = math.isfinite(effect.low) and math.isfinite(effect.high)
-    if not (effect.method.endswith("t interval") and effect.n >= 2 and finite and gap > 0):
-        return None
-    level = 0.5 + effect.confidence / 2
-    spread = (effect.high - effect.low) / 2 / stats.t.ppf(level, effect.n - 1) * math.sqrt(effect.n)
-    n = np.arange(2, limit + 1)
-    enough = stats.t.ppf(level, n - 1) * spread / np.sqrt(n) < gap
-    return int(n[enough][0]) if enough.any() else None
-
-
 def mean_effect(values, *, unit: str = "seeds") -> Effect:
     """The mean of per-unit values (non-finite ones dropped) with its 95 % t interval."""
     return t_effect(_finite(values), unit=unit)
