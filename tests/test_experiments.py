@@ -109,8 +109,9 @@ CONFIG_KEYS = {
     "trajectory-lemmas": ("d8129fbb8a31cf6a", "823f90c22dcac812"),  # level gone: violations
     # issue 29 class 5: both momentum orders, Nesterov and a rate sweep; closer takes a list
     "reexamine-muon": ("ad98aa1f98d0a97f", "5bb76cab051c544d"),  # as_run: torch's Muon
-    # as_run: constant-rate Adam; 3·10⁵ steps: at 10⁵ Adam-decay's gap straddled 0.05
-    "reexamine-adam": ("f6d01dcf0f67a147", "9d01f455b0171abd"),
+    # as_run: constant-rate Adam; 3·10⁵ steps: at 10⁵ Adam-decay's gap straddled 0.05;
+    # `stalled`: constant-rate Adam's stall in its ε regime decides no row
+    "reexamine-adam": ("d59e264597872bfb", "44fac213e1259c62"),
     # issue 29: `uncapped` (1e300) leaves the float64-stopped step out of the cap ladder
     "reexamine-polyak": ("873c6ac7137dc3a5", "aadef1633753c78d"),
 }

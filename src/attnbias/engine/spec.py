@@ -62,6 +62,8 @@ class RunSpec:
             "keep_trajectory": self.keep_trajectory,
             "engine_version": ENGINE_VERSION,
         }
+        if self.algorithm.rule.version:  # only this rule's stored runs change meaning
+            self.record["rule_version"] = self.algorithm.rule.version
 
     @property
     def key(self) -> str:
