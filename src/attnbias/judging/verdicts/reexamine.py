@@ -71,7 +71,9 @@ def closer_than(
     stalls = {n: why for n, slope in slopes.items() if (why := stall_reason(n, slope))}
     undecided = stall_decides_nothing or {}
     unmet = [f"{why}: {undecided[n]}" for n, why in stalls.items() if n in undecided]
-    outcomes = {n: why for n, why in stalls.items() if n not in undecided}
+    outcomes = dict(stalls)
+    for n in undecided:  # their stalls are reasons above, not outcomes
+        outcomes.pop(n, None)
     medians = {n: float(np.median(gaps[n])) for n in outcomes if len(gaps[n])}  # none: diverged
     return Claim(
         f"{name} ends closer to the {label} max-margin direction than {other} (final gap in "
