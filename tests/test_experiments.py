@@ -111,7 +111,7 @@ CONFIG_KEYS = {
     "reexamine-muon": ("ad98aa1f98d0a97f", "5bb76cab051c544d"),  # as_run: torch's Muon
     # as_run: constant-rate Adam; 3·10⁵ steps: at 10⁵ Adam-decay's gap straddled 0.05;
     # `stalled`: constant-rate Adam's stall in its ε regime decides no row
-    "reexamine-adam": ("d59e264597872bfb", "44fac213e1259c62"),
+    "reexamine-adam": ("1ce863eb1b5b1359", "a231b97d47166df0"),
     # issue 29: `uncapped` (1e300) leaves the float64-stopped step out of the cap ladder
     "reexamine-polyak": ("873c6ac7137dc3a5", "aadef1633753c78d"),
 }
