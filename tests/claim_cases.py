@@ -561,6 +561,40 @@ def cases() -> dict[str, list]:
                 ),
                 {"as_run": True},
             ),
+            # ... unless its stall is no outcome of the claim (reexamine-adam's ε regime):
+            # then a stall leaves the row inconclusive with the reason; a moving arm is decided
+            (
+                INCONCLUSIVE,
+                (
+                    atlas_groups(muon_norm_rate=0.0),
+                    "Muon",
+                    "SpectralDescent",
+                    "spectral",
+                    LABELS,
+                    0.05,
+                    0.1,
+                ),
+                {"as_run": True, "stall_decides_nothing": "its ε regime"},
+            ),
+            (
+                SUPPORTED,
+                (atlas_groups(), "Muon", "SpectralDescent", "spectral", LABELS, 0.05, 0.1),
+                {"as_run": True, "stall_decides_nothing": "its ε regime"},
+            ),
+            (
+                NOT_SUPPORTED,
+                (
+                    atlas_groups(adam={"2": 0.01, "inf": 0.2, "spectral": 0.3}),
+                    "Adam",
+                    "SignGD",
+                    "inf",
+                    LABELS,
+                    0.05,
+                    0.1,
+                    Algorithm("Adam", "adam", 0.05),
+                ),
+                {"as_run": True, "stall_decides_nothing": "its ε regime"},
+            ),
             # ... and so is a premise of a theorem it does not claim
             (
                 NOT_SUPPORTED,

@@ -91,9 +91,11 @@ def reexamine_claims() -> list:
     adam = load_config("reexamine-adam", quick=True)
     polyak = load_config("reexamine-polyak", quick=True,
                          overrides={"caps": [1e2, 1e6], "cs": [1.0]})  # fmt: skip
+    as_run = load_config("reexamine-adam", quick=True, overrides={"stalled": {}})
     moving = adam_groups(stalled_adam=False)
     return [
         *reexamine_atlas.claims(adam_groups(), adam),
+        *reexamine_atlas.claims(adam_groups(), as_run),
         *reexamine_atlas.claims(moving, adam),
         *reexamine_atlas.claims({k: v for k, v in moving.items() if k != "Adam"}, adam),
         *reexamine_atlas.claims({k: v for k, v in moving.items() if k != "SignGD"}, adam),
@@ -128,7 +130,15 @@ def muon_pinned(changed: dict[str, str]) -> list:
 
 # case by case: the verdict and its parts' (S supported, N not, I inconclusive, A n/a)
 PINNED = [
-    # Adam stalled short of the level: its rows are judged as run, the stall is the outcome
+    # Adam stalled short of the level, in its ε regime (config `stalled`): its rows and the
+    # comparison with it are inconclusive, saying why
+    ("reexamine-adam/own-norm-gap", "S/S"),
+    ("reexamine-adam/adam-decay-like-signgd", "S/SSSSS"),
+    ("reexamine-adam/adam-like-signgd", "I/NSSSS"),
+    ("reexamine-adam/adam-decay-closer-than-adam", "I"),
+    ("reexamine-adam/constant-rate-explains", "I/SI"),
+    ("reexamine-adam/short-run-explains", "I/I"),
+    # the same with `stalled` empty: judged as run, the stall is the outcome
     ("reexamine-adam/own-norm-gap", "S/S"),
     ("reexamine-adam/adam-decay-like-signgd", "S/SSSSS"),
     ("reexamine-adam/adam-like-signgd", "N/NSSSS"),
@@ -202,10 +212,11 @@ def test_the_reexaminations_claims_reach_their_constructed_verdicts():
 
 
 def test_a_row_judged_as_run_prints_its_stall_beside_the_effect():
-    """docs/REFEREE.md (one policy for Adam and Muon): constant-rate Adam's row claims what
-    that setting does, so its stall is part of the outcome, printed with its final gap, and
-    the verdict stands on the interval; the comparison with the stalled arm likewise."""
-    adam = load_config("reexamine-adam", quick=True)
+    """docs/REFEREE.md (one policy for Adam and Muon): a row that claims what a setting does
+    takes its stall as part of the outcome, printed with its final gap, and the verdict
+    stands on the interval; the comparison with the stalled arm likewise (here constant-rate
+    Adam with `stalled` emptied: the shipped config names its ε-regime stall, next test)."""
+    adam = load_config("reexamine-adam", quick=True, overrides={"stalled": {}})
     claims = {c.id: c for c in reexamine_atlas.claims(adam_groups(), adam)}
     for slug in ("adam-like-signgd", "adam-decay-closer-than-adam"):
         stored = claims_as_stored(claims[f"reexamine-adam/{slug}"])
@@ -215,6 +226,23 @@ def test_a_row_judged_as_run_prints_its_stall_beside_the_effect():
         assert leaf["evidence"]["effect_note"] in note
         assert note.count("as run: Adam stalled: ‖W_t‖ stopped growing (log–log slope") == 1
         assert "; Adam's final gap 0.07" in note  # its median, near the constructed 0.08
+
+
+def test_a_stall_that_decides_nothing_leaves_its_rows_inconclusive_saying_why():
+    """The referee's objection (issue 29): a stall the config names as no outcome (constant-
+    rate Adam's ε regime) is not a finding: its row, the comparison with it and the
+    explanations resting on them are inconclusive, each printing the measured stall, why it
+    decides nothing and what would; no interval with the stalled arm decides a verdict."""
+    adam = load_config("reexamine-adam", quick=True)
+    claims = {c.id: c for c in reexamine_atlas.claims(adam_groups(), adam)}
+    for slug in ("adam-like-signgd", "adam-decay-closer-than-adam", "constant-rate-explains",
+                 "short-run-explains"):  # fmt: skip
+        stored = claims_as_stored(claims[f"reexamine-adam/{slug}"])
+        assert stored["status"] == "inconclusive", slug
+        (why,) = {w for w in reasons(stored) if "stalled" in w}
+        assert why.startswith("Adam stalled: ‖W_t‖ stopped growing (log–log slope")
+        assert "ε regime" in why and "would decide it" in why
+        assert "as run: Adam stalled" not in verdict_columns(stored)["effect"]
 
 
 def test_a_theorem_row_on_an_arm_outside_its_premises_is_not_judged():

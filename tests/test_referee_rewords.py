@@ -173,8 +173,8 @@ def test_kq_converges_nuclear_states_its_window_and_prints_its_control():
     nuclear SVM over it) and earlier starts, printed beside the effect."""
     from dataclasses import asdict
 
-    from attnbias.experiments import kq_nuclear
     from attnbias.experiment_registry import load_config
+    from attnbias.experiments import kq_nuclear
     from attnbias.judging.claims import verdict_columns
 
     steps = load_config("kq-nuclear").steps

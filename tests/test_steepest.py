@@ -179,7 +179,7 @@ def test_engine_equals_the_optimisers_step_for_step():
     families = {}
     for i, s in enumerate(specs):
         families.setdefault(s.structure, []).append(i)
-    assert len(families) == 3  # steepest (SVD), steepest (Newton–Schulz), torch
+    assert len(families) == 4  # steepest (SVD), steepest (Newton–Schulz), adam, torch
     for index in families.values():
         simulate(RunBatch.from_specs([specs[i] for i in index], index=index), grid, keep)
     for i, spec in enumerate(specs):
@@ -191,15 +191,16 @@ def test_engine_equals_the_optimisers_step_for_step():
 
 
 def share_tensors(monkeypatch, names) -> None:
-    """Let only the named torch rules' runs share one tensor (`Rule.elementwise`)."""
+    """Let only the named torch rules' runs share one tensor (`UpdateRule.elementwise`)."""
     for name, rule in list(registry.RULES.items()):
         if rule.elementwise or name in names:
             monkeypatch.setitem(registry.RULES, name, replace(rule, elementwise=name in names))
 
 
+# (Adam is stepped by the engine's own AdamRuns: tests/test_adam.py)
 ELEMENTWISE_RUNS = [
-    Algorithm("Adam", "adam", 0.01, options={"eps": 1e-12}),
-    Algorithm("Adam-ams", "adam", 0.02, options={"amsgrad": True, "weight_decay": 0.01}),
+    Algorithm("SGD-wd", "sgd", 0.5, options={"momentum": 0.5, "weight_decay": 0.01}),
+    Algorithm("SGD", "sgd", 0.5),
     Algorithm("SGD-mom", "sgd", 0.05, options={"momentum": 0.9, "nesterov": True}),
     Algorithm("Muon", "muon", 0.05, options={"weight_decay": 0.0}),
 ]
@@ -242,8 +243,8 @@ def test_runs_sharing_one_tensor_are_stepped_as_each_run_alone(monkeypatch, side
 
 def test_runs_that_stop_sharing_a_tensor_keep_their_own_state(monkeypatch):
     """Runs split from a shared slice into one tensor each (here: forced) each keep their own
-    copy of what the slice's state held once for all (Adam's step count, which torch
-    increments in place): their steps are still those of runs never shared."""
+    copy of what the slice's state held once for all: their steps are still those of runs
+    never shared."""
     rng = np.random.default_rng(4)
     specs = [
         RunSpec({"i": i}, gaussian_unit(4, 5, 6, seed=i), ELEMENTWISE_RUNS[0], 12,
@@ -252,7 +253,7 @@ def test_runs_that_stop_sharing_a_tensor_keep_their_own_state(monkeypatch):
     ]  # fmt: skip
 
     def trained(shared_first: bool) -> torch.Tensor:
-        share_tensors(monkeypatch, ("adam",) if shared_first else ())
+        share_tensors(monkeypatch, ("sgd",) if shared_first else ())
         batch = RunBatch.from_specs(specs)
         for _ in range(5):
             batch.step()

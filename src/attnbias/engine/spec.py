@@ -66,6 +66,8 @@ class RunSpec:
             # its L − L* is computed scale-safely (losses.optimal_token_excess); runs stored
             # before, from the difference of two losses, are not reused
             self.record["polyak_gap"] = "optimal_token_excess"
+        if self.algorithm.rule.version:  # only this rule's stored runs change meaning
+            self.record["rule_version"] = self.algorithm.rule.version
 
     @property
     def key(self) -> str:

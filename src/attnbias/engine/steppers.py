@@ -1,5 +1,6 @@
 """Batched steps of the optimisers outside the mirror-descent core (`engine.update`): the
-steepest-descent rules of `optim.steepest`, and torch's own Adam and Muon.
+steepest-descent rules of `optim.steepest`, Adam with rescaled moments (`optim.adam`), and
+torch's own Muon and SGD.
 
 A batch holds runs of one family only (`RunSpec.structure` includes it). A stepper advances
 every run of its batch in place, and `take(rows, params)` keeps the state of the runs that go
@@ -13,6 +14,7 @@ import json
 import numpy as np
 import torch
 
+from ..optim.adam import Moments, adam_step_
 from ..optim.algorithm import Algorithm
 from ..optim.steepest import KINDS, steepest_step_
 from .update import true_scale
@@ -85,6 +87,83 @@ class SteepestRuns:
 
     def take(self, rows: np.ndarray, params) -> SteepestRuns:
         return SteepestRuns([self.algorithms[r] for r in rows], self.lr.dtype, self.lr.device)
+
+
+ADAM_DEFAULTS = {"betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.0, "amsgrad": False,
+                 "decoupled_weight_decay": False}  # fmt: skip
+# torch.optim.Adam's keywords that choose an implementation, not the update
+ADAM_IMPLEMENTATION = ("foreach", "fused", "capturable", "differentiable")
+
+
+class AdamRuns:
+    """torch.optim.Adam's update for R runs in one tensor program, its moments rescaled per
+    run (`optim.adam`: no g² underflows however small the gradient; where nothing would, the
+    step is torch's bit for bit). The gradient is taken log-scaled, as the engine computes
+    it. Every run of a batch is at the same step `t`, which a decaying rate
+    (`Algorithm.lr_decay`) reads; its hyper-parameters are floats where every run shares
+    them (torch's scalar kernels), else (R,) columns."""
+
+    def __init__(self, algorithms: list[Algorithm], params, moments=None, t: int = 0):
+        self.algorithms = algorithms
+        self.t = t
+        options = [adam_options(a) for a in algorithms]
+        self.options = options
+        amsgrad = {o["amsgrad"] for o in options}
+        if len(amsgrad) != 1:
+            raise ValueError("a batch of Adam runs needs one amsgrad setting for all its runs")
+        keeps_max = amsgrad.pop()
+        self.moments = moments or [Moments.zeros(w.detach(), keeps_max) for w in params]
+
+    def column(self, values: list[float], like: torch.Tensor):
+        """One float when every run has the same value, else an (R,) tensor."""
+        if len(set(values)) == 1:
+            return values[0]
+        return torch.tensor(values, dtype=like.dtype, device=like.device)
+
+    def step(self, params, grads, log_scales, buffers) -> None:
+        t = self.t + 1  # torch's step count, incremented before the update
+        rates = [a.lr_at(self.t) for a in self.algorithms]
+        betas = [o["betas"] for o in self.options]
+        decays = [o["weight_decay"] for o in self.options]
+        decoupled = [o["decoupled_weight_decay"] and o["weight_decay"] != 0 for o in self.options]
+        like = params[0]
+        hyper = {
+            "step_size": self.column([lr / (1 - b1**t) for lr, (b1, _) in zip(rates, betas)], like),
+            "bias_correction2_sqrt": self.column([(1 - b2**t) ** 0.5 for _, b2 in betas], like),
+            "one_minus_beta1": self.column([1 - b1 for b1, _ in betas], like),
+            "beta2": self.column([b2 for _, b2 in betas], like),
+            "one_minus_beta2": self.column([1 - b2 for _, b2 in betas], like),
+            "eps": self.column([o["eps"] for o in self.options], like),
+            "weight_decay": self.column(
+                [0.0 if d else wd for d, wd in zip(decoupled, decays)], like
+            ),
+            "decay_factor": self.column(
+                [1 - lr * wd if d else 1.0 for d, lr, wd in zip(decoupled, rates, decays)], like
+            )
+            if any(decoupled)
+            else None,
+        }
+        for w, g, m, state in zip(params, grads, log_scales, self.moments):
+            adam_step_(w, g, m, state, **hyper)
+        self.t += 1
+
+    def take(self, rows: np.ndarray, params) -> AdamRuns:
+        index = torch.as_tensor(rows, device=params[0].device)
+        moments = [state.take(index) for state in self.moments]
+        return AdamRuns([self.algorithms[r] for r in rows], params, moments, self.t)
+
+
+def adam_options(algorithm: Algorithm) -> dict:
+    """The Adam keywords of `algorithm` with torch's defaults; ValueError for one that changes
+    the update and that the rescaled Adam does not implement (maximize)."""
+    options = {**ADAM_DEFAULTS, **(algorithm.options or {})}
+    unknown = set(options) - set(ADAM_DEFAULTS) - set(ADAM_IMPLEMENTATION)
+    if unknown:
+        raise ValueError(
+            f"algorithm {algorithm.name!r}: options {sorted(unknown)} are not implemented by "
+            f"the engine's Adam; it takes {', '.join(ADAM_DEFAULTS)}"
+        )
+    return {**options, "betas": tuple(float(b) for b in options["betas"])}
 
 
 def run_mask(mask: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
@@ -202,7 +281,12 @@ def _mirror_core(algorithms: list[Algorithm], params: list[torch.Tensor]) -> Non
 
 
 # The engine's steppers by the name a rule gives as its family (`optim.registry.UpdateRule.family`).
-STEPPERS = {"mirror": _mirror_core, "steepest": _steepest_runs, "torch": TorchRuns}
+STEPPERS = {
+    "mirror": _mirror_core,
+    "steepest": _steepest_runs,
+    "adam": AdamRuns,
+    "torch": TorchRuns,
+}
 
 
 def stepper(algorithms: list[Algorithm], params: list[torch.Tensor]):

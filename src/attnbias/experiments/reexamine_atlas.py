@@ -72,6 +72,11 @@ class Config(atlas.GapConfig):
         "supported for explains[KEY] to hold"
     )
 
+    def stall_decides_nothing(self) -> dict[str, str]:
+        """Algorithm → why its stall is no outcome of a row on it, and what would decide the
+        row (`behaves_like`, `closer_than`); none here, reexamine-adam's config names them."""
+        return {}
+
     @model_validator(mode="after")
     def _names_and_norms_agree(self):
         """Every name is an algorithm; owners' norms are measured; like / closer name owners."""
@@ -150,9 +155,11 @@ def planned(config: Config) -> list[tuple]:
     own, labels = config.own_norm, [n.label for n in config.norms]
     start, threshold = config.rate_start, config.threshold
     algorithms = {a.name: a for a in config.algorithms}
+    undecided = config.stall_decides_nothing()
     return [
         (f"{n}-like-{o}".lower(), f"{n} behaves like {o}", (n, o), atlas_rules.behaves_like,
-         (n, o, own.get(o), labels, threshold, start, algorithms[n], n in config.as_run),
+         (n, o, own.get(o), labels, threshold, start, algorithms[n], n in config.as_run,
+          undecided.get(n, "")),
          {n: NOT_SUPPORTED})
         for n, o in config.like.items()
     ] + [
@@ -162,7 +169,7 @@ def planned(config: Config) -> list[tuple]:
     ] + [
         (closer_slug(n, o), f"{n} ends closer than {', '.join(o)}", (n, *o, config.like[n]),
          rules.closer_than if len(o) == 1 else rules.closer_than_each,
-         (n, o[0] if len(o) == 1 else list(o), own.get(config.like[n]), start),
+         (n, o[0] if len(o) == 1 else list(o), own.get(config.like[n]), start, undecided),
          {n: NOT_SUPPORTED, **dict.fromkeys(o, SUPPORTED)})
         for n, o in config.closer.items()
     ]  # fmt: skip

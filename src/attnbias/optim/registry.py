@@ -35,8 +35,9 @@ class UpdateRule:
     """A named update rule.
 
     family: the engine's stepper for it, by name: "mirror" (the mirror-descent core,
-    `optim.functional`), "steepest" (the steepest-descent core, `optim.steepest`) or "torch"
-    (each run's own optimiser, from `build`). reads: the Algorithm fields it reads besides lr.
+    `optim.functional`), "steepest" (the steepest-descent core, `optim.steepest`), "adam"
+    (Adam with rescaled moments, `optim.adam`) or "torch" (each run's own optimiser, from
+    `build`). reads: the Algorithm fields it reads besides lr.
     normalize: the normalisations it allows (None: plain steps; "loss" divides by L); the first
     is its default. build: its optimiser for one model. torch_class: torch's optimiser, for
     rules that are torch's own (None where this torch lacks it; `requires` says what it needs).
@@ -44,7 +45,9 @@ class UpdateRule:
     (else the normalisation); lr_is_cap, lr caps the step (Polyak's γ_b) and the core's lr is 1;
     steepest_kind and fixed_norm, the steepest core's norm ("spectral", or ℓp with p = the
     Algorithm's norm unless fixed); elementwise, its torch optimiser acts on each entry alone,
-    so runs of one configuration may share one tensor (`engine.steppers.TorchRuns`)."""
+    so runs of one configuration may share one tensor (`engine.steppers.TorchRuns`);
+    version, bumped when the engine's arithmetic for it changes (a run's store key holds it
+    when non-zero, so only that rule's stored runs are retrained)."""
 
     name: str
     family: str
@@ -59,6 +62,7 @@ class UpdateRule:
     steepest_kind: str = "lp"
     fixed_norm: float | None = None
     elementwise: bool = False
+    version: int = 0
 
     @property
     def available(self) -> bool:
@@ -136,8 +140,10 @@ RULES: dict[str, UpdateRule] = {
                    (*MOMENTUM_FIELDS, "method"), steepest_kind="spectral"),
         UpdateRule("steepest", "steepest", "steepest descent in ℓp, p = norm", _steepest,
                    (*MOMENTUM_FIELDS, "norm")),
-        UpdateRule("adam", "torch", "torch's Adam", _torch_own, TORCH_FIELDS,
-                   torch_class=torch.optim.Adam, elementwise=True),
+        # the engine steps it with its moments rescaled (optim.adam), the same update
+        UpdateRule("adam", "adam", "torch's Adam (the engine's: moments rescaled, optim.adam)",
+                   _torch_own, TORCH_FIELDS, torch_class=torch.optim.Adam, elementwise=True,
+                   version=1),
         # torch.optim.Muon exists from torch 2.9 on; with an older torch it is refused by name.
         UpdateRule("muon", "torch", "torch's Muon", _torch_own, TORCH_FIELDS,
                    torch_class=getattr(torch.optim, "Muon", None),

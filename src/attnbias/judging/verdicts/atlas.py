@@ -171,6 +171,7 @@ def behaves_like(
     start: float,
     algorithm: Algorithm | None = None,
     as_run: bool = False,
+    stall_decides_nothing: str = "",
 ) -> Claim:
     """`name` ends with its smallest gap in `other`'s norm `label`, below `threshold`:
     median gap there below the threshold, and per seed every other norm's gap larger. A
@@ -182,14 +183,18 @@ def behaves_like(
     a run whose iterate stopped growing (it cannot show a limit): inconclusive, with the
     reason. A row claiming what this implementation or setting does as run (`as_run`) is
     decided on what the runs do: a stall is part of the outcome, printed beside the effect
-    (docs/REFEREE.md)."""
+    (docs/REFEREE.md). `stall_decides_nothing`: why a stall of this arm is no outcome of
+    the claim, and what would decide it (reexamine-adam's constant-rate Adam: its stall is
+    the regime of its ε, not the setting the row asks about); given, a stall makes the row
+    inconclusive with that reason in either mode."""
     c = groups[name]
     source = f"ours: gap {threshold:g} (config threshold), as for the owner"
     slope = stalled(c, start)
     stall = stall_reason(name, slope)
     gaps = final(c, gap(label))
     medians = {name: float(np.median(gaps))} if len(gaps) else {}  # all diverged: none
-    note = as_run_note([stall] if as_run and stall else [], medians)
+    undecided = [f"{stall}: {stall_decides_nothing}"] if stall and stall_decides_nothing else []
+    note = as_run_note([stall] if as_run and stall and not undecided else [], medians)
     quantity = f"final gap of {name} in {label}, median over seeds"
     parts = [level_part(c, name, label, quantity, threshold, source, start, note)]
     for other_label in labels:
@@ -207,7 +212,8 @@ def behaves_like(
                     effect=ratio,
                 )
             )
-    unmet = [] if as_run else [stall] * bool(stall) + theory_preconditions(algorithm)
+    unmet = undecided or ([] if as_run else [stall] * bool(stall))
+    unmet = unmet + ([] if as_run else theory_preconditions(algorithm))
     return Claim(
         f"{name} behaves like {other}: its smallest final gap is in {other}'s norm ({label}), "
         f"below {threshold:g}" + (" (as run)" if as_run else ""),

@@ -51,30 +51,49 @@ def stalls_where(groups: dict[str, Curves], name: str, moving: str, start: float
 
 
 def closer_than(
-    groups: dict[str, Curves], name: str, other: str, label: str, start: float
+    groups: dict[str, Curves],
+    name: str,
+    other: str,
+    label: str,
+    start: float,
+    stall_decides_nothing: dict[str, str] | None = None,
 ) -> Claim:
     """Per seed, `other`'s final margin gap in norm `label` over `name`'s exceeds 1: `name`
     ends closer to that norm's max-margin direction (runs that share a seed share data and
     W₀). The row compares the two settings as run (docs/REFEREE.md): a side whose ‖W_t‖
     stalled (`atlas.stalled` from `start` × the last step, below the stall slope) ended where
-    it stopped, and that is its outcome, printed beside the effect with its final gap."""
+    it stopped, and that is its outcome, printed beside the effect with its final gap —
+    unless `stall_decides_nothing` (arm → why its stall is no outcome, and what would decide
+    it) names that side: a comparison with such a stalled arm is no evidence, and the row is
+    inconclusive with the reason."""
     paired_ratio = lower_gap(groups, name, other, label, "ours: any improvement (a ratio > 1)")
     slopes = {n: stalled(groups[n], start) for n in (name, other)}
     gaps = {n: final(groups[n], gap(label)) for n in (name, other)}
     stalls = {n: why for n, slope in slopes.items() if (why := stall_reason(n, slope))}
-    medians = {n: float(np.median(gaps[n])) for n in stalls if len(gaps[n])}  # none if diverged
+    undecided = stall_decides_nothing or {}
+    unmet = [f"{why}: {undecided[n]}" for n, why in stalls.items() if n in undecided]
+    outcomes = dict(stalls)
+    for n in undecided:  # their stalls are reasons above, not outcomes
+        outcomes.pop(n, None)
+    medians = {n: float(np.median(gaps[n])) for n in outcomes if len(gaps[n])}  # none: diverged
     return Claim(
         f"{name} ends closer to the {label} max-margin direction than {other} (final gap in "
         f"{label} smaller, paired by seed; as run)",
         rule=paired_ratio.rule,
         effect=paired_ratio.effect,
-        evidence={"norm_growth_slope": slopes, **as_run_note(list(stalls.values()), medians),
+        unmet=unmet,
+        evidence={"norm_growth_slope": slopes, **as_run_note(list(outcomes.values()), medians),
                   **described(gaps)},
     )  # fmt: skip
 
 
 def closer_than_each(
-    groups: dict[str, Curves], name: str, others: list[str], label: str, start: float
+    groups: dict[str, Curves],
+    name: str,
+    others: list[str],
+    label: str,
+    start: float,
+    stall_decides_nothing: dict[str, str] | None = None,
 ) -> Claim:
     """`name` ends closer than each of `others` (`closer_than`, one part each): with `others`
     the runs of a sweep (every rate, every variant), the claim holds at every setting, and one
@@ -82,8 +101,9 @@ def closer_than_each(
     return Claim(
         f"{name} ends closer to the {label} max-margin direction than each of "
         f"{', '.join(others)} (paired by seed)",
-        parts=[closer_than(groups, name, other, label, start) for other in others],
-    )
+        parts=[closer_than(groups, name, other, label, start, stall_decides_nothing)
+               for other in others],
+    )  # fmt: skip
 
 
 def moving_until(c: Curves) -> np.ndarray:
