@@ -787,7 +787,11 @@ REGISTER: list[PaperClaim] = [
                "Muon behaves like spectral descent", ATLAS + "; torch's Muon as shipped "
                "(bfloat16 Newton–Schulz, ε = 1e-7), judged as run (docs/REFEREE.md): a run whose "
                "‖W_t‖ stops growing ('stalled') is part of the outcome, printed beside the effect "
-               "with its final gap"),
+               "with its final gap; superseded: the atlas runs every optimiser at one fixed step "
+               "(η = 0.2), and the row that decides the claim at Muon's own step, chosen on "
+               "selection seeds, is reexamine-muon/muon-like-spectraldescent; this row is not "
+               "counted where that one has a verdict",
+               superseded_by="reexamine-muon/muon-like-spectraldescent"),
     PaperClaim("atlas/own-norm-rate", "ours", "§atlas", "the own-norm margin gap falls as a "
                "power of t (linear models: Õ(1/t))", ATLAS + "; slope fitted over the last decade "
                "of steps; −0.25 ours"),
@@ -1161,6 +1165,11 @@ def claims_markdown(root: str | Path, command: str) -> str:
     return register_markdown(summaries(Path(root)), command)
 
 
+def rows_count(n: int, one: str = "repeats", many: str = "repeat") -> str:
+    """ "1 row repeats", "3 rows repeat": a count with its verb in number."""
+    return f"{n} row {one}" if n == 1 else f"{n} rows {many}"
+
+
 def register_markdown(found: dict[str, dict], command: str, figure: str | None = None) -> str:
     """The register (Markdown) of the summaries `found` (by experiment name); `figure`: the
     path of its forest plot, shown above the table."""
@@ -1193,7 +1202,7 @@ def register_markdown(found: dict[str, dict], command: str, figure: str | None =
         "",
         *(
             [
-                f"Not counted: {len(repeats)} rows repeat another row's evidence (the same runs "
+                f"Not counted: {rows_count(len(repeats))} another row's evidence (the same runs "
                 'and numbers) and point to it (section "Rows repeating another row\'s evidence").',
                 "",
             ]
@@ -1202,7 +1211,8 @@ def register_markdown(found: dict[str, dict], command: str, figure: str | None =
         ),
         *(
             [
-                f"Not counted either: {len(replaced)} rows are superseded by a later row whose "
+                f"Not counted either: {rows_count(len(replaced), 'is', 'are')} superseded by a "
+                "later row whose "
                 'design decides their claim, and point to it (section "Rows superseded by '
                 'another row").',
                 "",
