@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from attnbias.judging.claims import Claim, Rule, exact_effect, mean_effect
-from attnbias.judging.register import NOT_RUN, evidence_key, register_markdown, register_rows
+from attnbias.judging.register import NOT_RUN_WORDS, evidence_key, register_markdown, register_rows
 from test_verdict_machinery import headline, stored
 
 RULE = Rule("final gap, mean over seeds", "<", 0.05, "ours")
@@ -31,7 +31,7 @@ def test_two_counted_rows_never_carry_the_same_evidence():
     values = np.array([0.3, 0.4, 0.35, 0.45])
     rows = register_rows(summaries(values, values))
     measured = [r for r in rows if r.cells[0].endswith("/muon-like-spectraldescent")]
-    measured = [r for r in measured if r.verdict != NOT_RUN]
+    measured = [r for r in measured if r.verdict != NOT_RUN_WORDS]
     assert [r.cells[0] for r in measured] == [
         "atlas/muon-like-spectraldescent",
         "reexamine-muon/muon-like-spectraldescent",
@@ -39,8 +39,8 @@ def test_two_counted_rows_never_carry_the_same_evidence():
     assert [r.same_as for r in measured] == ["", "atlas/muon-like-spectraldescent"]
     keys = [evidence_key(c) for s in summaries(values, values).values() for c in s["claims"]]
     assert keys[0] == keys[1] is not None
-    counted_keys = [r.cells[5] for r in rows
-                    if not r.same_as and not r.consistency and r.verdict != NOT_RUN]  # fmt: skip
+    counted_keys = [r.cells[5] for r in rows if not r.same_as and not r.consistency
+                    and r.verdict != NOT_RUN_WORDS]  # fmt: skip
     assert len(counted_keys) == len(set(counted_keys)), counted_keys
     text = register_markdown(summaries(values, values), "test")
     assert headline(text, "Verdicts: ")["not supported"] == 1
