@@ -284,7 +284,7 @@ with threadpool_limits(1, user_api="blas"):
     for index in batches(runs, None):
         batch_runs = [runs[i] for i in index]
         batch = RunBatch.from_specs(batch_runs)
-        used.add("compiled" if compiled.chosen(batch, args.child) else "torch")
+        used.add("compiled" if compiled.steps_compiled(batch, args.child) else "torch")
         simulate(batch, batch_grid(batch_runs), keep(batch_runs), backend=args.child)
     cpu = time.process_time() - start
 stacked = {name: np.stack([final[name][id(s)] for s in group]) for name, group in groups.items()}

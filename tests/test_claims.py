@@ -361,6 +361,6 @@ def test_an_experiment_not_run_says_why_where_that_is_known_and_is_counted_as_no
     rows = [row.cells for row in register.register_rows({})]
     text_md = [r for r in rows if r[0].startswith("text-md/")]
     others = [r for r in rows if r[0].startswith("vision/")]
-    assert text_md and all(r[6].startswith(register.NOT_RUN + " (") for r in text_md)
-    assert "1 h 16 min" in text_md[0][6] and all(r[6] == register.NOT_RUN for r in others)
-    assert register.counts(register.register_rows({})) == f"{len(rows)} {register.NOT_RUN}"
+    assert text_md and all(r[6].startswith(register.NOT_RUN_WORDS + " (") for r in text_md)
+    assert "1 h 16 min" in text_md[0][6] and all(r[6] == register.NOT_RUN_WORDS for r in others)
+    assert register.counts(register.register_rows({})) == f"{len(rows)} {register.NOT_RUN_WORDS}"

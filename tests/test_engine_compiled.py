@@ -55,7 +55,7 @@ def test_compiled_runs_stay_within_the_stated_bound_of_torch_at_every_recorded_s
     )
     worst = 0.0
     for specs in groups:
-        assert compiled.chosen(RunBatch.from_specs(specs, dtype=dtype))
+        assert compiled.steps_compiled(RunBatch.from_specs(specs, dtype=dtype))
         fast, _ = trajectories(specs, "compiled", dtype)
         reference, _ = trajectories(specs, "torch", dtype)
         for r, spec in enumerate(specs):
@@ -112,7 +112,7 @@ def test_a_polyak_step_at_or_below_its_optimal_loss_is_no_step_as_in_torch():
 )
 def test_batches_the_compiled_step_does_not_cover_step_with_torch(algorithms, kind):
     specs = specs_of(algorithms, kind, 30)
-    assert not compiled.chosen(RunBatch.from_specs(specs))
+    assert not compiled.steps_compiled(RunBatch.from_specs(specs))
     fast, _ = trajectories(specs, "compiled")
     reference, _ = trajectories(specs, "torch")
     for r in range(len(specs)):
@@ -123,13 +123,13 @@ def test_batches_the_compiled_step_does_not_cover_step_with_torch(algorithms, ki
 def test_the_compiled_step_is_the_default_and_the_variable_chooses(monkeypatch):
     batch = RunBatch.from_specs(specs_of(MIRROR[:2], "W", 5))
     monkeypatch.delenv(compiled.BACKEND_VARIABLE, raising=False)
-    assert compiled.chosen(batch)
+    assert compiled.steps_compiled(batch)
     monkeypatch.setenv(compiled.BACKEND_VARIABLE, "torch")
-    assert not compiled.chosen(batch)
-    assert compiled.chosen(batch, "compiled")  # an explicit argument wins
+    assert not compiled.steps_compiled(batch)
+    assert compiled.steps_compiled(batch, "compiled")  # an explicit argument wins
     monkeypatch.setenv(compiled.BACKEND_VARIABLE, "jax")
     with pytest.raises(ValueError, match=compiled.BACKEND_VARIABLE):
-        compiled.chosen(batch)
+        compiled.steps_compiled(batch)
 
 
 def test_without_numba_the_engine_says_so_once_and_steps_with_torch(monkeypatch, caplog):

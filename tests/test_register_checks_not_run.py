@@ -11,7 +11,7 @@ def test_unrun_consistency_checks_are_counted_apart():
     assert ids == {e.id for e in register.REGISTER if e.consistency}
     assert {"ngd-rates/eq12-upper-bound", "ngd-rates/lemma1-vs-margin"} <= ids
     paper = [r for r in rows if not r.consistency]
-    assert register.counts(paper) == f"{len(paper)} {register.NOT_RUN}"
-    assert register.counts(checks) == f"{len(checks)} {register.NOT_RUN}"
+    assert register.counts(paper) == f"{len(paper)} {register.NOT_RUN_WORDS}"
+    assert register.counts(checks) == f"{len(checks)} {register.NOT_RUN_WORDS}"
     text = register.register_markdown({}, "attnbias claims")
-    assert f"Verdicts: {len(paper)} {register.NOT_RUN}." in text
+    assert f"Verdicts: {len(paper)} {register.NOT_RUN_WORDS}." in text

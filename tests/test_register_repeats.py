@@ -1,6 +1,7 @@
-"""Issue 29 (referee, point 11): one piece of evidence is one counted row. Two rows that
-report the same runs (e.g. the atlas's and reexamine-muon's own-norm gap at one step); so do ngd-fixed/polyak-faster and reexamine-polyak's
-row at the same cap and c. The register counts the first and points to it from the other."""
+"""Issue 29 (referee, point 11): one piece of evidence is one counted row. Two rows may report
+the same runs (e.g. the atlas's and reexamine-muon's own-norm gap at one step), as do
+ngd-fixed/polyak-faster and reexamine-polyak's row at the same cap and c. The register counts
+the first and points to it from the other."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import numpy as np
 
 from attnbias.judging.claims import Claim, Rule, exact_effect, mean_effect
 from attnbias.judging.register import (
-    NOT_RUN,
+    NOT_RUN_WORDS,
     REGISTER,
     evidence_key,
     register_markdown,
@@ -38,13 +39,13 @@ def test_two_counted_rows_never_carry_the_same_evidence():
     values = np.array([0.3, 0.4, 0.35, 0.45])
     rows = register_rows(summaries(values, values))
     measured = [r for r in rows if r.cells[0].endswith("/own-norm-gap")]
-    measured = [r for r in measured if r.verdict != NOT_RUN]
+    measured = [r for r in measured if r.verdict != NOT_RUN_WORDS]
     assert [r.cells[0] for r in measured] == ["atlas/own-norm-gap", "reexamine-muon/own-norm-gap"]
     assert [r.same_as for r in measured] == ["", "atlas/own-norm-gap"]
     keys = [evidence_key(c) for s in summaries(values, values).values() for c in s["claims"]]
     assert keys[0] == keys[1] is not None
-    counted_keys = [r.cells[5] for r in rows
-                    if not r.same_as and not r.consistency and r.verdict != NOT_RUN]  # fmt: skip
+    counted_keys = [r.cells[5] for r in rows if not r.same_as and not r.consistency
+                    and r.verdict != NOT_RUN_WORDS]  # fmt: skip
     assert len(counted_keys) == len(set(counted_keys)), counted_keys
     text = register_markdown(summaries(values, values), "test")
     assert headline(text, "Verdicts: ")["not supported"] == 1

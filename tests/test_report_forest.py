@@ -6,7 +6,7 @@ from dataclasses import asdict
 import pytest
 
 from attnbias.judging.claims import Claim, Rule, exact_effect
-from attnbias.judging.report import FOREST, write_report
+from attnbias.judging.report import RESULTS_FOREST, write_report
 
 
 def measured(slug, value, effect=True):
@@ -21,11 +21,11 @@ def test_the_report_draws_and_shows_the_forest_plot_of_its_claims(tmp_path):
     summaries = {"exp": {"claims": [measured("above", 3.0), measured("below", 0.1)]}}
     report = tmp_path / "docs" / "RESULTS.md"
     write_report(summaries, {"exp": {}}, report, "attnbias reproduce exp --report R")
-    figure = report.parent / "figures" / f"{FOREST}.png"
+    figure = report.parent / "figures" / f"{RESULTS_FOREST}.png"
     assert figure.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
     text = report.read_text()
-    assert text.count(f"](figures/{FOREST}.png)") == 1
-    assert text.index(FOREST) < text.index("## exp")  # above the experiments, at a glance
+    assert text.count(f"](figures/{RESULTS_FOREST}.png)") == 1
+    assert text.index(RESULTS_FOREST) < text.index("## exp")  # above the experiments, at a glance
     drawn = figure.read_bytes()
     write_report(summaries, {"exp": {}}, report, "attnbias reproduce exp --report R")
     assert figure.read_bytes() == drawn  # the same report again: nothing differs, no --force
@@ -34,10 +34,10 @@ def test_the_report_draws_and_shows_the_forest_plot_of_its_claims(tmp_path):
 def test_a_forest_plot_that_differs_is_replaced_only_with_force(tmp_path):
     report = tmp_path / "RESULTS.md"
     (tmp_path / "figures").mkdir()
-    mine = tmp_path / "figures" / f"{FOREST}.png"
+    mine = tmp_path / "figures" / f"{RESULTS_FOREST}.png"
     mine.write_bytes(b"my own plot")
     summaries = {"exp": {"claims": [measured("above", 3.0)]}}
-    with pytest.raises(ValueError, match=f"{FOREST}.png exists and differs"):
+    with pytest.raises(ValueError, match=f"{RESULTS_FOREST}.png exists and differs"):
         write_report(summaries, {"exp": {}}, report, "attnbias")
     assert mine.read_bytes() == b"my own plot" and not report.exists()
     write_report(summaries, {"exp": {}}, report, "attnbias", force=True)
@@ -48,5 +48,5 @@ def test_a_report_without_measured_claims_has_no_forest_plot(tmp_path):
     report = tmp_path / "RESULTS.md"
     unmeasured = measured("unmeasured", 3.0, effect=False)
     write_report({"exp": {"claims": [unmeasured]}}, {"exp": {}}, report, "attnbias")
-    assert FOREST not in report.read_text()
-    assert not (tmp_path / "figures" / f"{FOREST}.png").exists()
+    assert RESULTS_FOREST not in report.read_text()
+    assert not (tmp_path / "figures" / f"{RESULTS_FOREST}.png").exists()

@@ -112,7 +112,7 @@ def test_the_register_headline_counts_the_rows_it_prints():
     counted as nothing. The headline is counted from the verdicts the rows print, and
     consistency checks are listed and counted apart."""
     from attnbias.judging.claims import CHECK_WORDS, STATUSES
-    from attnbias.judging.register import NOT_RUN, REGISTER, register_markdown
+    from attnbias.judging.register import NOT_RUN_WORDS, REGISTER, register_markdown
 
     low, high = [0.1, 0.2, 0.15], [3.0, 3.2, 3.1]
     ngd_joint = stored([
@@ -128,14 +128,14 @@ def test_the_register_headline_counts_the_rows_it_prints():
     ])  # fmt: skip
     text = register_markdown({"ngd-joint": ngd_joint, "ngd-rates": ngd_rates}, "test")
     tables = register_tables(text)
-    paper = tally([row[6] for row in tables["Claims tested here"]], [*STATUSES, NOT_RUN])
+    paper = tally([row[6] for row in tables["Claims tested here"]], [*STATUSES, NOT_RUN_WORDS])
     assert paper[NOT_SUPPORTED] == 2 and paper[SUPPORTED] == 1 and paper["inconclusive"] == 1
     assert headline(text, "Verdicts: ") == paper
     checks = tally([row[6] for row in tables["Consistency checks of the code"]],
-                   [*CHECK_WORDS.values(), NOT_RUN])  # fmt: skip
+                   [*CHECK_WORDS.values(), NOT_RUN_WORDS])  # fmt: skip
     # the register's other consistency checks are not run here: counted among the checks
     unrun = {e.id for e in REGISTER if e.consistency} - {"ngd-rates/eq12-linear-in-lr"}
-    expected = {"check passes": 1, "check fails": 1, NOT_RUN: len(unrun)}
+    expected = {"check passes": 1, "check fails": 1, NOT_RUN_WORDS: len(unrun)}
     assert checks == expected == headline(text, "Checks: ")
     # a check's row never carries a paper verdict
     assert {row[0] for row in tables["Consistency checks of the code"]} == {

@@ -639,13 +639,13 @@ def device_override(name: str, device: str | None) -> dict:
 def write_claims_register(args) -> int:
     """The register to stdout, or to --write PATH (a PATH that differs only with --force); with
     --experiment / --verdict only those rows, with --format csv or json as records."""
-    from .cli_claims import VERDICTS, chosen, chosen_register
+    from .cli_claims import VERDICTS, chosen_register, option_values
     from .experiment_registry import experiment_names
     from .judging import forest
-    from .judging.register import FOREST, forest_claims, register_markdown, summaries
+    from .judging.register import CLAIMS_FOREST, forest_claims, register_markdown, summaries
 
-    experiments = chosen(args.experiment, experiment_names(), "--experiment")
-    verdicts = chosen(args.verdict, list(VERDICTS), "--verdict")
+    experiments = option_values(args.experiment, experiment_names(), "--experiment")
+    verdicts = option_values(args.verdict, list(VERDICTS), "--verdict")
     if args.force and args.write is None:
         raise ValueError("--force: only with --write PATH (nothing is written otherwise)")
     root = results_dir(args.out)
@@ -674,15 +674,15 @@ def write_claims_register(args) -> int:
     path = writable_file(args.write)
     with tempfile.TemporaryDirectory() as drawing:
         # the forest plot is drawn aside first: it is placed only if the register is written
-        drawn = forest.draw(forest_claims(found), Path(drawing), FOREST, formats=("png",))
-        figure = f"figures/{FOREST}.png" if drawn else None
+        drawn = forest.draw(forest_claims(found), Path(drawing), CLAIMS_FOREST, formats=("png",))
+        figure = f"figures/{CLAIMS_FOREST}.png" if drawn else None
         command = f"attnbias claims --out {root} --write {args.write}"
         encoded = register_markdown(found, command, figure).encode()
         if not may_replace(path, encoded, args.force, root):
             return 0
         if drawn:
             (path.parent / "figures").mkdir(exist_ok=True)
-            shutil.move(drawn[0], path.parent / "figures" / f"{FOREST}.png")
+            shutil.move(drawn[0], path.parent / "figures" / f"{CLAIMS_FOREST}.png")
     path.write_bytes(encoded)
     print(f"claims register: {path}" + (f" and {path.parent / figure}" if figure else ""))
     return 0

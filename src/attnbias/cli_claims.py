@@ -27,7 +27,7 @@ from .judging.claims import (
     status_of,
     verdict_word,
 )
-from .judging.register import answered, register_rows, table
+from .judging.register import answered, markdown_table, register_rows
 from .store import json_text
 
 # --verdict's words (one word each on the command line; cli.VERDICT_WORDS names them in the
@@ -49,7 +49,7 @@ PART_FIELDS = (
 )  # fmt: skip
 
 
-def chosen(typed: list[str] | None, valid: list[str], flag: str) -> list[str] | None:
+def option_values(typed: list[str] | None, valid: list[str], flag: str) -> list[str] | None:
     """The values of a repeatable option that also takes comma lists (None: not given);
     ValueError naming what was typed and the valid values."""
     if not typed:
@@ -95,7 +95,7 @@ def records(found: dict[str, dict]) -> list[dict]:
             "where": entry.where,
             "the_paper_says": entry.wording,
             "verdict": NOT_RUN if claim is None else status_of(claim),
-            "verdict_words": register.NOT_RUN if claim is None else verdict_word(claim),
+            "verdict_words": register.NOT_RUN_WORDS if claim is None else verdict_word(claim),
             "reasons": "" if claim is None else "; ".join(reasons(claim)),
             "consistency_check": entry.consistency
             if claim is None
@@ -139,8 +139,8 @@ def chosen_register(
         rows = [
             r
             for r in register_rows(found)
-            if keep(r.experiment, NOT_RUN if r.verdict == register.NOT_RUN else r.verdict)
+            if keep(r.experiment, NOT_RUN if r.verdict == register.NOT_RUN_WORDS else r.verdict)
         ]
-        return "\n".join(table(rows)) + "\n"
+        return "\n".join(markdown_table(rows)) + "\n"
     picked = [r for r in records(found) if keep(r["experiment"], r["verdict"])]
     return csv_text(picked) if form == "csv" else json_text(picked) + "\n"

@@ -471,7 +471,7 @@ def metrics_problem(schema: pa.Schema) -> str | None:
 CHUNK = 1 << 20
 
 
-def _digest(f, copy_to=None) -> dict:
+def _stream_digest(f, copy_to=None) -> dict:
     """Size and sha256 of what is left in the binary file f, read in chunks (each also
     written to the binary file `copy_to`, if given)."""
     digest, size = hashlib.sha256(), 0
@@ -486,7 +486,7 @@ def _digest(f, copy_to=None) -> dict:
 def file_digest(path: Path) -> dict:
     """Size and sha256 of a regular file (no symbolic link followed)."""
     with open_regular(path) as f:
-        return _digest(f)
+        return _stream_digest(f)
 
 
 def write_manifest_at(dir_fd: int, **fields) -> None:
@@ -499,7 +499,7 @@ def write_manifest_at(dir_fd: int, **fields) -> None:
         ):
             continue
         with os.fdopen(open_file_at(dir_fd, name, name), "rb") as f:
-            files[name] = _digest(f)
+            files[name] = _stream_digest(f)
     replace_at(dir_fd, MANIFEST, json_text({"files": files, **fields}).encode())
 
 
@@ -579,7 +579,7 @@ def manifest_problem_at(dir_fd: int, shown: Path, deep: bool = True) -> str | No
             continue
         try:
             with os.fdopen(open_file_at(dir_fd, name, shown / name), "rb") as f:
-                if _digest(f)["sha256"] != expected["sha256"]:
+                if _stream_digest(f)["sha256"] != expected["sha256"]:
                     return f"{name} does not match its checksum"
         except OSError as err:
             return f"{name} cannot be read ({err.strerror or err})"
@@ -615,7 +615,9 @@ def copy_verified_at(
     copied = {}
     with f:
         write_new_at(
-            target_fd, target or name, writer=lambda out: copied.update(_digest(f, copy_to=out))
+            target_fd,
+            target or name,
+            writer=lambda out: copied.update(_stream_digest(f, copy_to=out)),
         )
     if copied != {"bytes": expected["bytes"], "sha256": expected["sha256"]}:
         raise ValueError(f"{shown} does not match its manifest")

@@ -39,7 +39,7 @@ BACKEND_VARIABLE = "ATTNBIAS_ENGINE_BACKEND"
 # 1.5e-13 measured in float64, 4.6e-6 in float32)
 RUN_RTOL = 1e-9
 RUN_RTOL_FLOAT32 = 1e-3
-LOSSES = {"logistic": 0, "exponential": 1, "correlation": 2}
+LOSS_CODES = {"logistic": 0, "exponential": 1, "correlation": 2}
 
 
 def backend_named(name: str | None = None) -> str:
@@ -83,11 +83,11 @@ def covers(batch) -> bool:
         and data.h is not None
         and data.X.device.type == "cpu"
         and data.X.dtype in (torch.float32, torch.float64)
-        and data.loss.name in LOSSES
+        and data.loss.name in LOSS_CODES
     )
 
 
-def chosen(batch, backend: str | None = None) -> bool:
+def steps_compiled(batch, backend: str | None = None) -> bool:
     """Whether `batch` steps by the compiled backend: asked for, covered and installed."""
     return backend_named(backend) == "compiled" and covers(batch) and kernels() is not None
 
@@ -117,7 +117,7 @@ def advance(batch, steps: int) -> bool:
         *(t.numpy() for t in state),
         array(data.X), array(data.z), array(yh), array(hp.rule, np.int64),
         *(array(x, np.float64) for x in (hp.p, hp.lr, hp.cap, hp.momentum, hp.c, hp.f_star)),
-        LOSSES[data.loss.name], int(steps), mirror, hp.has_momentum,
+        LOSS_CODES[data.loss.name], int(steps), mirror, hp.has_momentum,
         info.tiny * info.eps, info.tiny / info.eps, info.max, opt, excess,
     )  # fmt: skip
     return failed < 0

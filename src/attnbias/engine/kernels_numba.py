@@ -14,7 +14,7 @@ import math
 import numpy as np
 from numba import njit
 
-# loss codes (compiled.LOSSES) and rule codes (optim.divisors.STEP_RULES: none, per_tensor,
+# loss codes (compiled.LOSS_CODES) and rule codes (optim.divisors.STEP_RULES: none, per_tensor,
 # global, loss, polyak)
 LOGISTIC, EXPONENTIAL, CORRELATION = 0, 1, 2
 NONE, PER_TENSOR, GLOBAL, LOSS, POLYAK = 0, 1, 2, 3, 4

@@ -66,7 +66,7 @@ def simulate(
     first_nonfinite = np.full(len(batch), -1)  # by snapshot row
     g, t, reported = 0, 0, 0
     defer = True  # mirror descent's range check at recording points only (see `advance`)
-    fast = fused and compiled.chosen(batch, backend)  # until a stretch needs torch's redo
+    fast = fused and compiled.steps_compiled(batch, backend)  # until a stretch needs torch's redo
     tick = max(int(batch.steps.max()) // 200, 1)
 
     def counted() -> None:

@@ -27,7 +27,7 @@ class Solution:
     info: dict = field(default_factory=dict)
 
 
-def _digest(*arrays) -> str:
+def _arrays_digest(*arrays) -> str:
     h = hashlib.sha1()
     for a in arrays:
         h.update(np.ascontiguousarray(a).tobytes())
@@ -66,7 +66,12 @@ class References:
         """The solution of each (problem, α); those not seen before are solved in one batch,
         which reports a status per instance (an infeasible one does not stop the others)."""
         keys = [
-            (kind, _digest(*(getattr(q, k) for k in data)), a.tobytes(), Norm.parse(norm).label)
+            (
+                kind,
+                _arrays_digest(*(getattr(q, k) for k in data)),
+                a.tobytes(),
+                Norm.parse(norm).label,
+            )
             for q, a in zip(problems, alphas)
         ]
         todo = {k: (q, a) for k, q, a in zip(keys, problems, alphas) if k not in self._cache}

@@ -49,7 +49,7 @@ def selection(experiment: str, arm: str) -> str:
     )
 
 
-MINILM = (
+MINILM_PROTOCOL = (
     "pretrained all-MiniLM-L6-v2 (6 layers) instead of bert-base-uncased; Rotten Tomatoes and "
     "3-class tweets instead of MultiNLI / CivilComments; far fewer steps (sized for 2 CPU cores); "
     + selection("text-finetune", "optimiser")
@@ -75,7 +75,7 @@ VIT = (
     "ViT on MNIST (5,000) and Fashion-MNIST instead of MNIST and CIFAR-10; fewer steps; "
     + selection("vision", "optimiser")
 )
-NOT_RUN = "not run yet at full scale on the current code"
+NOT_RUN_WORDS = "not run yet at full scale on the current code"
 # Why an experiment has no full-scale summary, where that is known (docs/REAL_DATA.md)
 NOT_RUN_WHY = {
     "text-md": "its full run takes about 1 h 16 min with --workers 2 on 2 cores: docs/REAL_DATA.md",
@@ -833,13 +833,14 @@ REGISTER: list[PaperClaim] = [
                read_in=papers.READ_MD),
     PaperClaim("text-finetune/sngd-sps-beat-sgd", "NGD", "Figs. 1 and 4",
                "SNGD and SPS train faster than SGD when fine-tuning a pretrained transformer",
-               MINILM),
+               MINILM_PROTOCOL),
     PaperClaim("text-finetune/as-fast-as-adam", "NGD", "Figs. 1 and 4",
-               "SNGD and SPS (each) train about as fast as Adam", MINILM),
+               "SNGD and SPS (each) train about as fast as Adam", MINILM_PROTOCOL),
     PaperClaim("text-finetune/norm-growth", "ours", "beyond the NGD paper (its App. C reports "
                "norm growth for a ViT trained from scratch, Fig. 7 text; Merrill et al. 2020 for "
                "pre-training)", "every layer's parameter norm grows while a pretrained "
-               "transformer is fine-tuned, for every optimiser (ℓ1.1-MD included)", MINILM),
+               "transformer is fine-tuned, for every optimiser (ℓ1.1-MD included)",
+               MINILM_PROTOCOL),
     PaperClaim("vision/sngd-slower", "NGD", "Figs. 6 and 7",
                "on a ViT, unlike language, SNGD trains slower than SGD", VIT),
     PaperClaim("vision/adam-little", "NGD", "Fig. 6", "on a ViT, Adam gains little training "
@@ -914,7 +915,7 @@ QUICK = " (quick scale: not evidence)"
 @dataclass(frozen=True)
 class Row:
     """One register row: its cells as printed, and what they were printed from — the verdict
-    (a status, or NOT_RUN) and whether the claim is a consistency check of the code. Counts
+    (a status, or NOT_RUN_WORDS) and whether the claim is a consistency check of the code. Counts
     are taken from these, never by reading the printed cells back."""
 
     cells: tuple[str, ...]
@@ -978,9 +979,9 @@ def register_rows(found: dict[str, dict]) -> list[Row]:
         head = [entry.id, entry.cited, entry.wording]
         if claim is None:
             why = NOT_RUN_WHY.get(entry.experiment)
-            status = NOT_RUN + (f" ({why})" if why else "")
+            status = NOT_RUN_WORDS + (f" ({why})" if why else "")
             rows.append(Row(tuple(cell(c) for c in [*head, "", "", "", status, "",
-                                                    entry.differences]), NOT_RUN,
+                                                    entry.differences]), NOT_RUN_WORDS,
                             entry.consistency, entry.experiment))  # fmt: skip
             continue
         columns = verdict_columns(claim)
@@ -1041,7 +1042,7 @@ TABLE_HEADER = (
 )
 
 
-def table(rows: list[Row]) -> list[str]:
+def markdown_table(rows: list[Row]) -> list[str]:
     """The register's table of these rows (Markdown lines, header first)."""
     return [*TABLE_HEADER, *("| " + " | ".join(row.cells) + " |" for row in rows)]
 
@@ -1050,10 +1051,10 @@ def counts(rows: list[Row]) -> str:
     """How many of the rows have each verdict (a check's in its own words)."""
     if any(row.consistency for row in rows):
         words = [CHECK_WORDS.get(row.verdict, row.verdict) for row in rows]
-        order = [*(CHECK_WORDS[s] for s in STATUSES), NOT_RUN]
+        order = [*(CHECK_WORDS[s] for s in STATUSES), NOT_RUN_WORDS]
     else:
         words = [row.verdict for row in rows]
-        order = [*STATUSES, NOT_RUN]
+        order = [*STATUSES, NOT_RUN_WORDS]
     return ", ".join(f"{words.count(s)} {s}" for s in order if words.count(s))
 
 
@@ -1107,7 +1108,7 @@ def unregistered(found: dict[str, dict]) -> list[str]:
     ]
 
 
-FOREST = "claims_forest"  # the register's forest plot: figures/claims_forest.png beside it
+CLAIMS_FOREST = "claims_forest"  # the register's forest plot: figures/claims_forest.png beside it
 
 
 def write_claims(root: str | Path, path: str | Path, command: str) -> Path:
@@ -1116,8 +1117,10 @@ def write_claims(root: str | Path, path: str | Path, command: str) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     found = summaries(Path(root))
-    drawn = forest.draw(forest_claims(found), path.parent / "figures", FOREST, formats=("png",))
-    figure = f"figures/{FOREST}.png" if drawn else None
+    drawn = forest.draw(
+        forest_claims(found), path.parent / "figures", CLAIMS_FOREST, formats=("png",)
+    )
+    figure = f"figures/{CLAIMS_FOREST}.png" if drawn else None
     path.write_text(register_markdown(found, command, figure))
     return path
 
@@ -1185,7 +1188,7 @@ def register_markdown(found: dict[str, dict], command: str, figure: str | None =
         f"Generated by `{command}` from the `summary.json` of each experiment under that "
         "results root. Every claim of the seed papers that concerns something runnable is "
         "listed with the experiment claim (id) that tests it, how our protocol differs, and "
-        f'its current verdict. "{NOT_RUN}" means no published summary of that experiment '
+        f'its current verdict. "{NOT_RUN_WORDS}" means no published summary of that experiment '
         "is under the root. Details and figures: RESULTS.md; methods: REAL_DATA.md.",
         "",
         "## Papers",
@@ -1230,7 +1233,7 @@ def register_markdown(found: dict[str, dict], command: str, figure: str | None =
             if figure
             else []
         ),
-        *table(paper),
+        *markdown_table(paper),
         "",
     ]
     if checks:
@@ -1241,7 +1244,7 @@ def register_markdown(found: dict[str, dict], command: str, figure: str | None =
             "",
             f"Checks: {counts(checks)}.",
             "",
-            *table(checks),
+            *markdown_table(checks),
             "",
         ]
     if repeats:

@@ -18,7 +18,7 @@ DOCS = Path(__file__).resolve().parents[3] / "docs"
 
 # The report's own forest plot, of the claims of its summaries: not the register's
 # claims_forest.png, which `attnbias claims --write` draws from every summary under its root.
-FOREST = "results_forest"
+RESULTS_FOREST = "results_forest"
 BAND = "lines: mean over seeds, shaded: ± 1 std"
 # What to look at in each figure: by experiment name, or by the figure's name ending.
 CAPTIONS = {
@@ -160,7 +160,9 @@ def forest_figure(summaries: dict[str, dict]) -> bytes | None:
     or None when none was measured."""
     claims = {name: summary.get("claims", []) for name, summary in summaries.items()}
     with tempfile.TemporaryDirectory() as drawing:
-        drawn = forest.draw(claims, Path(drawing), FOREST, formats=("png",), title="Results")
+        drawn = forest.draw(
+            claims, Path(drawing), RESULTS_FOREST, formats=("png",), title="Results"
+        )
         return Path(drawn[0]).read_bytes() if drawn else None
 
 
@@ -196,11 +198,11 @@ def write_report(
         "",
     ]
     if (drawn := forest_figure(summaries)) is not None:
-        copies[figures / f"{FOREST}.png"] = drawn
+        copies[figures / f"{RESULTS_FOREST}.png"] = drawn
         register = doc_link("the claims register", "CLAIMS.md", path.parent)
         lines += [
             f"![every measured claim part of this report against its threshold]"
-            f"(figures/{FOREST}.png)",
+            f"(figures/{RESULTS_FOREST}.png)",
             "",
             f"*{forest.CAPTION} Each claim's row, with the paper it tests: {register}.*",
             "",

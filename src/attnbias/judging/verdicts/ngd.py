@@ -9,7 +9,7 @@ from dataclasses import asdict
 import numpy as np
 
 from ...curves import Curves, loglog_slope
-from ...theory_measures import steps_to_level
+from ...theory_measures import FLOAT_FLOOR, steps_to_level
 from ..claims import (
     Claim,
     Rule,
@@ -422,7 +422,6 @@ TUNED_STEP = (
 TUNED = "each at " + TUNED_STEP
 
 
-FLOAT_FLOOR = 1e-13  # 1 − cos below this is float64 rounding, not a rate (docs/theory.md)
 DECAY_SOURCE = (
     "the paper's rates: NGD's misalignment falls like a power of t (Thm 1), GD's like a power "
     "of 1/log t at every fixed η, whose exponent in t tends to 0; any steeper power of t, "
