@@ -21,12 +21,13 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from ..config import Positive, PositiveInt, numbers
-from ..curves import Curves, curves
+from ..curves import curves
 from ..data import Problem, example1
 from ..engine import Algorithm, RunSpec
 from ..figures import save_figure
 from ..judging.claims import Claim, identified, mean_effect
 from ..judging.verdicts import theory as rules
+from ..judging.verdicts.reexamine import PACE_SLOPE, growing_until
 from ..theory_measures import (
     ASSUMPTION1_EXAMPLE1,
     FLOAT_FLOOR,
@@ -302,23 +303,6 @@ def moving(groups, name: str, window, what: str) -> list[str]:
     return [f"{what}: ‖W_t‖ grows with log–log slope {low:.2g} ≤ 0.5 over steps {span(window)}"]
 
 
-def growing_until(c: Curves, above: float) -> np.ndarray:
-    """Per run: the last recorded step up to which ‖W_t‖ still grew at a log–log slope in t
-    above `above` between two recorded steps (step 0 left out); NaN for one that never did.
-    A step that moves W at the rule's pace (Polyak's uncapped: ‖W_t‖ ∝ t) and then barely at
-    all (its stand-in cap binding, its scores underflowing) stopped there, though ‖W_t‖ still
-    changes (`verdicts.reexamine.moving_until` sees only a frozen ‖W_t‖)."""
-    later = c.steps > 0
-    steps, norms = c.steps[later], c.values["norm/2"][:, later]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        slopes = np.diff(np.log(norms), axis=1) / np.diff(np.log(steps))
-    out = np.full(norms.shape[0], np.nan)
-    for k, grew in enumerate(slopes > above):
-        if grew.any():
-            out[k] = steps[int(np.flatnonzero(grew)[-1]) + 1]
-    return out
-
-
 def stops_before(groups, name: str, window, fitted, cap: float) -> list[str]:
     """The precondition that the runs of `name` (Polyak with the stand-in cap `cap` for
     γ_b = ∞) still move at the uncapped step's pace through `window`, where the theorem's rate
@@ -329,7 +313,7 @@ def stops_before(groups, name: str, window, fitted, cap: float) -> list[str]:
     underflow. A run stopped so is fitted only over the steps before (`fitted`), a window set
     by the format, not by the theorem, and too short to judge a rate that holds from some
     step on (the constants are lost)."""
-    until = growing_until(groups[name], 0.5)
+    until = growing_until(groups[name], PACE_SLOPE)
     stopped = ~(until >= window[-1])
     if not stopped.any():
         return []

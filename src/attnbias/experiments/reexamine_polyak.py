@@ -175,6 +175,7 @@ def claims(groups: dict[str, Curves], config: Config, tuned: Tuned) -> list[Clai
                 [polyak_name(cap, c) for c in config.cs],
                 f"Polyak at γ_b = {short(cap)} (every c)",
                 doubts,
+                paced=[polyak_name(cap, c) for c in config.cs] if cap >= config.uncapped else (),
             )
             for cap in config.caps
         ),

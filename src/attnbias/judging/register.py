@@ -54,6 +54,13 @@ MINILM_PROTOCOL = (
     "3-class tweets instead of MultiNLI / CivilComments; far fewer steps (sized for 2 CPU cores); "
     + selection("text-finetune", "optimiser")
 )
+# The MD paper's real-data findings hold for models trained to 99.5 % train accuracy; text-md's
+# runs stop at an equal budget short of that, so its rows are ours, citing the paper (issue 29).
+EQUAL_BUDGET = (
+    "the MD paper's comparison at an equal budget of 30 epochs, short of the paper's premise "
+    "(training to 99.5 % train accuracy): not the paper's claim, which `attnbias reproduce "
+    "text-md --paper --device cuda` decides; "
+)
 TEXT_MD = (
     "Rotten Tomatoes snippets instead of IMDb reviews; a smaller model (text-md.toml: width 64, "
     "2 blocks, length 48; the paper's 384/1536, 3 blocks, length 512: `attnbias reproduce "
@@ -493,8 +500,9 @@ def theory_entries() -> list[PaperClaim]:
         PaperClaim("ngd-rates/thm7-polyak-rate", "NGD", "Thm 7 (App. A)", "the Polyak step has "
                    "Thm 1's rate", f"{ngd_rates}; uncapped Polyak (γ_b = "
                    f"{max(rates.polyak_caps):g}), fitted over steps {span(rates.polyak_window)} "
-                   "only: float64 stops the step (L − L* below L*'s resolution) before Thm 1's "
-                   f"window {span(rates.fit_window)}, so the fit cannot judge the rate: "
+                   "only: float64 ends the uncapped pace (the stand-in cap binds at logit gaps "
+                   f"~691, the scores underflow by ~745) before Thm 1's window "
+                   f"{span(rates.fit_window)}, so the fit cannot judge the rate: "
                    f"inconclusive, the step named in the verdict; {BEYOND_THM1}"),
         PaperClaim("ngd-rates/polyak-cap-slows", "NGD", "§3 'Extension to Polyak step-size'",
                    "with the cap γ_b 'the rates are much faster in the beginning, but slow down "
@@ -680,9 +688,10 @@ def reexamination_entries() -> list[PaperClaim]:
         PaperClaim("reexamine-polyak/ngd-ends-ahead", "ours", REEXAMINE, "the earlier result "
                    "(ngd-fixed: NGD ends ~30× better): NGD, at its η tuned for the "
                    "misalignment, ends with the smaller misalignment, "
-                   "per cap γ_b, at the end (paired by seed); uncapped Polyak stops where "
-                   "L − L* rounds to 0 in float64, so its comparison falls at that float64 "
-                   "stop: an artefact, inconclusive (the verdict names the step)",
+                   "per cap γ_b, at the end (paired by seed); uncapped Polyak (γ_b = 1e300, a "
+                   "stand-in for ∞) leaves the uncapped pace where its stand-in binds (logit "
+                   "gaps ~691), so its comparison falls at that step: an artefact of float64's "
+                   "range, inconclusive (the verdict names the step)",
                    POLYAK_ENDS + "; a run still moves at a recorded step if its ‖W_t‖ changes "
                    "after it"),
         PaperClaim("reexamine-polyak/larger-cap-ends-closer", "ours", REEXAMINE, "artefact "
@@ -690,8 +699,9 @@ def reexamination_entries() -> list[PaperClaim]:
                    "gets (NGD still ends ahead of every finite cap: ngd-ends-ahead-*); "
                    "supported = each larger cap "
                    "ends closer (c = 1), compared at the end, over the finite caps 1e2 < 1e4 "
-                   "< 1e6: float64 stops the uncapped step (1e300) where L − L* rounds to 0, so "
-                   "no float64 run compares it at the end (the config's `uncapped`)",
+                   "< 1e6: the uncapped step's stand-in (1e300) binds as a cap itself once the "
+                   "logit gaps reach ~691, so no float64 run compares ∞ at the end (the "
+                   "config's `uncapped`)",
                    POLYAK),
     ]  # fmt: skip
 
@@ -787,31 +797,33 @@ REGISTER: list[PaperClaim] = [
                "Muon behaves like spectral descent", ATLAS + "; torch's Muon as shipped "
                "(bfloat16 Newton–Schulz, ε = 1e-7), judged as run (docs/REFEREE.md): a run whose "
                "‖W_t‖ stops growing ('stalled') is part of the outcome, printed beside the effect "
-               "with its final gap; superseded: the atlas runs every optimiser at one fixed step "
-               "(η = 0.2), and the row that decides the claim at Muon's own step, chosen on "
-               "selection seeds, is reexamine-muon/muon-like-spectraldescent; this row is not "
-               "counted where that one has a verdict",
-               superseded_by="reexamine-muon/muon-like-spectraldescent"),
+               "with its final gap; judged at the atlas's one fixed step for every optimiser "
+               "(η = 0.2); reexamine-muon/muon-like-spectraldescent judges Muon at its own "
+               "step chosen on selection seeds, a different setting, so this row stays counted"),
     PaperClaim("atlas/own-norm-rate", "ours", "§atlas", "the own-norm margin gap falls as a "
                "power of t (linear models: Õ(1/t))", ATLAS + "; slope fitted over the last decade "
                "of steps; −0.25 ours"),
     *reexamination_entries(),
-    PaperClaim("text-md/best-accuracy", "MD", "§real data, IMDb table (3 blocks)",
-               "ℓ1.1-MD reaches a higher best test accuracy than ℓ2-MD (GD): "
+    PaperClaim("text-md/best-accuracy", "ours", EQUAL_BUDGET + "§real data, IMDb table",
+               "ℓ1.1-MD reaches a higher best test accuracy than ℓ2-MD (GD), as the MD paper "
+               "reports at separation: "
                f"{papers.accuracy_text(1.1)} vs {papers.accuracy_text(2.0)} %",
                TEXT_MD,
                read_in=papers.READ_MD),
-    PaperClaim("text-md/md-beats-gd", "MD", "abstract; IMDb table", "MD improves generalization "
-               "over GD: every ℓp-MD with p ≠ 2 has a higher best test accuracy than ℓ2 "
+    PaperClaim("text-md/md-beats-gd", "ours", EQUAL_BUDGET + "abstract; IMDb table",
+               "MD improves generalization over GD, as the MD paper reports at separation: "
+               "every ℓp-MD with p ≠ 2 has a higher best test accuracy than ℓ2 "
                f"(ℓ3: {papers.accuracy_text(3.0)} %)", TEXT_MD,
                read_in=papers.READ_MD),
-    PaperClaim("text-md/keyword-attention", "MD", "§real data, key-word attention",
-               "ℓ1.1-MD puts more normalised [CLS] attention on the sentence's key word than GD "
+    PaperClaim("text-md/keyword-attention", "ours", EQUAL_BUDGET + "§real data, key-word "
+               "attention", "ℓ1.1-MD puts more normalised [CLS] attention on the sentence's key "
+               "word than GD, as the MD paper reports at separation "
                f"({papers.keyword_text()})", TEXT_MD + "; probe: held-out sentences with "
                "exactly one "
                "VADER-lexicon word instead of hand-written sentences",
                read_in=papers.READ_MD),
-    PaperClaim("text-md/sparsity-count", "MD", "§real data, weight histograms",
+    PaperClaim("text-md/sparsity-count", "ours", EQUAL_BUDGET + "§real data, weight "
+               "histograms",
                "ℓ1.1-MD gives sparser K, Q, V: fewer entries with |w| > "
                f"{papers.MD_IMDB_THRESHOLD:g} than GD ({papers.counts_text()}); what the count "
                "measures is how many entries moved past the threshold, which reads as sparsity "
@@ -825,8 +837,8 @@ REGISTER: list[PaperClaim] = [
                "GD's — the same statement, free of the weights' overall scale; ℓ3-MD must have "
                "fewer than ℓ2-MD (the negative control, in each part); a part whose interval "
                "straddles 0 says how many paired seeds would decide it", TEXT_MD),
-    PaperClaim("text-md/sparsity-hoyer", "ours", "the MD paper's sparsity claim (§real data, "
-               "weight histograms), by a scale-free measure",
+    PaperClaim("text-md/sparsity-hoyer", "ours", EQUAL_BUDGET + "its sparsity claim (§real "
+               "data, weight histograms), by a scale-free measure",
                "ℓ1.1-MD's K, Q, V are sparser than GD's by Hoyer's measure "
                "(√n − ‖w‖₁/‖w‖₂)/(√n − 1) of the trained matrix, with ℓ3-MD denser than "
                "ℓ2-MD by the same measure (the negative control, in each part)", TEXT_MD,

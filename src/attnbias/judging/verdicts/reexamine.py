@@ -14,6 +14,7 @@ artefact, not a finding, and is inconclusive with that reason.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from itertools import pairwise
 
 import numpy as np
@@ -123,6 +124,28 @@ def moving_until(c: Curves) -> np.ndarray:
     return out
 
 
+def growing_until(c: Curves, above: float) -> np.ndarray:
+    """Per run: the last recorded step up to which ‖W_t‖ still grew at a log–log slope in t
+    above `above` between two recorded steps (step 0 left out); NaN for one that never did.
+    A step that moves W at the rule's pace (Polyak's uncapped: ‖W_t‖ ∝ t) and then barely at
+    all (its stand-in cap binding, its scores underflowing) stopped there, though ‖W_t‖ still
+    changes (`moving_until` sees only a frozen ‖W_t‖)."""
+    later = c.steps > 0
+    steps, norms = c.steps[later], values(c, "norm/2")[:, later]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slopes = np.diff(np.log(norms), axis=1) / np.diff(np.log(steps))
+    out = np.full(norms.shape[0], np.nan)
+    for k, grew in enumerate(slopes > above):
+        if grew.any():
+            out[k] = steps[int(np.flatnonzero(grew)[-1]) + 1]
+    return out
+
+
+# A stand-in for γ_b = ∞ keeps the uncapped step's pace (‖W_t‖ ∝ t) while it moves as the
+# method would; below this log–log slope the stand-in cap binds, an artefact of float64's range.
+PACE_SLOPE = 0.5
+
+
 def at_steps(c: Curves, metric: str, rows: np.ndarray, steps: np.ndarray) -> np.ndarray:
     """`metric` of run `rows[i]` at its last recorded step ≤ `steps[i]` (NaN for a NaN step)."""
     out = np.full(len(rows), np.nan)
@@ -133,7 +156,12 @@ def at_steps(c: Curves, metric: str, rows: np.ndarray, steps: np.ndarray) -> np.
 
 
 def ahead_while_moving(
-    groups: dict[str, Curves], slow: str, fast: str, source: str, doubts: dict | None = None
+    groups: dict[str, Curves],
+    slow: str,
+    fast: str,
+    source: str,
+    doubts: dict | None = None,
+    paced: Collection[str] = (),
 ) -> Claim:
     """`fast` has the smaller misalignment than `slow` at each seed's common horizon: the
     last recorded step at which both runs of the seed were still moving (`moving_until`),
@@ -143,10 +171,17 @@ def ahead_while_moving(
     where the runs end: an artefact, so the part is inconclusive and says where it stopped;
     past that step float64 cannot compute the run, so no float64 run decides it. `doubts`:
     what the interval would say ("supports", "refutes") → why that cannot stand (a side's
-    tuned step at its grid's edge: `tuning.edge_doubt`)."""
+    tuned step at its grid's edge: `tuning.edge_doubt`). `paced`: runs with a stand-in for
+    γ_b = ∞, which move as the method would only while ‖W_t‖ keeps the uncapped pace
+    (`growing_until`, above PACE_SLOPE): past that the stand-in binds, float64's artefact too."""
+
+    def until(groups: dict[str, Curves], name: str) -> np.ndarray:
+        moved = moving_until(groups[name])
+        return np.fmin(moved, growing_until(groups[name], PACE_SLOPE)) if name in paced else moved
+
     a, b = groups[slow], groups[fast]
     rows_a, rows_b = paired(a, b, np.arange(len(seeds_of(a))), np.arange(len(seeds_of(b))))
-    until_a, until_b = moving_until(a)[rows_a], moving_until(b)[rows_b]
+    until_a, until_b = until(groups, slow)[rows_a], until(groups, fast)[rows_b]
     horizon = np.minimum(until_a, until_b)
     slow_at = at_steps(a, MISALIGNMENT, rows_a, horizon)
     fast_at = at_steps(b, MISALIGNMENT, rows_b, horizon)
@@ -185,7 +220,9 @@ def float_stops(stops: dict[str, np.ndarray], horizon: np.ndarray, last: float) 
         return []
     names = " and ".join(name for name, stopped in stops.items() if stopped.any())
     return [
-        f"compared at a float64 stop, not at the end: {names} stopped moving (‖W_t‖ frozen) "
+        f"compared at a float64 stop, not at the end: {names} stopped moving as the method "
+        "would (‖W_t‖ frozen, or for a stand-in for γ_b = ∞ its growth below the uncapped pace "
+        f"once the stand-in cap binds, at logit gaps ~691) "
         f"by step {np.median(horizon[early]):.0f} of {last:.0f} on {int(early.sum())} of "
         f"{early.size} seeds; past it float64 cannot compute the run's step (Polyak's: its "
         "L − L* is taken from the other tokens' scores, which underflow at logit gaps ~745), "
@@ -194,7 +231,12 @@ def float_stops(stops: dict[str, np.ndarray], horizon: np.ndarray, last: float) 
 
 
 def ends_ahead(
-    groups: dict[str, Curves], name: str, others: list[str], who: str, doubts: dict | None = None
+    groups: dict[str, Curves],
+    name: str,
+    others: list[str],
+    who: str,
+    doubts: dict | None = None,
+    paced: Collection[str] = (),
 ) -> Claim:
     """`name` ends with a smaller misalignment than each of `others` (described as `who`) at
     equal steps (per-seed ratio > 1, every one of them): who is ahead once the runs end; where
@@ -205,7 +247,7 @@ def ends_ahead(
     return Claim(
         f"{name} ends ahead of {who}: smaller misalignment at equal steps, at the end (paired "
         "by seed; where float64 stopped a run first, compared there: inconclusive)",
-        parts=[ahead_while_moving(groups, other, name, source, doubts) for other in others],
+        parts=[ahead_while_moving(groups, other, name, source, doubts, paced) for other in others],
         evidence=described({n: final(groups[n], MISALIGNMENT) for n in [name, *others]}),
     )
 

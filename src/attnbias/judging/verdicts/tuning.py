@@ -182,8 +182,7 @@ def edge_doubts(tuned: Tuned, method: str, metric: str, role: str) -> dict[str, 
 def frozen_at_end(c: Curves, metric: str) -> np.ndarray:
     """Per run: is `metric` the very same float64 number at the last two recorded steps? A
     moving run's metric changes between log-spaced recorded steps; one that does not has
-    stopped at float64's floor (Polyak's step is 0 once L − L* rounds to 0), or its metric
-    has (a loss within an ulp of its infimum)."""
+    stopped at float64's floor, or its metric has (a loss within an ulp of its infimum L*)."""
     v = values(c, metric)
     if v.shape[1] < 2:
         return np.zeros(v.shape[0], dtype=bool)
@@ -239,8 +238,8 @@ def tuned_sooner(tuned: Tuned, slow: str, fast: str, metric: str, label: str, so
         if stuck := int(np.sum(stopped & ~np.isfinite(times))):
             unmet.append(f"{stuck} of {times.size} {m} runs never reach the level and end "
                          "frozen (one float64 value at the last two recorded steps: the run "
-                         "stopped, as Polyak's once L − L* rounds to 0, or its metric sits at "
-                         "its float64 floor): timed at the budget by float64, they could "
+                         "stopped, or its metric sits at its float64 floor, as a loss at L* "
+                         "does): timed at the budget by float64, they could "
                          "overturn either verdict; arithmetic that does not stop there (not "
                          "implemented) would decide it")  # fmt: skip
         if would == AT_EDGE[role] and (doubt := edge_doubt(tuned, m, metric, would)):
