@@ -9,6 +9,7 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pytest
+from matplotlib.figure import Figure
 
 from attnbias.cli import main
 from attnbias.experiments import load_config, run_experiment
@@ -19,6 +20,7 @@ from attnbias.figures import (
     drawing_formats,
     lacking_formats,
     save_figure,
+    thin_log_minor_ticks,
 )
 from test_experiments import TINY
 
@@ -36,6 +38,42 @@ def test_save_figure_draws_png_alone_unless_asked(tmp_path):
         assert suffixes(save_figure(plt.figure(), tmp_path, "b")) == [".png", ".pdf", ".svg"]
     assert current_formats() == ("png",)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.png", "b.pdf", "b.png", "b.svg"]
+
+
+def laid_out_figure():
+    """A constrained-layout figure with what makes its layout work: log axes, titles, a legend."""
+    fig, axes = plt.subplots(2, 2, layout="constrained", sharey="row")
+    for i, ax in enumerate(axes.flat):
+        ax.loglog([1, 10, 100], [1, 0.1 ** (i + 1), 1e-3], label=f"curve {i}")
+        ax.set_title(f"panel {i}")
+        ax.legend()
+    fig.suptitle("a figure\nof two lines")
+    return fig
+
+
+def test_a_laid_out_figure_is_drawn_once(tmp_path, monkeypatch):
+    # savefig draws a figure with a layout engine twice (the layout's pass, then the file's):
+    # save_figure lays it out itself and leaves savefig no engine: the file's draw is the one
+    draws = []
+    draw = Figure.draw
+    counted = lambda fig, renderer: (draws.append(1), draw(fig, renderer))  # noqa: E731
+    monkeypatch.setattr(Figure, "draw", counted)
+    save_figure(laid_out_figure(), tmp_path, "a")
+    assert len(draws) == 1
+
+
+def test_the_png_is_the_same_whatever_else_is_drawn(tmp_path):
+    # the layout is made at the PNG's dpi, as savefig's own: the same bytes as savefig's PNG, and
+    # the same whether or not vector formats are drawn beside it
+    fig = laid_out_figure()
+    thin_log_minor_ticks(fig)  # as save_figure does
+    fig.savefig(tmp_path / "savefig.png", dpi=130, metadata={})
+    plt.close(fig)
+    (alone,) = save_figure(laid_out_figure(), tmp_path, "alone")
+    beside = save_figure(laid_out_figure(), tmp_path, "beside", formats=("png", "svg"))[0]
+    png = (tmp_path / "savefig.png").read_bytes()
+    assert Path(alone).read_bytes() == png
+    assert Path(beside).read_bytes() == png
 
 
 def test_formats_are_checked_naming_the_argument():

@@ -80,8 +80,8 @@ def save_figure(fig, out: str | Path, name: str, dpi: int = 130, formats=None) -
     unless a `drawing_formats` chose others), close the figure; returns their paths. Each
     file is written fresh and renamed in through a handle of `out` (store.write_into: never
     through a link; a staging directory through its store's handles). The layout is computed
-    once and then frozen, so each further format costs one rendering, not another layout
-    pass."""
+    once, at `dpi`, and then frozen: each format costs one rendering, not another layout pass
+    and a draw without rendering (the PNG is the same bytes as savefig's own)."""
     formats = current_formats() if formats is None else checked_formats(formats)
     out = Path(out)
     paths = [out / f"{name}.{ext}" for ext in formats]
@@ -89,9 +89,14 @@ def save_figure(fig, out: str | Path, name: str, dpi: int = 130, formats=None) -
     try:
         thin_log_minor_ticks(fig)
         engine = fig.get_layout_engine()
-        if engine is not None and len(formats) > 1:
+        if engine is not None:
+            # at the saving dpi, as savefig's own pass would; with no engine left (not even
+            # "none"'s placeholder) savefig skips its draw without rendering before the real one
+            fig.set_dpi(dpi)
             engine.execute(fig)
-            fig.set_layout_engine("none")
+            no_rc_layout = {"figure.autolayout": False, "figure.constrained_layout.use": False}
+            with plt.rc_context(no_rc_layout):
+                fig.set_layout_engine(None)
         with plt.rc_context({"svg.hashsalt": name}):
             for path, ext in zip(paths, formats):
                 write_into(out, path.name, writer=partial(_savefig, fig, ext, dpi))
