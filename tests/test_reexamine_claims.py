@@ -329,3 +329,12 @@ def test_an_uncapped_polyak_compared_at_its_float64_stop_is_inconclusive():
     assert letters(ladder) == "S/S" and "1e300" not in ladder.claim
     why = verdict_text(asdict(ahead))
     assert "compared at a float64 stop" in why and "Polyak γ_b=1e300 c=1 stopped moving" in why
+
+
+def test_only_the_stand_in_for_an_infinite_cap_is_judged_at_its_pace():
+    """reexamine-polyak's 1e300 stands in for γ_b = ∞: its runs are compared where they leave
+    the uncapped pace (`ahead_while_moving`'s `paced`); every finite cap as run (issue 29)."""
+    polyak = load_config("reexamine-polyak")
+    assert list(polyak.stand_ins) == [polyak.uncapped]
+    assert all(cap not in polyak.stand_ins for cap in polyak.ladder_caps)
+    assert len(polyak.stand_ins[polyak.uncapped]) == len(polyak.cs)

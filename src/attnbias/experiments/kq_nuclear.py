@@ -124,7 +124,8 @@ def window_note(control: np.ndarray, slopes_from: dict) -> str:
     W = KQᵀ's slope fitted from earlier starts."""
     effect = mean_effect(control)
     earlier = ", ".join(
-        f"{np.nanmean(s):.3g} from {start:g}× the last step" for start, s in slopes_from.items()
+        f"{mean_effect(s).estimate:.3g} from {start:g}× the last step"
+        for start, s in slopes_from.items()
     )
     return (
         f"control over the same window: {DIRECT}'s misalignment with the nuclear SVM, slope "

@@ -92,6 +92,13 @@ class Config(OptimalTokenConfig, TuningConfig):
         return sorted(cap for cap in self.caps if cap < self.uncapped)
 
     @property
+    def stand_ins(self) -> dict[float, list[str]]:
+        """The caps standing in for γ_b = ∞ (≥ uncapped) → their Polyak runs (every c): they
+        move as the method would only while they keep the uncapped pace."""
+        return {cap: [polyak_name(cap, c) for c in self.cs] for cap in self.caps
+                if cap >= self.uncapped}  # fmt: skip
+
+    @property
     def settings(self) -> dict[str, tuple[float, float]]:
         """Polyak's algorithm name → its (γ_b, c), for every pair of the sweep."""
         return {polyak_name(cap, c): (cap, c) for cap in self.caps for c in self.cs}
@@ -175,7 +182,7 @@ def claims(groups: dict[str, Curves], config: Config, tuned: Tuned) -> list[Clai
                 [polyak_name(cap, c) for c in config.cs],
                 f"Polyak at γ_b = {short(cap)} (every c)",
                 doubts,
-                paced=[polyak_name(cap, c) for c in config.cs] if cap >= config.uncapped else (),
+                paced=config.stand_ins.get(cap, ()),
             )
             for cap in config.caps
         ),
