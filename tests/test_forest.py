@@ -93,10 +93,11 @@ def test_points_are_grouped_by_experiment_and_the_paper_their_entry_cites():
     part = {"rule": {"threshold": 1.0, "comparison": ">"}, "status": "supported",
             "effect": {"estimate": 3.0, "low": 2.0, "high": 4.0, "n": 5}}  # fmt: skip
     found = {
-        "text-md": {"claims": [{**part, "id": "text-md/best-accuracy"},
-                               {**part, "id": "text-md/sparsity-scale-free"}]},
+        "reexamine-polyak": {"claims": [
+            {**part, "id": "reexamine-polyak/polyak-faster-cap-1e6-c-1"},
+            {**part, "id": "reexamine-polyak/ngd-ends-ahead-cap-1e6"}]},
         "vision": {"claims": [{**part, "id": "vision/norm-growth-mnist"}]},
     }  # fmt: skip
     groups = [p.group for p in forest.points(register.forest_claims(found))]
-    assert groups == ["text-md · MD", "text-md · ours", "vision · NGD"]
+    assert groups == ["reexamine-polyak · NGD", "reexamine-polyak · ours", "vision · NGD"]
     assert [p.group for p in forest.points({"x": [{**part, "id": "x/a"}]})] == ["x"]
