@@ -66,7 +66,7 @@ def test_config_real_and_optim_do_not_import_the_engine(path):
 @pytest.mark.parametrize(
     "path",
     [
-        *sources("judging/*.py", "judging/verdicts/*.py"),
+        *sources("judging/*.py", "judging/verdicts/*.py", "experiment_configs/*.py"),
         SRC / "curves.py",
         SRC / "theory_measures.py",
         SRC / "experiment_registry.py",
