@@ -17,8 +17,8 @@ from attnbias import experiment_registry
 from attnbias.cli import main
 from attnbias.config import ExperimentConfig, to_toml
 from attnbias.curves import curves, loglog_slope
+from attnbias.experiment_configs.real import RealConfig
 from attnbias.experiments import EXPERIMENTS, SYNTHETIC, load_config, run_experiment
-from attnbias.experiments.real_runs import RealConfig
 from attnbias.judging.claims import STATUSES
 from attnbias.store import ResultsStore, config_key
 

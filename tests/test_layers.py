@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from attnbias.experiment_registry import CONFIG_MODULES, config_schema, find_experiment, load_config
+
 SRC = Path(__file__).resolve().parent.parent / "src" / "attnbias"
 
 
@@ -64,7 +66,7 @@ def test_config_real_and_optim_do_not_import_the_engine(path):
 @pytest.mark.parametrize(
     "path",
     [
-        *sources("judging/*.py", "judging/verdicts/*.py"),
+        *sources("judging/*.py", "judging/verdicts/*.py", "experiment_configs/*.py"),
         SRC / "curves.py",
         SRC / "theory_measures.py",
         SRC / "experiment_registry.py",
@@ -94,3 +96,19 @@ def test_importing_the_verdict_rules_and_the_report_loads_no_experiment():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_importing_the_register_loads_no_experiment():
+    # the register states protocols from configs (experiment_registry.CONFIG_MODULES), not drivers
+    code = (
+        "import sys, attnbias.judging.register\n"
+        "print(sorted(m for m in sys.modules if m.startswith('attnbias.experiments')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("name", sorted(CONFIG_MODULES))
+def test_a_config_read_without_its_driver_is_the_one_the_driver_runs_with(name):
+    assert config_schema(name).Config is find_experiment(name).Config
+    assert type(load_config(name, quick=True)) is find_experiment(name).Config

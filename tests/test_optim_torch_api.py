@@ -233,8 +233,9 @@ def test_half_precision_with_the_keywords_is_stepped_in_float32(name, dtype):
     ],
 )
 def test_old_argument_names_still_work_with_a_deprecation_warning(make, old, new):
-    with pytest.warns(DeprecationWarning, match="is now called"):
+    with pytest.warns(DeprecationWarning, match="is now called") as record:
         before = trajectory(make, **old)
+    assert record[0].filename == __file__  # the warning points at the caller's line
     assert_same(before, trajectory(make, **new))
     with pytest.raises(TypeError, match="not both"):
         make([torch.nn.Parameter(torch.zeros(2))], **old, **{k: v for k, v in new.items()})
@@ -251,6 +252,16 @@ def test_every_class_takes_the_same_torch_keywords_and_spells_lr_the_same():
         ).items():
             assert parameters[key].default == default, (cls, key)
             assert parameters[key].kind is inspect.Parameter.KEYWORD_ONLY, (cls, key)
+
+
+def test_every_class_refuses_an_unknown_keyword_naming_it():
+    # the keyword-only arguments are read from **keywords (CheckedOptimizer.KEYWORDS): a typo
+    # must still be a TypeError, as in torch's classes, not a silently ignored argument
+    w = [torch.nn.Parameter(torch.zeros(2, 2))]
+    for cls in (MirrorDescent, NormalizedGD, PolyakStep, SignGD, SpectralDescent, SteepestDescent):
+        with pytest.raises(TypeError, match="'wieght_decay'"):
+            cls(w, lr=0.1, wieght_decay=0.1)
+        assert cls(w, lr=0.1, weight_decay=0.25).param_groups[0]["weight_decay"] == 0.25
 
 
 def test_true_means_global_normalisation_in_both_classes():

@@ -575,8 +575,8 @@ REPLACED = {
     "algorithms": "Algorithms",
     "LOSS": "Loss",
     "ZERO_OR_RANDOM_INIT": "NonNegative (experiments.runs.ZERO_OR_RANDOM_INIT)",
-    "GAUSSIAN_UNIT": "experiments.runs.GaussianUnitConfig",
-    "COMMON": "experiments.runs.SweepConfig",
+    "GAUSSIAN_UNIT": "experiment_configs.sweep.GaussianUnitConfig",
+    "COMMON": "experiment_configs.sweep.SweepConfig",
 }
 
 

@@ -55,6 +55,20 @@ REAL_DATA_EXPERIMENTS = {
 }
 EXPERIMENTS = {**SYNTHETIC_EXPERIMENTS, **REAL_DATA_EXPERIMENTS}
 SYNTHETIC = tuple(SYNTHETIC_EXPERIMENTS)  # what `reproduce all` runs, in its order
+# The built-in experiments whose Config lives apart from the driver, name → module: the claims
+# register states their protocols from their configs, and reading one imports no driver.
+CONFIG_MODULES = {
+    name: f"attnbias.experiment_configs.{name.replace('-', '_')}"
+    for name in (
+        "ngd-rates",
+        "joint-rates",
+        "local-global",
+        "kq-nuclear",
+        "text-md",
+        "text-finetune",
+        "vision",
+    )
+}
 
 
 class ExperimentProtocol(Protocol):
@@ -164,6 +178,29 @@ def _adapt(found, reference: str) -> Experiment:
     )
 
 
+@dataclass(frozen=True)
+class ConfigSchema:
+    """What reading an experiment's configs needs: the experiment's name, its Config, how its
+    configs name it and its TOML of defaults (None: the Config's own defaults)."""
+
+    name: str
+    Config: type[ExperimentConfig]
+    reference: str
+    defaults: Path | None
+
+
+def config_schema(reference: str) -> ConfigSchema:
+    """The ConfigSchema of the experiment a reference names (as find_experiment); for one of
+    CONFIG_MODULES without importing its driver."""
+    if isinstance(reference, str) and reference in CONFIG_MODULES:
+        module = importlib.import_module(CONFIG_MODULES[reference])
+        return ConfigSchema(reference, module.Config, reference, CONFIG_DIR / f"{reference}.toml")
+    experiment = find_experiment(reference)
+    return ConfigSchema(
+        experiment.name, experiment.Config, experiment.reference, experiment.defaults
+    )
+
+
 def load_config(
     name: str,
     quick: bool = False,
@@ -176,7 +213,7 @@ def load_config(
     overrides, then each (origin, fields) of layers (a config file, command-line options;
     origin is named in errors). Every rule is checked here: ConfigError (a ValueError) names
     the origin, the field, the value and the rule."""
-    experiment = find_experiment(name)
+    experiment = config_schema(name)
     defaults, source = {}, None
     if experiment.defaults is not None:
         defaults, source = read_toml(experiment.defaults), str(experiment.defaults)
@@ -199,5 +236,5 @@ def validate_config(config: ExperimentConfig | Mapping) -> ExperimentConfig:
         return config
     if not isinstance(config, Mapping) or "experiment" not in config:
         raise ValueError("a config must be a mapping that names its experiment")
-    experiment = find_experiment(config["experiment"])
+    experiment = config_schema(config["experiment"])
     return resolve(experiment.Config, experiment.reference, [(None, config)])

@@ -27,6 +27,7 @@ from ..config import Algorithms, Norms, Positive, PositiveInt, Text, real
 from ..curves import curves
 from ..data import gaussian_unit
 from ..engine import Algorithm, RunSpec
+from ..experiment_configs.sweep import GaussianUnitConfig
 from ..figures import save_figure
 from ..judging.claims import Claim, identified, not_applicable
 from ..judging.verdicts import atlas as rules
@@ -35,7 +36,7 @@ from ..norm_names import allowed_norms
 from ..optim.registry import available
 from ..svm import optimal_tokens
 from . import plotting
-from .runs import GaussianUnitConfig, random_init, seeds, sweep, sweep_summary
+from .runs import random_init, seeds, sweep, sweep_summary
 
 logger = logging.getLogger(__name__)
 

@@ -15,19 +15,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from pydantic import Field, model_validator
 
-from ..config import Positive, PositiveInt, Text
 from ..curves import curves, without_diverged
 from ..data import dm
 from ..engine import Algorithm, RunSpec
+from ..experiment_configs.joint_rates import Config
 from ..figures import save_figure
 from ..judging.claims import Claim, identified, mean_effect
 from ..judging.verdicts import theory as rules
 from ..theory_measures import (
     FLOAT_FLOOR,
-    Window,
-    check_window,
     in_window,
     order_exponent,
     polylog_exponents,
@@ -35,29 +32,13 @@ from ..theory_measures import (
     span,
 )
 from . import plotting
-from .runs import DMConfig, seeds, sweep, sweep_summary
+from .runs import seeds, sweep, sweep_summary
 from .theory_figures import fit_panel
 
 DESCRIPTION = (
     "NGD paper's joint-training rates (Thms 3-4) against the fixed head (Thm 1) on dm; v's margin"
 )
 MISALIGNMENT = "misalignment"
-
-
-class Config(DMConfig):
-    steps: PositiveInt = Field(description="steps of every run")
-    lr: Positive = Field(description="step size η of all three rules")
-    fit_window: Window = Field(description="[first, last] step of the fitted exponents")
-    fixed: Text = Field(description="name of the fixed-head NGD runs")
-    joint: Text = Field(description="name of the loss-normalised joint runs (Eq. 13)")
-    joint_ngd: Text = Field(description="name of the joint-NGD runs")
-
-    @model_validator(mode="after")
-    def _window_fits(self):
-        check_window(self.fit_window, self.steps, "fit_window")
-        if self.fit_window[0] <= np.e**np.e:  # where log log t / log t starts to decrease
-            raise ValueError(f"fit_window must start above step e^e, got {self.fit_window[0]:g}")
-        return self
 
 
 def algorithms(config: Config) -> dict[str, Algorithm]:

@@ -8,45 +8,22 @@ tokens α; its iterates are compared with the Frobenius and the nuclear-norm Att
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
-from pydantic import Field, model_validator
 
-from ..config import Loss, Positive, PositiveInt, integer
 from ..curves import curves, loglog_slope
 from ..data import GENERATORS
 from ..engine import Algorithm, RunSpec
+from ..experiment_configs.kq_nuclear import Config
 from ..figures import save_figure
 from ..judging.claims import Claim, identified, mean_effect
 from ..judging.verdicts import ngd as rules
 from . import plotting
-from .runs import SweepConfig, random_init, seeds, sweep, sweep_summary
+from .runs import random_init, seeds, sweep, sweep_summary
 
 DESCRIPTION = (
     "W = KQᵀ trained by NGD aligns with the nuclear-norm Att-SVM, W itself with the Frobenius one"
 )
-
-
-class Config(SweepConfig):
-    data: Literal["example1", "gaussian_unit"] = Field(description="data generator")
-    alpha: Literal["optimal", "selected"] = Field(
-        description="tokens of the SVMs: 'optimal' or 'selected' (by each final W)"
-    )
-    n: PositiveInt = Field(description="samples")
-    T: integer(ge=2) = Field(description="tokens per sample (one leaves the SVM no constraint)")
-    d: PositiveInt = Field(description="dimension")
-    loss: Loss = Field(description="margin loss")
-    init_scale: Positive = Field(description="K₀, Q₀ entries ~ N(0, init_scale²)")
-    lr: Positive = Field(description="step size of normalized GD")
-    steps: PositiveInt = Field(description="steps of every run")
-
-    @model_validator(mode="after")
-    def _example1_fits_the_dimension(self):
-        # example1 makes n·T orthogonal tokens (Assumption 2): refused here, not after training
-        if self.data == "example1" and self.n * self.T > self.d:
-            raise ValueError(f"example1 data needs d >= n*T = {self.n * self.T}, got {self.d}")
-        return self
 
 
 KQ, DIRECT = "W = KQᵀ (NGD)", "W (NGD)"

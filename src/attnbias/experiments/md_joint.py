@@ -17,13 +17,14 @@ from ..config import Loss, NonNegative, Positive, PositiveInt, numbers
 from ..curves import curves
 from ..data import joint_toy
 from ..engine import RunSpec
+from ..experiment_configs.sweep import SweepConfig
 from ..figures import save_figure
 from ..judging.claims import Claim, identified
 from ..judging.verdicts import md as rules
 from ..metrics import Norm
 from . import plotting
 from .md_local import algorithm
-from .runs import ZERO_OR_RANDOM_INIT, SweepConfig, random_init, seeds, sweep, sweep_summary
+from .runs import ZERO_OR_RANDOM_INIT, random_init, seeds, sweep, sweep_summary
 
 DESCRIPTION = "joint ℓp-MD of W and v from zero on the MD paper's toy: both reach their ℓp SVMs"
 

@@ -19,6 +19,7 @@ from ..config import Positive, PositiveInt, check_paired, numbers
 from ..curves import curves
 from ..data import gaussian_unit
 from ..engine import Algorithm, RunSpec
+from ..experiment_configs.sweep import GaussianUnitConfig
 from ..figures import save_figure
 from ..judging.claims import Claim, identified, not_applicable
 from ..judging.verdicts import md as rules
@@ -26,7 +27,7 @@ from ..metrics import Norm
 from ..norms import lp_norm
 from ..store import DIVERGED
 from . import plotting
-from .runs import GaussianUnitConfig, random_init, seeds, sweep, sweep_summary
+from .runs import random_init, seeds, sweep, sweep_summary
 
 DESCRIPTION = "ℓp mirror descent converges to the ℓp Att-SVM: the 3×3 divergence grid (MD paper)"
 

@@ -20,6 +20,7 @@ from ..config import Positive, PositiveInt, numbers
 from ..curves import Curves, curves
 from ..data import gaussian_unit
 from ..engine import Algorithm, RunSpec
+from ..experiment_configs.sweep import GaussianUnitConfig
 from ..figures import save_figure
 from ..judging.claims import Claim, identified, mean_effect, not_applicable
 from ..judging.verdicts import md as md_rules
@@ -27,7 +28,7 @@ from ..judging.verdicts import theory as rules
 from ..metrics import Norm
 from ..theory_measures import Window, check_window, order_exponent, polylog_exponents, span
 from . import plotting
-from .runs import GaussianUnitConfig, random_init, seeds, sweep, sweep_summary
+from .runs import random_init, seeds, sweep, sweep_summary
 from .theory_figures import fit_panel
 
 DESCRIPTION = (

@@ -20,6 +20,7 @@ from ..config import Algorithms, Positive, PositiveInt, Text, check_named
 from ..curves import Curves, loglog_slope, run_seed
 from ..data import GENERATORS
 from ..engine import RunSpec
+from ..experiment_configs.sweep import OptimalTokenConfig
 from ..figures import save_figure
 from ..judging.claims import Claim, identified
 from ..judging.verdicts import ngd as rules
@@ -27,7 +28,7 @@ from ..judging.verdicts.common import over_runs, seeds_of
 from ..judging.verdicts.tuning import Tuned, chosen_steps
 from ..theory_measures import assumption1_report
 from . import plotting
-from .runs import OptimalTokenConfig, optimal_token_specs, random_init, seeds, sweep_summary
+from .runs import optimal_token_specs, random_init, seeds, sweep_summary
 from .tuning_sweep import TuningConfig, tuned_sweep
 
 DESCRIPTION = (

@@ -26,18 +26,13 @@ from ..config import (
 )
 from ..data import dm
 from ..engine import RunSpec
+from ..experiment_configs.sweep import DMConfig
 from ..judging.claims import Claim, identified, not_applicable
 from ..judging.verdicts import ngd as rules
 from ..judging.verdicts.tuning import Tuned, chosen_steps
 from . import plotting
 from .ngd_fixed import figure
-from .runs import (
-    ZERO_OR_RANDOM_INIT,
-    DMConfig,
-    optimal_token_specs,
-    random_init,
-    sweep_summary,
-)
+from .runs import ZERO_OR_RANDOM_INIT, optimal_token_specs, random_init, sweep_summary
 from .tuning_sweep import TuningConfig, tuned_sweep
 
 DESCRIPTION = "joint training of W and v: GD vs NGD vs Polyak vs joint-NGD on dm (NGD paper Fig. 3)"

@@ -18,12 +18,11 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-from pydantic import Field, model_validator
 
-from ..config import Positive, PositiveInt, numbers
 from ..curves import curves
 from ..data import Problem, example1
 from ..engine import Algorithm, RunSpec
+from ..experiment_configs.ngd_rates import Config
 from ..figures import save_figure
 from ..judging.claims import Claim, identified, mean_effect
 from ..judging.verdicts import theory as rules
@@ -31,9 +30,7 @@ from ..judging.verdicts.reexamine import PACE_SLOPE, growing_until
 from ..theory_measures import (
     ASSUMPTION1_EXAMPLE1,
     FLOAT_FLOOR,
-    Window,
     assumption1_report,
-    check_window,
     frobenius,
     growth_slopes,
     log_nonselected_mass,
@@ -43,7 +40,7 @@ from ..theory_measures import (
     span,
 )
 from . import plotting
-from .runs import OptimalTokenConfig, random_init, seeds, sweep, sweep_summary
+from .runs import random_init, seeds, sweep, sweep_summary
 from .theory_figures import fit_panel
 
 DESCRIPTION = (
@@ -51,55 +48,6 @@ DESCRIPTION = (
     "Lemma 1 saturation vs margin"
 )
 MISALIGNMENT = "misalignment"
-
-
-def window_field(description: str):
-    return Field(description=f"{description}: [first step, last step] of the fit")
-
-
-class Config(OptimalTokenConfig):
-    long_steps: PositiveInt = Field(description="steps of the reference NGD and Polyak runs")
-    short_steps: PositiveInt = Field(description="steps of the η sweep and the margin sweep")
-    lr: Positive = Field(description="the reference NGD step size η")
-    lrs: numbers(float, 0.0, strict=True) = Field(description="step sizes of the η sweep")
-    polyak_caps: numbers(float, 0.0, strict=True) = Field(
-        description="Polyak's caps γ_b: a practical one and one too large ever to bind"
-    )
-    scales: numbers(float, 0.0, strict=True) = Field(
-        description="token scales c of the symmetry check (margin ∝ c²; 1 is example1 itself)"
-    )
-    sizes: numbers(int, 0, strict=True) = Field(
-        description="numbers of samples n of the margin sweep: another geometry, another "
-        "margin (n itself is always in it)"
-    )
-    fit_window: Window = window_field("misalignment exponent of the long runs")
-    windows: tuple[Window, Window] = Field(
-        description="two consecutive windows whose fitted exponents must agree"
-    )
-    polyak_window: Window = window_field(
-        "misalignment exponent of the uncapped Polyak runs (before float64 ends its pace)"
-    )
-    growth_window: Window = window_field("slope of ‖W_t‖ in t (η sweep)")
-    saturation_window: Window = window_field("slope of log(1 − s_opt) in ‖W_t‖ (margin sweep)")
-    tolerance: Positive = Field(description="relative tolerance of the ratio claims")
-
-    @model_validator(mode="after")
-    def _windows_fit_the_runs(self):
-        for name, steps in [
-            ("fit_window", self.long_steps),
-            ("polyak_window", self.long_steps),
-            ("growth_window", self.short_steps),
-            ("saturation_window", self.short_steps),
-        ]:
-            check_window(getattr(self, name), steps, name)
-        for k, window in enumerate(self.windows):
-            check_window(window, self.long_steps, f"windows[{k}]")
-        if self.lr not in self.lrs or 1.0 not in self.scales:
-            raise ValueError(f"lrs must contain lr ({self.lr:g}) and scales must contain 1")
-        for n in self.sizes:  # the reference n: OptimalTokenConfig's rule
-            if n * self.T > self.d:
-                raise ValueError(f"d must be >= n*T = {n * self.T} (n = {n}), got {self.d}")
-        return self
 
 
 def scaled(problem: Problem, c: float) -> Problem:

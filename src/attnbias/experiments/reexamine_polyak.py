@@ -37,6 +37,7 @@ from pydantic import Field, model_validator
 from ..config import AlgorithmTable, Positive, PositiveInt, numbers, real
 from ..curves import Curves
 from ..engine import Algorithm
+from ..experiment_configs.sweep import OptimalTokenConfig
 from ..figures import save_figure
 from ..judging.claims import Claim, identified
 from ..judging.verdicts import ngd as ngd_rules
@@ -44,7 +45,7 @@ from ..judging.verdicts import reexamine as rules
 from ..judging.verdicts.common import final, over_runs, values
 from ..judging.verdicts.tuning import Tuned, chosen_steps, edge_doubts
 from . import ngd_fixed, plotting
-from .runs import OptimalTokenConfig, sweep_summary
+from .runs import sweep_summary
 from .tuning_sweep import TuningConfig, tuned_sweep
 
 DESCRIPTION = "Re-examines ngd-fixed's Polyak verdict: a sweep of the cap γ_b and of c"

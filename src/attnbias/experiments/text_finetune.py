@@ -10,10 +10,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from pydantic import Field
-
-from ..config import Fraction, PositiveInt, choices
-from ..data.text import TEXT_DATASETS
+from ..experiment_configs.text_finetune import Config
 from ..judging.claims import Claim, identified, not_applicable
 from ..judging.verdicts import real as rules
 from ..real.adapters import load_text
@@ -26,7 +23,7 @@ from .compare import (
     grid_text,
     norm_growth_claim,
 )
-from .real_runs import CompareConfig, Loaded, search_totals, train_grid, use_threads
+from .real_runs import Loaded, search_totals, train_grid, use_threads
 
 DESCRIPTION = (
     "pretrained MiniLM fine-tuned on binary and 3-class sentiment with SGD, SNGD, SPS, Adam, "
@@ -37,12 +34,6 @@ DESCRIPTION = (
 # states it first.
 FULL_SCALE_MINUTES = 95
 MODEL = "all-MiniLM-L6-v2"
-
-
-class Config(CompareConfig):
-    datasets: choices(*TEXT_DATASETS) = Field(description="sentiment datasets")
-    max_len: PositiveInt = Field(description="tokens per text, incl. [CLS]/[SEP]")
-    dropout: Fraction = Field(description="dropout of the pretrained model and the head")
 
 
 def run(config: Config, out: Path) -> dict:

@@ -27,13 +27,14 @@ from ..config import Algorithms, Loss, Positive, PositiveInt, numbers
 from ..curves import without_diverged
 from ..data import Problem, dm, example1
 from ..engine import Algorithm, RunSpec
+from ..experiment_configs.sweep import SweepConfig
 from ..figures import save_figure
 from ..judging.claims import Claim, identified, violations_effect
 from ..judging.verdicts import theory as rules
 from ..model import attention_scores, predict, risk_and_gradients
 from ..theory_measures import gram_dominance, in_window, next_iterate, slope
 from . import plotting
-from .runs import SweepConfig, random_init, seeds, sweep, sweep_summary
+from .runs import random_init, seeds, sweep, sweep_summary
 
 DESCRIPTION = (
     "NGD paper's trajectory lemmas (5, 6, 13) evaluated at every recorded step of stored runs"

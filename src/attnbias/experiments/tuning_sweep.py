@@ -13,8 +13,9 @@ from pydantic import Field, model_validator
 from ..config import NonNegativeInt, PositiveInt, numbers
 from ..curves import curves
 from ..engine import RunSpec
+from ..experiment_configs.sweep import SweepConfig
 from ..judging.verdicts.tuning import Tuned, chosen_factor, grid_edge, rate_scores
-from .runs import SweepConfig, scaled_step, sweep
+from .runs import scaled_step, sweep
 
 # the selection seeds are SELECTION_SEED_BASE + 1, …: disjoint from the evaluation seeds 1..seeds
 SELECTION_SEED_BASE = 1000

@@ -7,11 +7,9 @@ import functools
 import json
 from pathlib import Path
 
-from pydantic import Field
-
-from ..config import PositiveInt, choices
 from ..data.fetch import DataMissingError
-from ..data.vision import IMAGE_DATASETS, check_image_dataset
+from ..data.vision import check_image_dataset
+from ..experiment_configs.vision import Config
 from ..judging.claims import Claim, identified, not_applicable
 from ..judging.verdicts import real as rules
 from ..real.adapters import load_images
@@ -25,7 +23,7 @@ from .compare import (
     grid_text,
     norm_growth_claim,
 )
-from .real_runs import CompareConfig, Loaded, search_totals, train_grid, use_threads
+from .real_runs import Loaded, search_totals, train_grid, use_threads
 
 DESCRIPTION = (
     "small ViT on MNIST and Fashion-MNIST with SGD, SNGD, SPS, Adam, ℓ1.1-MD: train loss, "
@@ -36,15 +34,6 @@ DESCRIPTION = (
 # states it first.
 FULL_SCALE_MINUTES = 40
 MODEL_FIELDS = ("patch_size", "dim", "heads", "layers", "mlp_ratio")
-
-
-class Config(CompareConfig):
-    datasets: choices(*IMAGE_DATASETS) = Field(description="image datasets")
-    patch_size: PositiveInt = Field(description="patch side in pixels")
-    dim: PositiveInt = Field(description="model width")
-    heads: PositiveInt = Field(description="attention heads per layer")
-    layers: PositiveInt = Field(description="transformer blocks")
-    mlp_ratio: PositiveInt = Field(description="MLP width / model width")
 
 
 def check_data(config: Config) -> None:

@@ -96,6 +96,29 @@ class CheckedOptimizer(Optimizer):
     # (DeprecationWarning) and a checkpoint's old keys are renamed as it loads; a param group
     # must use the new one.
     RENAMED: ClassVar[dict[str, str]] = {}
+    # the keyword-only constructor arguments, name → default, declared once (a subclass may add
+    # its own): they stand in each class's signature in place of its constructor's **keywords,
+    # so that inspect.signature and help() list them as torch's classes do
+    KEYWORDS: ClassVar[dict] = TORCH_DEFAULTS
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        arguments = list(inspect.signature(cls.__init__).parameters.values())[1:]
+        if arguments and arguments[-1].kind is inspect.Parameter.VAR_KEYWORD:
+            keywords = [
+                inspect.Parameter(key, inspect.Parameter.KEYWORD_ONLY, default=default)
+                for key, default in cls.KEYWORDS.items()
+            ]
+            cls.__signature__ = inspect.Signature([*arguments[:-1], *keywords])
+
+    @classmethod
+    def with_keywords(cls, hyper: dict, given: dict) -> dict:
+        """`hyper` with the KEYWORDS (as `given`, the constructor's **keywords, else their
+        defaults), and the old names of RENAMED moved to the new ones (`renamed`); TypeError
+        for any other keyword."""
+        given = dict(given)
+        keywords = {key: given.pop(key, default) for key, default in cls.KEYWORDS.items()}
+        return cls.renamed({**hyper, **keywords}, given)
 
     def __init__(self, params, hyper: dict):
         exclude_from_compile(type(self))
@@ -116,7 +139,7 @@ class CheckedOptimizer(Optimizer):
             if hyper[new] is not inspect.signature(cls).parameters[new].default:
                 raise TypeError(f"{cls.__name__}: give {new!r} or its old name {name!r}, not both")
             warnings.warn(
-                f"{cls.__name__}: {name!r} is now called {new!r}", DeprecationWarning, stacklevel=3
+                f"{cls.__name__}: {name!r} is now called {new!r}", DeprecationWarning, stacklevel=4
             )
             hyper[new] = value
         return hyper
@@ -407,11 +430,6 @@ def state_value_problem(key, value, w: torch.Tensor, values: dict, group: dict) 
             if bool(torch.where(finite, True, value == overflowed).all()):
                 return None
     return "holds NaN or inf"
-
-
-def torch_arguments(arguments: dict) -> dict:
-    """The torch.optim keywords among a constructor's arguments (its `locals()`)."""
-    return {key: arguments[key] for key in TORCH_DEFAULTS}
 
 
 def check_torch_keywords(hyper: dict, name: str, where: str) -> dict:

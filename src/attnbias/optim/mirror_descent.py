@@ -22,7 +22,7 @@ from torch import Tensor
 from .._validate import check_p
 from ..norms import inverse_mirror_map
 from . import functional as F
-from .checked import CheckedOptimizer, StepBatch, check_normalize, decay_, torch_arguments
+from .checked import CheckedOptimizer, StepBatch, check_normalize, decay_
 from .divisors import step_divisors
 from .duals import dual_iterates, fits, remember_weights
 from .guards import LOW_PRECISION, largest_magnitudes
@@ -95,14 +95,10 @@ class MirrorDescent(CheckedOptimizer):
         lr,
         p: float = 2.0,
         normalize: bool | str = False,
-        *,
-        weight_decay: float = 0.0,
-        maximize: bool = False,
-        foreach: bool | None = None,
-        differentiable: bool = False,
+        **keywords,
     ):
-        hyper = dict(lr=lr, p=p, normalize=normalize, **torch_arguments(locals()))
-        super().__init__(params, hyper)
+        hyper = dict(lr=lr, p=p, normalize=normalize)
+        super().__init__(params, self.with_keywords(hyper, keywords))
         self.scratch = ScratchSpace()
         # Not optimiser state (never saved: a checkpoint cannot vouch for it; rebuilt on
         # demand): per parameter (by id: the groups hold it), an upper bound on log max|θ|.

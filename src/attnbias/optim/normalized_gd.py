@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from .checked import CheckedOptimizer, StepBatch, check_momentum, check_normalize, torch_arguments
+from .checked import CheckedOptimizer, StepBatch, check_momentum, check_normalize
 from .divisors import step_divisors
 from .multi_tensor import ScratchSpace, as_runs, normalized_step_
 from .sparse_rows import gather_rows, scatter_rows_
@@ -57,15 +57,10 @@ class NormalizedGD(CheckedOptimizer):
         lr,
         momentum: float = 0.0,
         normalize: bool | str = "global",
-        *,
-        weight_decay: float = 0.0,
-        maximize: bool = False,
-        foreach: bool | None = None,
-        differentiable: bool = False,
-        **renamed,
+        **keywords,
     ):
-        hyper = dict(lr=lr, momentum=momentum, normalize=normalize, **torch_arguments(locals()))
-        super().__init__(params, self.renamed(hyper, renamed))
+        hyper = dict(lr=lr, momentum=momentum, normalize=normalize)
+        super().__init__(params, self.with_keywords(hyper, keywords))
         self.scratch = ScratchSpace()
 
     @classmethod

@@ -22,7 +22,6 @@ from .checked import (
     StepBatch,
     decay_factor,
     gradients,
-    torch_arguments,
     use_foreach,
 )
 from .divisors import polyak_divisor, polyak_divisor_of_numbers, step_divisors
@@ -84,15 +83,10 @@ class PolyakStep(CheckedOptimizer):
         lr=None,
         f_star: float = 0.0,
         c: float = 1.0,
-        *,
-        weight_decay: float = 0.0,
-        maximize: bool = False,
-        foreach: bool | None = None,
-        differentiable: bool = False,
-        **renamed,
+        **keywords,
     ):
-        hyper = dict(lr=lr, f_star=f_star, c=c, **torch_arguments(locals()))
-        super().__init__(params, self.renamed(hyper, renamed))
+        hyper = dict(lr=lr, f_star=f_star, c=c)
+        super().__init__(params, self.with_keywords(hyper, keywords))
         self.handed_loss = None  # losses handed since the last step (not optimiser state)
         self.handed_excess = None  # L − L* handed for the next step (not optimiser state)
 

@@ -15,12 +15,13 @@ problem (the norm of a group of tensors is not defined).
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import torch
 
 from .._validate import check_choice, check_scalar
 from . import steepest
-from .checked import CheckedOptimizer, StepBatch, check_momentum, torch_arguments
+from .checked import TORCH_DEFAULTS, CheckedOptimizer, StepBatch, check_momentum
 from .divisors import step_divisors
 from .guards import check_finite, largest_entries
 from .multi_tensor import ScratchSpace, as_runs, normalized_step_
@@ -55,14 +56,11 @@ BEHAVIOUR = """
 """
 
 
-def momentum_arguments(arguments: dict) -> dict:
-    """The momentum keywords among a constructor's arguments (its `locals()`)."""
-    return {key: arguments[key] for key in ("nesterov", "momentum_on")}
-
-
 class _Steepest(CheckedOptimizer):
     """The step shared by the three classes; `rule(group)` gives a group's "kind", "p" and
     "method" (the choices of `steepest.directions`)."""
+
+    KEYWORDS: ClassVar[dict] = dict(nesterov=False, momentum_on="gradient", **TORCH_DEFAULTS)
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -139,24 +137,10 @@ class SteepestDescent(_Steepest):
         lr,
         norm: float = 2.0,
         momentum: float = 0.0,
-        *,
-        nesterov: bool = False,
-        momentum_on: str = "gradient",
-        weight_decay: float = 0.0,
-        maximize: bool = False,
-        foreach: bool | None = None,
-        differentiable: bool = False,
+        **keywords,
     ):
-        super().__init__(
-            params,
-            dict(
-                lr=lr,
-                norm=norm,
-                momentum=momentum,
-                **momentum_arguments(locals()),
-                **torch_arguments(locals()),
-            ),
-        )
+        hyper = dict(lr=lr, norm=norm, momentum=momentum)
+        super().__init__(params, self.with_keywords(hyper, keywords))
 
     @classmethod
     def check_hyper(cls, hyper: dict, where: str) -> dict:
@@ -182,23 +166,10 @@ class SignGD(_Steepest):
         params,
         lr,
         momentum: float = 0.0,
-        *,
-        nesterov: bool = False,
-        momentum_on: str = "gradient",
-        weight_decay: float = 0.0,
-        maximize: bool = False,
-        foreach: bool | None = None,
-        differentiable: bool = False,
+        **keywords,
     ):
-        super().__init__(
-            params,
-            dict(
-                lr=lr,
-                momentum=momentum,
-                **momentum_arguments(locals()),
-                **torch_arguments(locals()),
-            ),
-        )
+        hyper = dict(lr=lr, momentum=momentum)
+        super().__init__(params, self.with_keywords(hyper, keywords))
 
     @staticmethod
     def rule(group: dict) -> dict:
@@ -224,22 +195,10 @@ class SpectralDescent(_Steepest):
         lr,
         momentum: float = 0.0,
         method: str = "svd",
-        *,
-        nesterov: bool = False,
-        momentum_on: str = "gradient",
-        weight_decay: float = 0.0,
-        maximize: bool = False,
-        foreach: bool | None = None,
-        differentiable: bool = False,
+        **keywords,
     ):
-        hyper = dict(
-            lr=lr,
-            momentum=momentum,
-            method=method,
-            **momentum_arguments(locals()),
-            **torch_arguments(locals()),
-        )
-        super().__init__(params, hyper)
+        hyper = dict(lr=lr, momentum=momentum, method=method)
+        super().__init__(params, self.with_keywords(hyper, keywords))
 
     @classmethod
     def check_hyper(cls, hyper: dict, where: str) -> dict:

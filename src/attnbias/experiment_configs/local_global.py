@@ -1,0 +1,48 @@
+"""local-global: its config, the class its driver (experiments/local_global.py) runs with
+(defaults: experiments/configs/local-global.toml)."""
+
+from __future__ import annotations
+
+from pydantic import Field, model_validator
+
+from ..config import Algorithms, Loss, Positive, PositiveInt, numbers
+from .sweep import SweepConfig
+
+
+class Config(SweepConfig):
+    example1_shape: numbers(int, 1) = Field(description="example1's n, T, d (d ≥ n·T)")
+    gaussian_shape: numbers(int, 1) = Field(description="gaussian_unit's n, T, d")
+    loss: Loss = Field(description="margin loss")
+    example1_steps: PositiveInt = Field(description="steps of the runs on example1")
+    gaussian_steps: PositiveInt = Field(description="steps of the runs on gaussian_unit")
+    radii: numbers(float, 0.0, strict=True) = Field(description="start scales R of R·W_mm(α′)")
+    local_radii: numbers(float, 0.0, strict=True) = Field(
+        description="further scales R at which only gaussian_unit's locally optimal starts run: "
+        "local convergence holds for R large enough, and the theorem does not give R₀"
+    )
+    example1_choices: PositiveInt = Field(
+        description="token choices α′ of each kind (locally optimal or not) per seed and "
+        "algorithm on example1"
+    )
+    gaussian_choices: PositiveInt = Field(description="the same on gaussian_unit")
+    assumption_seeds: PositiveInt = Field(
+        description="Assumption 1 is checked on the problems of seeds 1..assumption_seeds"
+    )
+    algorithms: Algorithms = Field(description="ngd and md runs ([[algorithms]] tables)")
+    level: Positive = Field(description="fraction of starts a convergence claim needs")
+
+    @model_validator(mode="after")
+    def _shapes(self):
+        for name in ("example1_shape", "gaussian_shape"):
+            if len(getattr(self, name)) != 3:
+                raise ValueError(f"{name} must be [n, T, d], got {list(getattr(self, name))!r}")
+        for name in ("example1_shape", "gaussian_shape"):
+            if getattr(self, name)[1] < 2:  # one token leaves the Att-SVM no constraint
+                raise ValueError(f"{name} needs T >= 2 tokens, got {list(getattr(self, name))!r}")
+        n, T, d = self.example1_shape
+        if n * T > d:
+            raise ValueError(f"example1_shape needs d >= n*T = {n * T}, got {d}")
+        for a in self.algorithms:
+            if a.optimizer not in ("ngd", "md", "gd") or a.momentum:
+                raise ValueError(f"algorithm {a.name!r}: only ngd, md and gd without momentum")
+        return self
