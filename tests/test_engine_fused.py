@@ -23,7 +23,7 @@ from attnbias.engine import (
     sweep,
     union_grid,
 )
-from attnbias.engine.simulate import advance
+from attnbias.engine.simulate import advance_torch
 from attnbias.engine.sweep import run_sweep
 from attnbias.store import ResultsStore
 
@@ -217,7 +217,7 @@ def test_deferred_range_checks_give_the_checked_steps_bit_for_bit(fused_step, ne
     assert deferred.defers_range_check
     count = []
     with torch.inference_mode():
-        in_range = advance(deferred, steps, fused_step, lambda: count.append(1), True)
+        in_range = advance_torch(deferred, steps, fused_step, lambda: count.append(1), True)
         for _ in range(steps):
             checked.step(fused_step)
     assert in_range is not needs_redo and len(count) == steps
