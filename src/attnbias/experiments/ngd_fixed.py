@@ -17,7 +17,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from ..config import Algorithms, Positive, PositiveInt, Text, check_named
-from ..curves import Curves, loglog_slope, run_seed
+from ..curves import Curves, loglog_slope, misalignment_curve, run_seed
 from ..data import GENERATORS
 from ..engine import RunSpec
 from ..figures import save_figure
@@ -98,17 +98,14 @@ def assumption1(config: Config) -> dict:
     return assumption1_report({s: make(**shape, seed=s).X for s in seeds(config)})
 
 
-def misalignment(c: Curves) -> np.ndarray:
-    """1 − alignment with W_mm of the optimal tokens, (runs, steps)."""
-    return 1.0 - c.values["alignment/2"]
-
-
 def slopes(groups: dict[str, Curves]) -> dict:
     """Fitted log-log slopes over the last 90% of the run (the rates' exponents)."""
     return {
         name: {
             "norm_vs_t": loglog_slope(c.steps, c.mean("norm/2")),
-            "misalignment_vs_t": loglog_slope(c.steps, over_runs(np.mean, misalignment(c), 0)),
+            "misalignment_vs_t": loglog_slope(
+                c.steps, over_runs(np.mean, misalignment_curve(c), 0)
+            ),
         }
         for name, c in groups.items()
     }

@@ -21,7 +21,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from ..config import Positive, PositiveInt, numbers
-from ..curves import Curves, curves
+from ..curves import MISALIGNMENT_CURVE, Curves, curves, misalignment_curve
 from ..data import Problem, example1
 from ..engine import Algorithm, RunSpec
 from ..figures import save_figure
@@ -49,7 +49,6 @@ DESCRIPTION = (
     "NGD paper's rates measured: Thm 1 / Thm 7 exponents, Eq. 12 norm growth vs η, "
     "Lemma 1 saturation vs margin"
 )
-MISALIGNMENT = "misalignment"
 
 
 def window_field(description: str):
@@ -216,7 +215,7 @@ def run(config: Config, out: Path) -> dict:
     report = sweep(config, out, specs(config))
     groups = curves(report.records, lambda record: group(record, config))
     for c in groups.values():  # 1 − cos θ as the engine records it
-        c.values[MISALIGNMENT] = 1.0 - c.values["alignment/2"]
+        c.values[MISALIGNMENT_CURVE] = misalignment_curve(c)
     saturation = saturation_rates(report.records, config)
     found = claims(groups, saturation, config)
     summary = {
@@ -279,9 +278,10 @@ def outside_assumption1(report: dict) -> list[str]:
             "their runs are outside Thm 1"]  # fmt: skip
 
 
-def exponents(groups, name: str, window) -> np.ndarray:
+def misalignment_exponents(groups, name: str, window) -> np.ndarray:
+    """Per run, the power-law exponent of group `name`'s misalignment curve over the window."""
     c = groups[name]
-    return power_exponents(c.steps, c.values[MISALIGNMENT], window, FLOAT_FLOOR)
+    return power_exponents(c.steps, c.values[MISALIGNMENT_CURVE], window, FLOAT_FLOOR)
 
 
 def window_norm_slopes(groups, name: str, window) -> np.ndarray:
@@ -354,7 +354,7 @@ def claims(groups, saturation: dict, config: Config, assumed=ASSUMPTION1_EXAMPLE
     tol = config.tolerance
     bound = thm1_bound(fit)
     thm1 = rules.exponent_below(
-        exponents(groups, ref, fit),
+        misalignment_exponents(groups, ref, fit),
         bound,
         f"Theorem 1: under {ref} the misalignment 1 − cos(W_t, W_mm) falls at least like "
         f"log t / t (fitted over steps {span(fit)}, where log t / t itself fits t^{bound:.3g})",
@@ -366,7 +366,7 @@ def claims(groups, saturation: dict, config: Config, assumed=ASSUMPTION1_EXAMPLE
     checked = assumption1(config, assumed_shape(config, assumed))
     n, T, d = assumed
     thm1_assumed = rules.exponent_below(
-        exponents(groups, assumed_name(config, assumed), fit),
+        misalignment_exponents(groups, assumed_name(config, assumed), fit),
         bound,
         f"Theorem 1 on data that satisfies its Assumption 1 (example1 n={n}, T={T}, d={d}, "
         f"δ < 1 checked on every seed): under {ref} the misalignment falls at least like "
@@ -379,7 +379,7 @@ def claims(groups, saturation: dict, config: Config, assumed=ASSUMPTION1_EXAMPLE
     )  # fmt: skip
     thm1_assumed.evidence.update(checked)
     asymptote = rules.exponent_matches(
-        exponents(groups, ref, late),
+        misalignment_exponents(groups, ref, late),
         rules.NGD_ASYMPTOTIC_EXPONENT,
         tol,
         f"The late exponent (steps {span(late)}) is t^{rules.NGD_ASYMPTOTIC_EXPONENT:g}: the "
@@ -387,7 +387,10 @@ def claims(groups, saturation: dict, config: Config, assumed=ASSUMPTION1_EXAMPLE
         f"ours, derived: bounded residual ⇒ 1 − cos ∝ t^-2; ±{tol:.0%} ours",
     )
     stable = rules.window_stable(
-        exponents(groups, ref, early), exponents(groups, ref, late), tol, (early, late)
+        misalignment_exponents(groups, ref, early),
+        misalignment_exponents(groups, ref, late),
+        tol,
+        (early, late),
     )
     uncapped, capped = (
         polyak(cap).name for cap in (max(config.polyak_caps), min(config.polyak_caps))
@@ -397,7 +400,7 @@ def claims(groups, saturation: dict, config: Config, assumed=ASSUMPTION1_EXAMPLE
     early_fit = list(config.polyak_window)
     polyak_bound = thm1_bound(early_fit)
     thm7 = rules.exponent_below(
-        exponents(groups, uncapped, early_fit),
+        misalignment_exponents(groups, uncapped, early_fit),
         polyak_bound,
         f"Theorem 7: under the Polyak step ({uncapped}) the misalignment falls at least like "
         f"log t / t (fitted over steps {span(early_fit)}, before float64 stops the step; "
@@ -507,7 +510,7 @@ def thm1_bound(window) -> float:
 
 def paired_exponents(groups, a: str, b: str, window) -> tuple[np.ndarray, np.ndarray]:
     """The fitted exponents of groups a and b over the window, on the seeds both have."""
-    ea, eb = exponents(groups, a, window), exponents(groups, b, window)
+    ea, eb = misalignment_exponents(groups, a, window), misalignment_exponents(groups, b, window)
     ia = {int(s): k for k, s in enumerate(groups[a].seeds)}
     ib = {int(s): k for k, s in enumerate(groups[b].seeds)}
     common = sorted(set(ia) & set(ib))
@@ -533,11 +536,11 @@ def figure(groups, saturation, config: Config, found, out: Path) -> list[str]:
     fit = list(config.fit_window)
     panels = [(ref, fit), (polyak(max(config.polyak_caps)).name, list(config.polyak_window))]
     for ax, (name, window) in zip(axes[0][:2], panels):
-        e = mean_effect(exponents(groups, name, window))
+        e = mean_effect(misalignment_exponents(groups, name, window))
         fit_panel(
             ax,
             groups[name],
-            MISALIGNMENT,
+            MISALIGNMENT_CURVE,
             window,
             e,
             thm1_bound(window),
