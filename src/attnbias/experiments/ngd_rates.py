@@ -31,7 +31,6 @@ from ..theory_measures import (
     ASSUMPTION1_EXAMPLE1,
     FLOAT_FLOOR,
     Window,
-    assumption1_report,
     check_window,
     frobenius,
     growth_slopes,
@@ -42,7 +41,14 @@ from ..theory_measures import (
     span,
 )
 from . import plotting
-from .runs import OptimalTokenConfig, random_init, seeds, sweep, sweep_summary
+from .runs import (
+    OptimalTokenConfig,
+    assumption1_by_seed,
+    random_init,
+    seeds,
+    sweep,
+    sweep_summary,
+)
 from .theory_figures import fit_panel
 
 DESCRIPTION = (
@@ -125,7 +131,7 @@ def polyak(cap: float) -> Algorithm:
     return Algorithm(f"Polyak γ_b={cap:g}", "polyak", cap, f_star="optimal")
 
 
-def shape_of(config: Config, n: int) -> dict:
+def example1_shape(config: Config, n: int) -> dict:
     return {"n": n, "T": config.T, "d": config.d, "opt_score": config.opt_score}
 
 
@@ -144,7 +150,7 @@ def specs(config: Config) -> list[RunSpec]:
         for algorithm, m, c, steps in runs:
             # the margin sweeps keep their iterates: Lemma 1 needs log(1 − s_opt) exactly
             keep = algorithm.name == ngd(config.lr).name
-            shape = shape_of(config, m)
+            shape = example1_shape(config, m)
             out.append(
                 RunSpec(
                     {
@@ -255,20 +261,12 @@ def saturation_rates(records, config: Config) -> dict:
 
 def problem_of(record, config: Config) -> Problem:
     data = record.config["data"]
-    return scaled(example1(**shape_of(config, data["n"]), seed=data["seed"]), data["scale"])
-
-
-def assumption1(config: Config, shape: dict | None = None) -> dict:
-    """Assumption 1 (our reading, docs/theory.md: the token Gram matrix strictly diagonally
-    dominant, δ < 1) on each seed's problem of `shape` (default: the reference one): Theorem 1
-    is proved under it."""
-    shape = shape or shape_of(config, config.n)
-    return assumption1_report({s: example1(**shape, seed=s).X for s in seeds(config)})
+    return scaled(example1(**example1_shape(config, data["n"]), seed=data["seed"]), data["scale"])
 
 
 def outside_assumption1(report: dict) -> list[str]:
     """The premise of a row judged where Assumption 1 is meant to hold: it holds on every
-    seed (`assumption1`'s report); the seeds where it fails are named."""
+    seed (`assumption1_by_seed`'s report); the seeds where it fails are named."""
     deltas = dict(zip(report["gram_dominance_seeds"], report["gram_dominance"]))
     failing = {s: delta for s, delta in deltas.items() if delta >= 1.0}
     if not failing:
@@ -363,7 +361,7 @@ def claims(groups, saturation: dict, config: Config, assumed=ASSUMPTION1_EXAMPLE
         "exponent over the window is the bound; the formula was lost in extraction",
         unmet=moving(groups, ref, fit, "stalled"),
     )
-    checked = assumption1(config, assumed_shape(config, assumed))
+    checked = assumption1_by_seed(example1, assumed_shape(config, assumed), config)
     n, T, d = assumed
     thm1_assumed = rules.exponent_below(
         misalignment_exponents(groups, assumed_name(config, assumed), fit),
@@ -479,7 +477,8 @@ def claims(groups, saturation: dict, config: Config, assumed=ASSUMPTION1_EXAMPLE
         saturation["seed"][by_scale],
         consistency=True,
     )
-    outside = assumption1(config)  # Thms 1, 7 and their lemmas assume it: report where it fails
+    outside = assumption1_by_seed(example1, example1_shape(config, config.n), config)
+    # Thms 1, 7 and their lemmas assume it: report where it fails
     for claim in (thm1, thm7, eq12, lemma1, lemma1_geometry):
         claim.evidence.update(outside)
     found = [
