@@ -310,13 +310,13 @@ def test_a_batch_larger_than_the_memory_budget_is_trained_in_chunks(tmp_path, mo
     budget = 5 * memory.engine_bytes(specs[0], points)
     assert memory.chunk_size([(specs, points)], budget) == 5
     monkeypatch.setattr(memory, "ENGINE_BUDGET", budget)
-    chunks, train = [], sweep.train_and_store
+    chunks, train = [], sweep.train_chunk_and_store
 
     def recording(chunk, *args, **kwargs):
         chunks.append(chunk)
         return train(chunk, *args, **kwargs)
 
-    monkeypatch.setattr(sweep, "train_and_store", recording)
+    monkeypatch.setattr(sweep, "train_chunk_and_store", recording)
     run_sweep(specs, ResultsStore(tmp_path / "chunked"), progress=False)
     assert len(chunks) > 1 and all(len(c.stored) <= 5 for c in chunks)
     same_tables(ResultsStore(tmp_path / "whole"), ResultsStore(tmp_path / "chunked"))
