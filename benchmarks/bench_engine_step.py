@@ -45,7 +45,7 @@ import torch  # noqa: E402
 
 from attnbias.engine import RunBatch  # noqa: E402
 from attnbias.engine import fused as engine_fused  # noqa: E402
-from attnbias.engine.simulate import advance  # noqa: E402
+from attnbias.engine.simulate import advance_torch  # noqa: E402
 from attnbias.experiments import load_config  # noqa: E402
 from attnbias.experiments.md_local import specs  # noqa: E402
 
@@ -66,7 +66,7 @@ deferred = args.device == "cuda" or args.deferred
 
 
 def per_step(batch: RunBatch, fused: bool, torch_products: bool = False) -> float:
-    """As the engine's loop steps between recording points (`simulate.advance`): on CUDA the
+    """As the engine's loop steps between recording points (`simulate.advance_torch`): on CUDA the
     range check deferred and a graph replayed."""
     small = engine_fused.SMALL_PRODUCT
     engine_fused.SMALL_PRODUCT = 0 if torch_products else small  # every product by torch.bmm
@@ -74,7 +74,9 @@ def per_step(batch: RunBatch, fused: bool, torch_products: bool = False) -> floa
         sync()
         start = clock()
         with torch.inference_mode():
-            advance(batch, args.steps, fused, lambda: None, batch.defers_range_check and deferred)
+            advance_torch(
+                batch, args.steps, fused, lambda: None, batch.defers_range_check and deferred
+            )
         sync()
     finally:
         engine_fused.SMALL_PRODUCT = small

@@ -20,7 +20,7 @@ import pytest
 import attnbias
 from attnbias.cli import main
 from attnbias.engine.cluster import Cluster, WorkerCannotWrite
-from attnbias.engine.sweep import References, plan, train, train_chunk
+from attnbias.engine.sweep import References, plan, train_chunk, train_chunk_and_store
 from attnbias.experiment_registry import load_config
 from attnbias.experiments import md_local
 from attnbias.experiments.base import run_experiment
@@ -122,7 +122,7 @@ def test_chunks_of_a_larger_batch_end_bit_for_bit_as_in_it(tmp_path, chunk_size,
     specs = md_local.specs(load_config("md-local", overrides={**SMALL, "seeds": 40}))
     for name, size in (("whole", None), ("chunked", chunk_size)):
         for chunk in plan(specs, [True] * len(specs), None, size):
-            train(chunk, ResultsStore(tmp_path / name), References(), "cpu")
+            train_chunk_and_store(chunk, ResultsStore(tmp_path / name), References(), "cpu")
     assert_same_results(tmp_path / "whole", tmp_path / "chunked")
 
 
@@ -141,7 +141,9 @@ def test_a_retried_chunk_skips_the_runs_already_stored(config, tmp_path, one_thr
     (chunk,) = plan(specs, [True] * len(specs), None, None)
     store = ResultsStore(tmp_path)
     early = [s for s in chunk.stored if s.steps == 40]  # an earlier try stored these
-    train(plan(early, [True] * len(early), None, None)[0], store, References(), "cpu")
+    train_chunk_and_store(
+        plan(early, [True] * len(early), None, None)[0], store, References(), "cpu"
+    )
     before = manifests(tmp_path)
     trained, _ = train_chunk(chunk, str(tmp_path), "cpu")  # trains all, stores the rest
     assert trained == len(specs) - len(early) and len(early) == 5

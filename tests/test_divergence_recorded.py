@@ -124,9 +124,9 @@ def test_a_store_refusal_while_drawing_is_no_notice():
 def poison(monkeypatch) -> None:
     """Every run's state becomes NaN after its first stretch of steps: all runs diverge, by the
     engine's own detection, whatever the optimiser. The batches step with torch, through
-    `advance` (the compiled backend, where installed, would step around the poison)."""
+    `advance_torch` (the compiled backend, where installed, would step around the poison)."""
     monkeypatch.setenv("ATTNBIAS_ENGINE_BACKEND", "torch")
-    advance = simulate.advance
+    advance = simulate.advance_torch
 
     def poisoned(batch, *args):
         result = advance(batch, *args)
@@ -134,7 +134,7 @@ def poison(monkeypatch) -> None:
             x.fill_(float("nan"))
         return result
 
-    monkeypatch.setattr(simulate, "advance", poisoned)
+    monkeypatch.setattr(simulate, "advance_torch", poisoned)
 
 
 # experiment: overrides that keep it small (one seed, few steps)

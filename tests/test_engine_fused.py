@@ -23,7 +23,7 @@ from attnbias.engine import (
     sweep,
     union_grid,
 )
-from attnbias.engine.simulate import advance
+from attnbias.engine.simulate import advance_torch
 from attnbias.engine.sweep import run_sweep
 from attnbias.store import ResultsStore
 
@@ -217,7 +217,7 @@ def test_deferred_range_checks_give_the_checked_steps_bit_for_bit(fused_step, ne
     assert deferred.defers_range_check
     count = []
     with torch.inference_mode():
-        in_range = advance(deferred, steps, fused_step, lambda: count.append(1), True)
+        in_range = advance_torch(deferred, steps, fused_step, lambda: count.append(1), True)
         for _ in range(steps):
             checked.step(fused_step)
     assert in_range is not needs_redo and len(count) == steps
@@ -310,13 +310,13 @@ def test_a_batch_larger_than_the_memory_budget_is_trained_in_chunks(tmp_path, mo
     budget = 5 * memory.engine_bytes(specs[0], points)
     assert memory.chunk_size([(specs, points)], budget) == 5
     monkeypatch.setattr(memory, "ENGINE_BUDGET", budget)
-    chunks, train = [], sweep.train
+    chunks, train = [], sweep.train_chunk_and_store
 
     def recording(chunk, *args, **kwargs):
         chunks.append(chunk)
         return train(chunk, *args, **kwargs)
 
-    monkeypatch.setattr(sweep, "train", recording)
+    monkeypatch.setattr(sweep, "train_chunk_and_store", recording)
     run_sweep(specs, ResultsStore(tmp_path / "chunked"), progress=False)
     assert len(chunks) > 1 and all(len(c.stored) <= 5 for c in chunks)
     same_tables(ResultsStore(tmp_path / "whole"), ResultsStore(tmp_path / "chunked"))

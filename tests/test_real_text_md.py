@@ -347,13 +347,13 @@ def test_the_chooser_reports_the_test_predictions_of_the_validation_chosen_check
 
 
 def test_predict_gives_each_example_its_own_prediction_in_data_order():
-    """predict scores texts shortest first; what it returns is in data order and is what the
+    """predict_classes scores texts shortest first; what it returns is in data order and is what the
     model gives each text alone."""
     import types
 
     import torch.nn.functional as F
 
-    from attnbias.experiments.real_runs import predict
+    from attnbias.experiments.real_runs import predict_classes
 
     class ByContent(torch.nn.Module):  # logits that differ from text to text
         def forward(self, input_ids, attention_mask):
@@ -367,7 +367,7 @@ def test_predict_gives_each_example_its_own_prediction_in_data_order():
     padded = TensorData({"input_ids": ids, "attention_mask": mask}, data.labels)
     assert not torch.equal(padded.shortest_first(), torch.arange(40))
     model = ByContent()
-    predicted, loss = predict(model, padded, batch_size=7)
+    predicted, loss = predict_classes(model, padded, batch_size=7)
     logits = torch.cat([model(**padded.batch(slice(i, i + 1))[0]).logits for i in range(40)])
     assert 0 < predicted.sum() < 40  # both classes: a misplaced prediction would show
     assert np.array_equal(predicted, logits.argmax(-1).numpy())

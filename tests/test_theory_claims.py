@@ -285,14 +285,17 @@ def test_rows_citing_theorem_1_on_data_outside_assumption_1_report_it_and_say_so
     """Issue 29 class 6: ngd-fixed and antipodal run where Assumption 1 fails (δ ≈ 2 and 4):
     δ per seed is in the evidence of their rows citing Theorem 1 or its lemmas (and only
     there), and the register says those rows test beyond the theorem."""
+    from attnbias.data import GENERATORS
     from attnbias.experiment_registry import load_config
     from attnbias.experiments import ngd_fixed
+    from attnbias.experiments.runs import assumption1_by_seed
     from attnbias.judging.register import REGISTER
     from attnbias.store import RunRecord
 
     for name, low, high in (("ngd-fixed", 1.5, 2.5), ("antipodal", 3.5, 5.0)):
         config = load_config(name, quick=True)
-        outside = ngd_fixed.assumption1(config)
+        make, shape = GENERATORS[config.data], ngd_fixed.shape_of(config)
+        outside = assumption1_by_seed(make, shape, config)
         assert outside["gram_dominance_seeds"] == list(range(1, config.seeds + 1))
         assert all(low < delta < high for delta in outside["gram_dominance"])
         assert outside["assumption1_holds"] == f"0 of {config.seeds} seeds (δ < 1)"

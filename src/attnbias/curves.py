@@ -105,6 +105,14 @@ def run_seed(record: RunRecord) -> int:
     return int(seed if seed is not None else config.get("seed", -1))
 
 
+MISALIGNMENT_CURVE = "misalignment"  # the key the drivers give misalignment_curve
+
+
+def misalignment_curve(c: Curves) -> np.ndarray:
+    """1 − cos θ(W_t, W_mm) from the recorded alignment/2, (runs, steps)."""
+    return 1.0 - c.values["alignment/2"]
+
+
 def loglog_slope(steps: np.ndarray, values: np.ndarray, start: float = 0.1) -> float:
     """Slope of log(values) against log(steps) over steps ≥ start · last step: a rate's
     exponent."""

@@ -1,5 +1,5 @@
 """The compiled backend of the engine's step on the CPU (numba): many steps of a batch in one
-call, between the loop's recording points (`simulate.advance`).
+call, between the loop's recording points (`simulate.advance_torch`).
 
 A second implementation of the mirror-descent core's fused step (`engine.fused`), for the
 batches it covers: parameter W with a fixed head, every step rule (plain, per-tensor, global,
@@ -113,7 +113,7 @@ def advance(batch, steps: int) -> bool:
         opt, excess = np.zeros((R, n), np.int64), np.zeros(R, np.bool_)
     else:
         opt, excess = array(data.opt, np.int64), array(data.excess, np.bool_)
-    failed = kernels().advance(
+    failed = kernels().advance_numba(
         *(t.numpy() for t in state),
         array(data.X), array(data.z), array(yh), array(hp.rule, np.int64),
         *(array(x, np.float64) for x in (hp.p, hp.lr, hp.cap, hp.momentum, hp.c, hp.f_star)),

@@ -112,7 +112,7 @@ def scale_safe_norm(G, q, kind, k, smallest):
 
 
 @njit(cache=True, error_model="numpy")
-def advance(
+def advance_numba(
     W, theta, buf, X, z, yh, rule, p, lr, cap, momentum, c, f_star, loss, steps, mirror,
     has_momentum, smallest, low, high, opt, excess,
 ):  # fmt: skip

@@ -56,7 +56,7 @@ def simulate(
     Divergence is detected on the recorded iterates only (their copy to the host is a sync the
     loop makes anyway), so the check costs nothing per step; a non-finite iterate stays
     non-finite, so the first recorded one brackets the step where it happened. So is mirror
-    descent's range check for p > 2 (`advance`): no host synchronisation between recording
+    descent's range check for p > 2 (`advance_torch`): no host synchronisation between recording
     points."""
     rows = torch.arange(len(batch))  # each active run's row in the snapshot tensors
     snapshots = {
@@ -65,7 +65,7 @@ def simulate(
     }
     first_nonfinite = np.full(len(batch), -1)  # by snapshot row
     g, t, reported = 0, 0, 0
-    defer = True  # mirror descent's range check at recording points only (see `advance`)
+    defer = True  # mirror descent's range check at recording points only (see `advance_torch`)
     fast = fused and compiled.steps_compiled(batch, backend)  # until a stretch needs torch's redo
     tick = max(int(batch.steps.max()) // 200, 1)
 
@@ -112,7 +112,7 @@ def simulate(
             if fast:
                 continue
         with torch.inference_mode():  # less dispatch per operation; no autograd here
-            if not advance(batch, stop - t, fused, counted, deferred):
+            if not advance_torch(batch, stop - t, fused, counted, deferred):
                 defer = False  # this batch needed the redo once: check every step from now
 
 
@@ -130,7 +130,9 @@ def advance_compiled(batch: RunBatch, steps: int, counted: Callable[[], None]) -
     return True
 
 
-def advance(batch: RunBatch, steps: int, fused: bool, counted: Callable[[], None], defer: bool):
+def advance_torch(
+    batch: RunBatch, steps: int, fused: bool, counted: Callable[[], None], defer: bool
+):
     """`steps` steps of `batch`, calling `counted()` after each; returns False if they needed
     mirror descent's log-domain redo (`optim.functional.step_`) with `defer`.
 

@@ -301,7 +301,7 @@ def measured_rows(chunk: Chunk, finished: list[RunSpec]) -> list[tuple[int, bool
     return [(0, False)] * lead + rows
 
 
-def train(
+def train_chunk_and_store(
     chunk: Chunk,
     store: ResultsStore,
     refs: References,
@@ -362,7 +362,7 @@ def train_here(
     steps = sum(c.steps for c in chunks)
     with _threads(1), Progress(desc, steps, runs=runs, enabled=progress, logger=logger) as bar:
         for chunk in chunks:
-            train(chunk, store, refs, device, progress=bar, trained=trained)
+            train_chunk_and_store(chunk, store, refs, device, progress=bar, trained=trained)
     return refs.solved
 
 
@@ -379,7 +379,7 @@ def train_chunk(chunk: Chunk, root: str, device: str) -> tuple[int, int]:
     refs = References()
     if len(done) < len(chunk.stored):
         with _threads(1):
-            train(chunk, store, refs, device, skip=done)
+            train_chunk_and_store(chunk, store, refs, device, skip=done)
     return len(chunk.stored) - len(done), refs.solved
 
 

@@ -23,7 +23,7 @@ TAIL = 0.1  # the final train loss: the minibatch loss averaged over the last 10
 ABOUT_EQUAL = 1.25
 
 
-def norm_growth(record) -> dict[str, float]:
+def final_over_initial_norms(record) -> dict[str, float]:
     """Per layer: final norm / initial norm."""
     metrics = set(record.metrics["metric"].to_pylist())
     layers = [m.split("/", 1)[1] for m in sorted(metrics) if m.startswith("norm/")]
@@ -80,7 +80,7 @@ def compare_optimizers(records, datasets, labels, seeds, steps, out: Path, name:
             losses = [final_train_loss(r, steps) for r in every]
             final_by_seed = [final_test_accuracy(r) for r in every]
             final = [final_test_accuracy(r) for r in runs]
-            growth = [norm_growth(r) for r in every]
+            growth = [final_over_initial_norms(r) for r in every]
             search = searches.get((dataset, label), RateSearch())
             rows.append(
                 {
@@ -112,7 +112,7 @@ def plot_movement(records, dataset, labels, seed, out: Path, name: str) -> list[
     (bottom, log scale)."""
     import matplotlib.pyplot as plt
 
-    layers = list(norm_growth(records[(dataset, labels[0], seed)]))
+    layers = list(final_over_initial_norms(records[(dataset, labels[0], seed)]))
     fig, axes = plt.subplots(2, len(labels), figsize=(3.2 * len(labels), 5.6), sharey="row")
     axes = axes.reshape(2, len(labels))
     for (top, bottom), label in zip(axes.T, labels):

@@ -16,13 +16,14 @@ from pathlib import Path
 
 import numpy as np
 
-from ..curves import curves, without_diverged
+from ..curves import MISALIGNMENT_CURVE, curves, misalignment_curve, without_diverged
 from ..data import dm
 from ..engine import Algorithm, RunSpec
 from ..experiment_configs.joint_rates import Config
 from ..figures import save_figure
 from ..judging.claims import Claim, identified, mean_effect
 from ..judging.verdicts import theory as rules
+from ..judging.verdicts.common import paired
 from ..theory_measures import (
     FLOAT_FLOOR,
     in_window,
@@ -32,13 +33,13 @@ from ..theory_measures import (
     span,
 )
 from . import plotting
+from .ngd_rates import misalignment_exponents
 from .runs import seeds, sweep, sweep_summary
 from .theory_figures import fit_panel
 
 DESCRIPTION = (
     "NGD paper's joint-training rates (Thms 3-4) against the fixed head (Thm 1) on dm; v's margin"
 )
-MISALIGNMENT = "misalignment"
 
 
 def algorithms(config: Config) -> dict[str, Algorithm]:
@@ -82,7 +83,7 @@ def run(config: Config, out: Path) -> dict:
     report = sweep(config, out, specs(config))
     groups = curves(report.records)
     for c in groups.values():
-        c.values[MISALIGNMENT] = 1.0 - c.values["alignment/2"]
+        c.values[MISALIGNMENT_CURVE] = misalignment_curve(c)
     fractions = margin_fractions(report.records, config)
     found = claims(groups, fractions, config)
     summary = {
@@ -111,19 +112,6 @@ def margin_fractions(records, config: Config) -> dict[str, np.ndarray]:
         name = record.config["algorithm"]["name"]
         out.setdefault(name, []).append(margin * np.linalg.norm(v_mm))
     return {k: np.array(v) for k, v in out.items()}
-
-
-def exponents(groups, name: str, window) -> np.ndarray:
-    c = groups[name]
-    return power_exponents(c.steps, c.values[MISALIGNMENT], window, FLOAT_FLOOR)
-
-
-def paired(groups, a: str, b: str, values_a, values_b) -> tuple[np.ndarray, np.ndarray]:
-    """Per-run values of groups a and b on the seeds both have (runs of a seed share data)."""
-    ia = {int(s): k for k, s in enumerate(groups[a].seeds)}
-    ib = {int(s): k for k, s in enumerate(groups[b].seeds)}
-    common = sorted(set(ia) & set(ib))
-    return values_a[[ia[s] for s in common]], values_b[[ib[s] for s in common]]
 
 
 def underflowed(groups, names, window) -> list[str]:
@@ -167,7 +155,12 @@ def claims(groups, fractions: dict, config: Config) -> list[Claim]:
     fixed, joint = config.fixed, config.joint
     stalled = underflowed(groups, [joint, fixed], fit)
     slow = rules.slower(
-        *paired(groups, joint, fixed, exponents(groups, joint, fit), exponents(groups, fixed, fit)),
+        *paired(
+            groups[joint],
+            groups[fixed],
+            misalignment_exponents(groups, joint, fit),
+            misalignment_exponents(groups, fixed, fit),
+        ),
         f"Theorem 3 against Theorem 1: under joint training with Eq. 13's steps ({joint}) W's "
         f"misalignment falls more slowly than with the head fixed ({fixed}), over steps "
         f"{span(fit)}; the runs' steps lack the mechanism the paper credits for it ("
@@ -191,7 +184,7 @@ def claims(groups, fractions: dict, config: Config) -> list[Claim]:
     )
     bound = order_exponent(rules.polylog_misalignment_order, fit, polylog=True)
     rate = rules.exponent_below(
-        polylog_exponents(c.steps, c.values[MISALIGNMENT], fit, FLOAT_FLOOR),
+        polylog_exponents(c.steps, c.values[MISALIGNMENT_CURVE], fit, FLOAT_FLOOR),
         bound,
         f"Theorem 3's rate: under {joint} W's misalignment falls at least like "
         f"(log log t / log t)² (fitted over steps {span(fit)}, where that order itself fits "
@@ -236,9 +229,9 @@ def figure(groups, fractions, config: Config, out: Path) -> list[str]:
         fit_panel(
             ax,
             groups[name],
-            MISALIGNMENT,
+            MISALIGNMENT_CURVE,
             fit,
-            mean_effect(exponents(groups, name, fit)),
+            mean_effect(misalignment_exponents(groups, name, fit)),
             theory,
             f"1 − cos(W_t, W_mm), {name}",
         )

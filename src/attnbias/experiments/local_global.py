@@ -119,7 +119,7 @@ def start_radii(config: Config, problem: str, local: bool) -> tuple[float, ...]:
     return config.radii
 
 
-def outcome(record, problem: Problem) -> str:
+def selection_outcome(record, problem: Problem) -> str:
     """Which tokens the run ends selecting: the optimal ones, its start's α′, or other."""
     selected = np.asarray(record.arrays["alpha"])
     if np.array_equal(selected, optimal_tokens(problem.X, problem.y, problem.v)):
@@ -141,7 +141,7 @@ def outcomes(records, config: Config) -> list[dict]:
                 "algorithm": record.config["algorithm"]["name"],
                 "R": init["R"],
                 "locally_optimal": init["locally_optimal"],
-                "outcome": outcome(record, problem),
+                "outcome": selection_outcome(record, problem),
                 "local_radius": init["R"] not in config.radii,  # run for local-gaussian only
             }
         )

@@ -60,7 +60,7 @@ class Config(GaussianUnitConfig):
         return self
 
 
-def algorithm(p: float, lr: float) -> Algorithm:
+def plain_md(p: float, lr: float) -> Algorithm:
     return Algorithm(f"plain ℓ{p:g}-MD", "md", lr, p=p, normalize=None)
 
 
@@ -74,7 +74,7 @@ def specs(config: Config) -> list[RunSpec]:
                 "init": {"scale": config.init_scale, "seed": seed},
             },
             gaussian_unit(**shape, seed=seed),
-            algorithm(p, config.lr),
+            plain_md(p, config.lr),
             config.steps,
             {"W": random_init((config.d, config.d), config.init_scale, seed)},
             loss=config.loss,
@@ -89,7 +89,7 @@ def specs(config: Config) -> list[RunSpec]:
 def run(config: Config, out: Path) -> dict:
     report = sweep(config, out, specs(config))
     groups = curves(report.records)
-    own = {algorithm(p, config.lr).name: own_metric(p) for p in config.ps}
+    own = {plain_md(p, config.lr).name: own_metric(p) for p in config.ps}
     found = claims(groups, own, config)
     summary = {
         "claims": found,

@@ -17,7 +17,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from ..config import Algorithms, Positive, PositiveInt, Text, check_named
-from ..curves import Curves, loglog_slope, run_seed
+from ..curves import Curves, loglog_slope, misalignment_curve, run_seed
 from ..data import GENERATORS
 from ..engine import RunSpec
 from ..experiment_configs.sweep import OptimalTokenConfig
@@ -26,9 +26,13 @@ from ..judging.claims import Claim, identified
 from ..judging.verdicts import ngd as rules
 from ..judging.verdicts.common import over_runs, seeds_of
 from ..judging.verdicts.tuning import Tuned, chosen_steps
-from ..theory_measures import assumption1_report
 from . import plotting
-from .runs import optimal_token_specs, random_init, seeds, sweep_summary
+from .runs import (
+    assumption1_by_seed,
+    optimal_token_specs,
+    random_init,
+    sweep_summary,
+)
 from .tuning_sweep import TuningConfig, tuned_sweep
 
 DESCRIPTION = (
@@ -83,8 +87,9 @@ def run(config: Config, out: Path) -> dict:
     report, groups, tuned = tuned_sweep(
         config, out, specs, rules.FIXED_HEAD_METRICS, tuned_names, every_factor=every
     )
+    outside = assumption1_by_seed(GENERATORS[config.data], shape_of(config), config)
     summary = {
-        "claims": claims(groups, config, tuned, report.records, assumption1(config)),
+        "claims": claims(groups, config, tuned, report.records, outside),
         "tuned_steps": chosen_steps(tuned, rules.FIXED_HEAD_METRICS),
         "slopes": slopes(groups),
         **sweep_summary(report),
@@ -92,24 +97,14 @@ def run(config: Config, out: Path) -> dict:
     return plotting.with_figures(summary, lambda: figure(groups, config, out))
 
 
-def assumption1(config: Config) -> dict:
-    """Assumption 1 on each seed's problem (theory_measures.assumption1_report): Theorem 1
-    and its lemmas are proved under it, and example1 and antipodal at this size fail it."""
-    make, shape = GENERATORS[config.data], shape_of(config)
-    return assumption1_report({s: make(**shape, seed=s).X for s in seeds(config)})
-
-
-def misalignment(c: Curves) -> np.ndarray:
-    """1 − alignment with W_mm of the optimal tokens, (runs, steps)."""
-    return 1.0 - c.values["alignment/2"]
-
-
 def slopes(groups: dict[str, Curves]) -> dict:
     """Fitted log-log slopes over the last 90% of the run (the rates' exponents)."""
     return {
         name: {
             "norm_vs_t": loglog_slope(c.steps, c.mean("norm/2")),
-            "misalignment_vs_t": loglog_slope(c.steps, over_runs(np.mean, misalignment(c), 0)),
+            "misalignment_vs_t": loglog_slope(
+                c.steps, over_runs(np.mean, misalignment_curve(c), 0)
+            ),
         }
         for name, c in groups.items()
     }
@@ -130,9 +125,9 @@ def claims(
 ) -> list[Claim]:
     """The NGD paper's claims on this data (verdicts: judging/verdicts/ngd.py): the speed
     rows compare `tuned` runs, each algorithm at its tuned step; the others the config's steps
-    (`groups`). `outside`:
-    Assumption 1 per seed (assumption1), put in the evidence of the rows citing Theorem 1 or
-    its lemmas, which test beyond the theorem where it fails."""
+    (`groups`). `outside`: Assumption 1 per seed (runs.assumption1_by_seed), put in the
+    evidence of the rows citing Theorem 1 or its lemmas, which test beyond the theorem where
+    it fails."""
     reference, baseline = config["reference"], config["baseline"]
     start = config["early_fraction"]  # fits leave out the steps before this fraction of the run
     out = [

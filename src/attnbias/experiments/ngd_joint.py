@@ -55,7 +55,7 @@ class Config(DMConfig, TuningConfig):
         return self
 
 
-PANELS = [
+JOINT_PANELS = [
     ("loss", "training loss", (True, True)),
     ("score/opt", "attention on the optimal tokens", (True, False)),
     ("1-alignment/2", "misalignment of W with its SVM", (True, True)),
@@ -82,7 +82,7 @@ def run(config: Config, out: Path) -> dict:
         "tuned_steps": chosen_steps(tuned, rules.JOINT_METRICS),
         **sweep_summary(report),
     }
-    return plotting.with_figures(summary, lambda: figure(groups, config, out, PANELS))
+    return plotting.with_figures(summary, lambda: figure(groups, config, out, JOINT_PANELS))
 
 
 SLUGS = ("loss-to-zero", "v-aligns", "W-aligns", "all-beat-gd", "polyak-fastest")

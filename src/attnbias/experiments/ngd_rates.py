@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..curves import curves
+from ..curves import MISALIGNMENT_CURVE, curves, misalignment_curve
 from ..data import Problem, example1
 from ..engine import Algorithm, RunSpec
 from ..experiment_configs.ngd_rates import Config
@@ -30,7 +30,6 @@ from ..judging.verdicts.reexamine import PACE_SLOPE, growing_until
 from ..theory_measures import (
     ASSUMPTION1_EXAMPLE1,
     FLOAT_FLOOR,
-    assumption1_report,
     frobenius,
     growth_slopes,
     log_nonselected_mass,
@@ -40,14 +39,19 @@ from ..theory_measures import (
     span,
 )
 from . import plotting
-from .runs import random_init, seeds, sweep, sweep_summary
+from .runs import (
+    assumption1_by_seed,
+    random_init,
+    seeds,
+    sweep,
+    sweep_summary,
+)
 from .theory_figures import fit_panel
 
 DESCRIPTION = (
     "NGD paper's rates measured: Thm 1 / Thm 7 exponents, Eq. 12 norm growth vs η, "
     "Lemma 1 saturation vs margin"
 )
-MISALIGNMENT = "misalignment"
 
 
 def scaled(problem: Problem, c: float) -> Problem:
@@ -75,7 +79,7 @@ def polyak(cap: float) -> Algorithm:
     return Algorithm(f"Polyak γ_b={cap:g}", "polyak", cap, f_star="optimal")
 
 
-def shape_of(config: Config, n: int) -> dict:
+def example1_shape(config: Config, n: int) -> dict:
     return {"n": n, "T": config.T, "d": config.d, "opt_score": config.opt_score}
 
 
@@ -94,7 +98,7 @@ def specs(config: Config) -> list[RunSpec]:
         for algorithm, m, c, steps in runs:
             # the margin sweeps keep their iterates: Lemma 1 needs log(1 − s_opt) exactly
             keep = algorithm.name == ngd(config.lr).name
-            shape = shape_of(config, m)
+            shape = example1_shape(config, m)
             out.append(
                 RunSpec(
                     {
@@ -165,7 +169,7 @@ def run(config: Config, out: Path) -> dict:
     report = sweep(config, out, specs(config))
     groups = curves(report.records, lambda record: group(record, config))
     for c in groups.values():  # 1 − cos θ as the engine records it
-        c.values[MISALIGNMENT] = 1.0 - c.values["alignment/2"]
+        c.values[MISALIGNMENT_CURVE] = misalignment_curve(c)
     saturation = saturation_rates(report.records, config)
     found = claims(groups, saturation, config)
     summary = {
@@ -205,20 +209,12 @@ def saturation_rates(records, config: Config) -> dict:
 
 def problem_of(record, config: Config) -> Problem:
     data = record.config["data"]
-    return scaled(example1(**shape_of(config, data["n"]), seed=data["seed"]), data["scale"])
-
-
-def assumption1(config: Config, shape: dict | None = None) -> dict:
-    """Assumption 1 (our reading, docs/theory.md: the token Gram matrix strictly diagonally
-    dominant, δ < 1) on each seed's problem of `shape` (default: the reference one): Theorem 1
-    is proved under it."""
-    shape = shape or shape_of(config, config.n)
-    return assumption1_report({s: example1(**shape, seed=s).X for s in seeds(config)})
+    return scaled(example1(**example1_shape(config, data["n"]), seed=data["seed"]), data["scale"])
 
 
 def outside_assumption1(report: dict) -> list[str]:
     """The premise of a row judged where Assumption 1 is meant to hold: it holds on every
-    seed (`assumption1`'s report); the seeds where it fails are named."""
+    seed (`assumption1_by_seed`'s report); the seeds where it fails are named."""
     deltas = dict(zip(report["gram_dominance_seeds"], report["gram_dominance"]))
     failing = {s: delta for s, delta in deltas.items() if delta >= 1.0}
     if not failing:
@@ -228,9 +224,10 @@ def outside_assumption1(report: dict) -> list[str]:
             "their runs are outside Thm 1"]  # fmt: skip
 
 
-def exponents(groups, name: str, window) -> np.ndarray:
+def misalignment_exponents(groups, name: str, window) -> np.ndarray:
+    """Per run, the power-law exponent of group `name`'s misalignment curve over the window."""
     c = groups[name]
-    return power_exponents(c.steps, c.values[MISALIGNMENT], window, FLOAT_FLOOR)
+    return power_exponents(c.steps, c.values[MISALIGNMENT_CURVE], window, FLOAT_FLOOR)
 
 
 def window_norm_slopes(groups, name: str, window) -> np.ndarray:
@@ -286,7 +283,7 @@ def claims(groups, saturation: dict, config: Config, assumed=ASSUMPTION1_EXAMPLE
     tol = config.tolerance
     bound = thm1_bound(fit)
     thm1 = rules.exponent_below(
-        exponents(groups, ref, fit),
+        misalignment_exponents(groups, ref, fit),
         bound,
         f"Theorem 1: under {ref} the misalignment 1 − cos(W_t, W_mm) falls at least like "
         f"log t / t (fitted over steps {span(fit)}, where log t / t itself fits t^{bound:.3g})",
@@ -295,10 +292,10 @@ def claims(groups, saturation: dict, config: Config, assumed=ASSUMPTION1_EXAMPLE
         "exponent over the window is the bound; the formula was lost in extraction",
         unmet=moving(groups, ref, fit, "stalled"),
     )
-    checked = assumption1(config, assumed_shape(config, assumed))
+    checked = assumption1_by_seed(example1, assumed_shape(config, assumed), config)
     n, T, d = assumed
     thm1_assumed = rules.exponent_below(
-        exponents(groups, assumed_name(config, assumed), fit),
+        misalignment_exponents(groups, assumed_name(config, assumed), fit),
         bound,
         f"Theorem 1 on data that satisfies its Assumption 1 (example1 n={n}, T={T}, d={d}, "
         f"δ < 1 checked on every seed): under {ref} the misalignment falls at least like "
@@ -311,7 +308,7 @@ def claims(groups, saturation: dict, config: Config, assumed=ASSUMPTION1_EXAMPLE
     )  # fmt: skip
     thm1_assumed.evidence.update(checked)
     asymptote = rules.exponent_matches(
-        exponents(groups, ref, late),
+        misalignment_exponents(groups, ref, late),
         rules.NGD_ASYMPTOTIC_EXPONENT,
         tol,
         f"The late exponent (steps {span(late)}) is t^{rules.NGD_ASYMPTOTIC_EXPONENT:g}: the "
@@ -319,7 +316,10 @@ def claims(groups, saturation: dict, config: Config, assumed=ASSUMPTION1_EXAMPLE
         f"ours, derived: bounded residual ⇒ 1 − cos ∝ t^-2; ±{tol:.0%} ours",
     )
     stable = rules.window_stable(
-        exponents(groups, ref, early), exponents(groups, ref, late), tol, (early, late)
+        misalignment_exponents(groups, ref, early),
+        misalignment_exponents(groups, ref, late),
+        tol,
+        (early, late),
     )
     uncapped, capped = (
         polyak(cap).name for cap in (max(config.polyak_caps), min(config.polyak_caps))
@@ -329,7 +329,7 @@ def claims(groups, saturation: dict, config: Config, assumed=ASSUMPTION1_EXAMPLE
     early_fit = list(config.polyak_window)
     polyak_bound = thm1_bound(early_fit)
     thm7 = rules.exponent_below(
-        exponents(groups, uncapped, early_fit),
+        misalignment_exponents(groups, uncapped, early_fit),
         polyak_bound,
         f"Theorem 7: under the Polyak step ({uncapped}) the misalignment falls at least like "
         f"log t / t (fitted over steps {span(early_fit)}, before float64 stops the step; "
@@ -408,7 +408,8 @@ def claims(groups, saturation: dict, config: Config, assumed=ASSUMPTION1_EXAMPLE
         saturation["seed"][by_scale],
         consistency=True,
     )
-    outside = assumption1(config)  # Thms 1, 7 and their lemmas assume it: report where it fails
+    outside = assumption1_by_seed(example1, example1_shape(config, config.n), config)
+    # Thms 1, 7 and their lemmas assume it: report where it fails
     for claim in (thm1, thm7, eq12, lemma1, lemma1_geometry):
         claim.evidence.update(outside)
     found = [
@@ -439,7 +440,7 @@ def thm1_bound(window) -> float:
 
 def paired_exponents(groups, a: str, b: str, window) -> tuple[np.ndarray, np.ndarray]:
     """The fitted exponents of groups a and b over the window, on the seeds both have."""
-    ea, eb = exponents(groups, a, window), exponents(groups, b, window)
+    ea, eb = misalignment_exponents(groups, a, window), misalignment_exponents(groups, b, window)
     ia = {int(s): k for k, s in enumerate(groups[a].seeds)}
     ib = {int(s): k for k, s in enumerate(groups[b].seeds)}
     common = sorted(set(ia) & set(ib))
@@ -465,11 +466,11 @@ def figure(groups, saturation, config: Config, found, out: Path) -> list[str]:
     fit = list(config.fit_window)
     panels = [(ref, fit), (polyak(max(config.polyak_caps)).name, list(config.polyak_window))]
     for ax, (name, window) in zip(axes[0][:2], panels):
-        e = mean_effect(exponents(groups, name, window))
+        e = mean_effect(misalignment_exponents(groups, name, window))
         fit_panel(
             ax,
             groups[name],
-            MISALIGNMENT,
+            MISALIGNMENT_CURVE,
             window,
             e,
             thm1_bound(window),

@@ -106,7 +106,7 @@ class RemoteRun:
 
 
 @torch.no_grad()
-def predict(model, data: TensorData, batch_size: int = 256, device="cpu"):
+def predict_classes(model, data: TensorData, batch_size: int = 256, device="cpu"):
     """(predicted class of each example, in data order; mean cross-entropy) in eval mode,
     without gradients. Texts go shortest first, as in train.evaluate: each batch is cut to
     its own longest, and an example's logits do not depend on its batch-mates."""
@@ -159,8 +159,8 @@ class ValidationChooser:
             self.chosen = self.read() or self.chosen
 
     def __call__(self, model) -> dict[str, float]:
-        val, val_loss = predict(model, self.validation, self.batch_size, self.device)
-        test, test_loss = predict(model, self.test, self.batch_size, self.device)
+        val, val_loss = predict_classes(model, self.validation, self.batch_size, self.device)
+        test, test_loss = predict_classes(model, self.test, self.batch_size, self.device)
         row = {
             "val_loss": val_loss,
             "val_accuracy": float(np.mean(val == self.validation.labels.numpy())),
@@ -261,7 +261,7 @@ class RateSearch:
                 **({"seed": self.seed} if self.seed is not None else {})}  # fmt: skip
 
 
-def rate(value: float) -> float:
+def rounded_rate(value: float) -> float:
     """A learning rate rounded to 12 significant digits (0.1 × 3 is 0.3 in a run's key)."""
     return float(f"{value:.12g}")
 
@@ -277,13 +277,13 @@ def search_rates(
     of every key together (on a cluster, side by side) and returns their scores (tuples,
     higher better). ValueError if every rate of a key scored -inf (diverged)."""
     searches = {key: RateSearch() for key in grids}
-    pending = {key: [rate(r) for r in grid] for key, grid in grids.items()}
+    pending = {key: [rounded_rate(r) for r in grid] for key, grid in grids.items()}
     for round_ in range(extensions + 1):
         for key, scores in score(pending).items():
             searches[key].scores.update(scores)
         if round_ == extensions:
             break
-        pending = {key: [rate(r) for r in s.beyond(factor)] for key, s in searches.items()}
+        pending = {key: [rounded_rate(r) for r in s.beyond(factor)] for key, s in searches.items()}
         pending = {key: rates for key, rates in pending.items() if rates}
         if not pending:
             break

@@ -134,7 +134,9 @@ def run(config: Config, out: Path) -> dict:
     summary = {
         "claims": claims(groups, config, tuned),
         "tuned_steps": {config.reference.name: steps[config.reference.name]},
-        "tables": {"final values, median over seeds": table(groups | ends, config.rate_start)},
+        "tables": {
+            "final values, median over seeds": final_values_table(groups | ends, config.rate_start)
+        },
         **sweep_summary(report),
     }
     return plotting.with_figures(summary, lambda: figure(groups, config, out))
@@ -201,7 +203,7 @@ def claims(groups: dict[str, Curves], config: Config, tuned: Tuned) -> list[Clai
     return identified(config.experiment, out, slugs)
 
 
-def table(groups: dict[str, Curves], start: float) -> list[dict]:
+def final_values_table(groups: dict[str, Curves], start: float) -> list[dict]:
     """Per algorithm: median final misalignment, 1 − optimal-token score, ‖W_t‖ and its slope."""
     return [
         {
@@ -236,7 +238,7 @@ def whole_decades(ax) -> None:
         ax.set_ylim(10.0 ** np.floor(low), 10.0 ** max(np.ceil(high), np.floor(low) + 1))
 
 
-PANELS = [
+CAP_PANELS = [
     (ngd_rules.MISALIGNMENT, "1 − alignment with W_mm"),
     ("1-score/opt", "1 − optimal-token score"),
     ("norm/2", "‖W_t‖_F"),
@@ -247,12 +249,12 @@ def figure(groups: dict[str, Curves], config: Config, out: Path) -> list[str]:
     """Rows: misalignment, 1 − score, ‖W_t‖; columns: c; in each panel NGD and every cap,
     each cap in one colour across the panels."""
     reference = config.reference.name
-    fig, axes = plotting.subplots(len(PANELS), len(config.cs))
+    fig, axes = plotting.subplots(len(CAP_PANELS), len(config.cs))
     colour = {reference: plotting.style(reference, fig)["color"]}
     colour |= {cap: plotting.style(f"Polyak γ_b={short(cap)}", fig)["color"] for cap in config.caps}
     for j, c in enumerate(config.cs):
         shown = {reference: reference, **{polyak_name(cap, c): cap for cap in config.caps}}
-        for i, (metric, label) in enumerate(PANELS):
+        for i, (metric, label) in enumerate(CAP_PANELS):
             ax = axes[i, j]
             for name, key in shown.items():
                 g = groups[name]

@@ -20,6 +20,7 @@ from ..engine.sweep import SweepReport, run_sweep
 from ..experiment_configs.sweep import SweepConfig
 from ..optim.algorithm import Algorithm
 from ..store import ResultsStore, diverged_runs
+from ..theory_measures import assumption1_report
 
 logger = logging.getLogger(__name__)
 
@@ -29,6 +30,13 @@ ZERO_OR_RANDOM_INIT = Field(description="W₀, v₀ entries ~ N(0, init_scale²)
 
 def seeds(config: SweepConfig) -> range:
     return range(1, config.seeds + 1)
+
+
+def assumption1_by_seed(make: Callable, shape: dict, config: SweepConfig) -> dict:
+    """Assumption 1 (our reading, docs/theory.md: the token Gram matrix strictly diagonally
+    dominant, δ < 1; theory_measures.assumption1_report) on the problem `make(**shape,
+    seed=s)` of each of the config's seeds: Theorem 1 and its lemmas are proved under it."""
+    return assumption1_report({s: make(**shape, seed=s).X for s in seeds(config)})
 
 
 def random_init(shape, scale: float, seed: int, stream: int = 0) -> np.ndarray:

@@ -53,10 +53,10 @@ def run(config: Config, out: Path) -> dict:
         checkpoint_every=config.eval_every,  # runs are shorter than an epoch
         eval_batch_size=64,
     )  # fmt: skip
-    return summarize(config, records, searches, out)
+    return finetune_summary(config, records, searches, out)
 
 
-def summarize(config: Config, records, searches, out: Path) -> dict:
+def finetune_summary(config: Config, records, searches, out: Path) -> dict:
     labels = [o.name for o in config.optimizers]
     rows, figures = compare_optimizers(
         records, config.datasets, labels, config.seed_list, config.steps, out,

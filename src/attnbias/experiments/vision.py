@@ -33,7 +33,7 @@ DESCRIPTION = (
 # measured with 3 seeds, plus the rate search (30-50 runs of 300 steps); `attnbias reproduce`
 # states it first.
 FULL_SCALE_MINUTES = 40
-MODEL_FIELDS = ("patch_size", "dim", "heads", "layers", "mlp_ratio")
+VIT_FIELDS = ("patch_size", "dim", "heads", "layers", "mlp_ratio")
 
 
 def check_data(config: Config) -> None:
@@ -53,7 +53,7 @@ def check_data(config: Config) -> None:
 def run(config: Config, out: Path) -> dict:
     check_data(config)
     use_threads(config)
-    model_config = {k: getattr(config, k) for k in MODEL_FIELDS}
+    model_config = {k: getattr(config, k) for k in VIT_FIELDS}
 
     def load(dataset: str) -> Loaded:
         train, test, size, n_classes = load_images(dataset, config.train_size, config.test_size)

@@ -82,7 +82,7 @@ def _nnls_l2(A: np.ndarray, norm_type, labels, scale):
     return None
 
 
-class _Rows:
+class _RowsKey:
     """Constraint rows as a cache key: equal when shape, dtype and bytes are."""
 
     __slots__ = ("A", "data", "digest")
@@ -96,7 +96,7 @@ class _Rows:
 
     def __eq__(self, other) -> bool:
         return (
-            isinstance(other, _Rows)
+            isinstance(other, _RowsKey)
             and (self.A.shape, self.A.dtype) == (other.A.shape, other.A.dtype)
             and self.data == other.data
         )
@@ -105,13 +105,13 @@ class _Rows:
 # Each norm's solve of one Att-SVM starts from its ℓ2 solution (md-local: 3 norms of ~135
 # problems in each measuring; the ℓ2 solves were a quarter of its SVMs' time).
 @functools.lru_cache(maxsize=256)
-def _remembered_active_set_l2(rows: _Rows):
+def _remembered_active_set_l2(rows: _RowsKey):
     return _active_set_l2(rows.A)
 
 
 def active_set_l2(A: np.ndarray):
     """_active_set_l2(A), remembered for the last 256 distinct A (copies returned)."""
-    found = _remembered_active_set_l2(_Rows(A))
+    found = _remembered_active_set_l2(_RowsKey(A))
     return None if found is None else tuple(np.copy(x) for x in found)
 
 

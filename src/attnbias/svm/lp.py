@@ -73,7 +73,7 @@ def _step_to_boundary(x: np.ndarray, dx: np.ndarray) -> float:
     return min(1.0, (-x[shrinking] / dx[shrinking]).min()) if shrinking.any() else 1.0
 
 
-def _interior_point(A, p, w_l2, lam_l2, tol=1e-8, max_iter=100):
+def _p_norm_interior_point(A, p, w_l2, lam_l2, tol=1e-8, max_iter=100):
     """min ‖w‖_p^p / p s.t. Aw − s = 1, s ≥ 0 by primal-dual path following (Mehrotra σ).
 
     For p < 2 the dual map λ ↦ w = ∇f*(Aᵀλ) is the smooth one, so w is derived from λ; for p > 2
@@ -198,7 +198,7 @@ def solve_lp(A, p, w_l2, lam_l2):
     kappa = float(lp_norm(w_l2, p))
     As, w_l2, lam_l2 = A * kappa, w_l2 / kappa, lam_l2 / kappa**2
     with np.errstate(all="ignore"):  # overshooting trial steps are rejected, failures verified
-        w, lam, slack = _interior_point(As, p, w_l2, lam_l2)
+        w, lam, slack = _p_norm_interior_point(As, p, w_l2, lam_l2)
         polished = _polish_lp(As, p, w, lam, slack)
         if polished is not None:
             w, lam = polished

@@ -65,7 +65,7 @@ def arm_means(arms: Sequence[Arm], quantity: str) -> dict:
     return {arm.name: mean_effect(arm.of(quantity)).text for arm in arms}
 
 
-def paired(
+def paired_arms(
     arms: Mapping[str, Arm], a: str, b: str, quantity: str, rule: Rule, text: str = "",
     unmet: Sequence[str] = (),
 ):  # fmt: skip
@@ -93,7 +93,7 @@ def more_accurate(
     by seed. mcnemar: the exact McNemar test on the pooled test predictions
     (mcnemar.mcnemar_test), a second view kept in the evidence."""
     label = difference("test accuracy (%, validation-chosen checkpoint)", better, worse)
-    claim = paired(
+    claim = paired_arms(
         arms, better, worse, "test_accuracy", Rule(label, ">", 0.0, PAPER_SIGN),
         f"{better} reaches a higher test accuracy than {worse} (checkpoint chosen on "
         "validation; paired by seed)",
@@ -121,7 +121,7 @@ def keyword_sharper(arms: Mapping[str, Arm], better: str, worse: str) -> Claim:
     probe's key word): better − worse > 0, paired by seed; chance and raw values in the
     evidence."""
     label = difference("normalised [CLS] attention on the key word", better, worse)
-    claim = paired(
+    claim = paired_arms(
         arms, better, worse, "keyword_normalised", Rule(label, ">", 0.0, PAPER_SIGN),
         f"{better} puts more normalised last-layer [CLS] attention on the key word than {worse} "
         "(paired by seed)",
@@ -161,7 +161,7 @@ def sparsity_part(
     key, quantity = f"{measure.key}_{matrix}", f"{matrix} {measure.label}"
     control_rule = f"negative control: {worse} − {densest} {measure.sparser} 0"
     source = f"{measure.source}; {control_rule} per matrix at 95 %, else the part is inconclusive"
-    control = paired(
+    control = paired_arms(
         arms,
         worse,
         densest,
@@ -181,7 +181,7 @@ def sparsity_part(
             "measure; more seeds would decide it"
         )
     rule = Rule(difference(quantity, better, worse), measure.sparser, 0.0, source)
-    part = paired(arms, better, worse, key, rule, unmet=unmet)
+    part = paired_arms(arms, better, worse, key, rule, unmet=unmet)
     control_word = {SUPPORTED: "passes", NOT_SUPPORTED: "fails"}.get(control.status, "not met")
     part.evidence["effect_note"] = f"{control_rule}: {control.effect.text} → {control_word}"
     return part
