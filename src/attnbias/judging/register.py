@@ -1218,7 +1218,8 @@ def register_markdown(found: dict[str, dict], command: str, figure: str | None =
         *(
             [
                 f"Not counted: {rows_count(len(repeats))} another row's evidence (the same runs "
-                'and numbers) and point to it (section "Rows repeating another row\'s evidence").',
+                "and numbers), each pointing to it (section \"Rows repeating another row's "
+                'evidence").',
                 "",
             ]
             if repeats
@@ -1227,9 +1228,8 @@ def register_markdown(found: dict[str, dict], command: str, figure: str | None =
         *(
             [
                 f"Not counted either: {rows_count(len(replaced), 'is', 'are')} superseded by a "
-                "later row whose "
-                'design decides their claim, and point to it (section "Rows superseded by '
-                'another row").',
+                "later row whose design decides the claim, each pointing to it (section "
+                '"Rows superseded by another row").',
                 "",
             ]
             if replaced
