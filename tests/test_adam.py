@@ -6,6 +6,7 @@ against that reference where nothing underflows."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import numpy as np
@@ -16,7 +17,7 @@ from attnbias.data import gaussian_unit
 from attnbias.engine import RunBatch, RunSpec, simulate
 from attnbias.engine.steppers import AdamRuns, adam_options
 from attnbias.optim import registry
-from attnbias.optim.adam import Moments, adam_step_, exponent_band
+from attnbias.optim.adam import Moments, adam_step_, exponent_band, ldexp
 from attnbias.optim.algorithm import Algorithm
 
 BETAS = (0.9, 0.95)
@@ -239,3 +240,91 @@ def test_only_adams_stored_runs_change_key():
     sign = RunSpec({"i": 0}, G, Algorithm("S", "sign", 0.1), 5, init)
     assert adam.record["rule_version"] == 1
     assert "rule_version" not in sign.record
+
+
+def adam_run_from(scale: float, steps: int, eps: float) -> np.ndarray:
+    """W_t (t = 0..steps) of Adam (η = 0.5, the configs' β, ε = `eps`) stepped by the engine
+    from W₀ = `scale` × the direction 300 SignGD steps reach (the gradient ~ e^(−margin·scale))."""
+    data = gaussian_unit(4, 5, 6, seed=0)
+    w0 = 0.01 * np.random.default_rng(0).standard_normal((6, 6))
+    direction = trained(RunSpec({"i": 0}, data, Algorithm("S", "sign", 0.05), 300, {"W": w0}))
+    adam = Algorithm("Adam", "adam", 0.5, options={"eps": eps, "betas": list(BETAS)})
+    init = {"W": scale * direction / np.linalg.norm(direction)}
+    return trained(RunSpec({"i": 0}, data, adam, steps, init))
+
+
+def test_the_first_step_with_eps_0_is_eta_sign_g_and_a_zero_gradient_does_not_move():
+    """By hand: m̂₁ = g, v̂₁ = g², so Adam's first step with ε = 0 is η·g/|g| = η·sign(g); a
+    coordinate whose gradient is exactly 0 has m̂ = v̂ = 0 and does not move (not 0/0)."""
+    g = torch.tensor([[[3.0, -0.5], [0.0, 2e-9]]], dtype=torch.float64)
+    w = torch.tensor([[[1.0, 2.0], [3.0, 4.0]]], dtype=torch.float64)
+    w0 = w.clone()
+    b1, b2 = BETAS
+    adam_step_(w, g, torch.zeros(1, dtype=torch.float64), Moments.zeros(w),
+               step_size=0.1 / (1 - b1), bias_correction2_sqrt=(1 - b2) ** 0.5,
+               one_minus_beta1=1 - b1, beta2=b2, one_minus_beta2=1 - b2, eps=0.0)  # fmt: skip
+    np.testing.assert_array_equal(w.numpy(), (w0 - 0.1 * torch.sign(g)).numpy())
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_eps_0_is_torchs_adam_bit_for_bit_where_torchs_arithmetic_is_finite(dtype):
+    """torch.optim.Adam(eps=0) divides 0 by 0 where a coordinate's gradient is always 0 (NaN
+    there) and is finite elsewhere: there the rescaled Adam is torch's bit for bit; where
+    torch's is NaN it leaves the coordinate as it was."""
+    G, c, w0 = gradients(30, -3.0)
+    G[:, 1, :] = 0.0
+    ours, moments = rescaled(G, c, w0, dtype, eps=0.0)
+    theirs = torch_adam(G, c, w0, dtype, eps=0.0)
+    assert moments.exponent.item() == 0
+    assert np.isnan(theirs[1]).all() and np.isfinite(np.delete(theirs, 1, axis=0)).all()
+    np.testing.assert_array_equal(np.delete(ours, 1, axis=0), np.delete(theirs, 1, axis=0))
+    np.testing.assert_array_equal(ours[1], w0[1].astype(ours.dtype))
+
+
+@pytest.mark.parametrize("dtype, log_scale", [(torch.float64, -1800.0), (torch.float32, -200.0)])
+def test_eps_0_steps_where_the_gradients_exponent_is_beyond_twice_the_dtypes(dtype, log_scale):
+    """|g| ~ e^−1800 ≈ 2^−2600 (float64), e^−200 ≈ 2^−290 (float32): ε·2^(−k) with ε = 0 is 0,
+    not 0·inf = NaN (2^2600 overflows as a float); Adam's first step is η·sign(g) (to the
+    rounding of m̂/√v̂ = g/|g|)."""
+    G, c, w0 = gradients(1, log_scale)
+    ours, moments = rescaled(G, c, w0, dtype, eps=0.0)
+    assert moments.exponent.item() < -2 * (int(np.log2(torch.finfo(dtype).max)) + 1)
+    expected = torch.tensor(w0, dtype=dtype) - 0.1 * torch.sign(torch.tensor(G[0], dtype=dtype))
+    ulp = np.spacing(np.abs(expected.numpy()).max())
+    np.testing.assert_allclose(ours, expected.numpy(), rtol=0, atol=4 * ulp)
+
+
+def test_eps_0_runs_past_where_it_was_nan_and_keeps_growing():
+    """From ‖W₀‖ = 5000 (the gradient ~ 2^−2500: ldexp's two factors 2^1255 overflowed, and
+    ε·inf was NaN for ε = 0) Adam with ε = 0 stays finite and ‖W_t‖ still grows at the end;
+    ε = 1e-300 does not move there (its ε regime)."""
+    w = adam_run_from(5000.0, 40, eps=0.0)
+    norms = np.linalg.norm(w.reshape(len(w), -1), axis=1)
+    assert np.isfinite(w).all()
+    assert np.all(np.diff(norms[-10:]) > 0) and norms[-1] > norms[0] + 1.0
+    stopped = adam_run_from(5000.0, 3, eps=1e-300)
+    assert np.all(stopped == stopped[0])
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_ldexp_is_exact_and_never_nan_beyond_the_dtypes_exponent_range(dtype):
+    """x·2^e as math.ldexp has it (0 or ±inf where it under- or overflows), for e up to past
+    three times the dtype's largest exponent; 0·2^e is 0 at any e."""
+    emax = int(np.log2(torch.finfo(dtype).max)) + 1
+    tiny = torch.finfo(dtype).smallest_normal / 2**10
+    values = [0.0, 1.0, -3.0, tiny, float(torch.finfo(dtype).max)]
+    x = torch.tensor([values], dtype=dtype)
+    for e in (0, 5, -5, emax + 3, -emax - 3, 2 * emax - 1, 2 * emax + 30, -2 * emax - 30,
+              3 * emax, -3 * emax, 10 * emax, -10 * emax):  # fmt: skip
+        got = ldexp(x, torch.tensor([float(e)], dtype=dtype))[0]
+        want = torch.tensor([exact_ldexp(v, e) for v in values], dtype=torch.float64).to(dtype)
+        assert not torch.isnan(got).any(), e
+        torch.testing.assert_close(got, want, rtol=0, atol=0, msg=f"e = {e}")
+
+
+def exact_ldexp(v: float, e: int) -> float:
+    """v·2^e in float64, or ±inf where it overflows (math.ldexp raises)."""
+    try:
+        return math.ldexp(v, e)
+    except OverflowError:
+        return math.copysign(math.inf, v)

@@ -15,6 +15,12 @@ in float32) is k reset to that largest magnitude's exponent and m̃, ṽ multipl
 two (exact). While k = 0 every operation is torch's own, in torch's order: where nothing
 underflows the step is torch.optim.Adam's bit for bit (tests/test_adam.py).
 
+ε = 0 (the theory's ε → 0) is allowed: the step m̂/√v̂ at any gradient scale, and where √v̂ + ε̃
+is 0 (the coordinate's gradient has been exactly 0, or its ṽ fell below the smallest
+subnormal: possible once its √v̂ is more than 2^281 below the run's largest in float64, 2^42 in
+float32) that coordinate does not move, where torch.optim.Adam(eps=0) gives 0/0 = NaN (or
+m/0 = inf); elsewhere it is torch's step bit for bit.
+
 Options as torch's: betas, eps, weight_decay (coupled, or decoupled as AdamW), amsgrad.
 """
 
@@ -78,11 +84,18 @@ class Moments:
 
 
 def ldexp(x: torch.Tensor, exponent: torch.Tensor) -> torch.Tensor:
-    """x·2^exponent (exponent an integer per run, (R,)), exact wherever the result is normal:
-    as two factors, so that no factor overflows where the product does not (torch.ldexp
-    multiplies by 2^exponent itself, infinite beyond 2^1023)."""
-    half = torch.trunc(exponent / 2)
-    return x * per_run(torch.exp2(half), x) * per_run(torch.exp2(exponent - half), x)
+    """x·2^exponent (exponent an integer per run, (R,)), exact wherever the result is normal,
+    0 or ±inf where it under- or overflows, never NaN for finite x (0·2^2500 is 0): as three
+    factors 2^(e/3) of one sign, each normal, so that no partial product leaves the range the
+    result does not (torch.ldexp multiplies by 2^exponent itself, infinite beyond 2^1023, and
+    0·inf is NaN). |exponent| is clipped at 3·(emax − 1), beyond which every finite nonzero
+    x·2^exponent is 0 or inf already."""
+    limit = 3 * (int(math.log2(torch.finfo(x.dtype).max)) - 1)
+    e = exponent.clamp(-limit, limit)
+    third = torch.trunc(e / 3)
+    rest = e - 2 * third
+    factors = torch.exp2(third)
+    return x * per_run(factors, x) * per_run(factors, x) * per_run(torch.exp2(rest), x)
 
 
 def log2_top(x: torch.Tensor) -> torch.Tensor:
@@ -173,6 +186,8 @@ def adam_step_(
         v = moments.max_exp_avg_sq
     eps_scaled = ldexp(torch.as_tensor(eps, dtype=param.dtype).expand_as(exponent), -exponent)
     denom = (v.sqrt() / _times(v, bias_correction2_sqrt)).add_(per_run(eps_scaled, v))
+    # ε = 0 where v̂ is 0 (no gradient yet, or below ṽ's range): that coordinate does not move
+    denom.masked_fill_(denom == 0, math.inf)
     size = _times(param, step_size)
     if isinstance(size, float):
         param.addcdiv_(m, denom, value=-size)
