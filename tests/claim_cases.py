@@ -561,7 +561,7 @@ def cases() -> dict[str, list]:
                 ),
                 {"as_run": True},
             ),
-            # ... unless its stall is no outcome of the claim (reexamine-adam's ε regime):
+            # ... unless its stall is no outcome of the claim (reexamine-adam's `stalled`):
             # then a stall leaves the row inconclusive with the reason; a moving arm is decided
             (
                 INCONCLUSIVE,

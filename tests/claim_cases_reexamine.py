@@ -149,7 +149,7 @@ def reexamine_cases() -> dict[str, list]:
             (NOT_SUPPORTED, (g, "NGD", "Muon", "spectral", 0.1), {}),
             (SUPPORTED, (g, "SpectralDescent", "Muon", "inf", 0.1), {}),
             (NOT_SUPPORTED, (g, "Muon", "SpectralDescent", "inf", 0.1), {}),
-            # ... unless the stalled side's stall is no outcome (reexamine-adam's ε regime):
+            # ... unless the stalled side's stall is no outcome (reexamine-adam's `stalled`):
             # no comparison with it is evidence, on either side; moving sides are decided
             (INCONCLUSIVE, (g, "Muon", "NGD", "spectral", 0.1, {"Muon": "its ε regime"}), {}),
             (INCONCLUSIVE, (g, "NGD", "Muon", "spectral", 0.1, {"Muon": "its ε regime"}), {}),

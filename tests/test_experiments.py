@@ -115,7 +115,8 @@ CONFIG_KEYS = {
     "reexamine-muon": ("5feddd4592ca817d", "c7580c067cf3a132"),
     # as_run: constant-rate Adam; 3·10⁵ steps: at 10⁵ Adam-decay's gap straddled 0.05;
     # `stalled`: constant-rate Adam's stall in its ε regime decides no row
-    "reexamine-adam": ("1ce863eb1b5b1359", "a231b97d47166df0"),
+    # issue 29: an arm with ε = 0 (Adam-eps0) judges the constant-rate rows; ε = 1e-300 none
+    "reexamine-adam": ("7f1fb201d319807c", "fd0caaad82a0b907"),
     # issue 29: `uncapped` (1e300) leaves the float64-stopped step out of the cap ladder;
     # NGD's η tuned on selection seeds (rate_factors, rate_extensions, selection_seeds)
     "reexamine-polyak": ("b98162ae26923383", "2d196c584a701035"),

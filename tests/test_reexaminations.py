@@ -106,7 +106,12 @@ def test_engine_keeps_the_schedule_when_runs_leave_the_batch():
         ("reexamine-adam", {"like": {"Adam": "Adam-decay"}}, "like.Adam = 'Adam-decay' has no"),
         (
             "reexamine-adam",
-            {"explained_if": {"constant-rate": ["adam-stalls"], "short-run": ["adam-like-signgd"]}},
+            {
+                "explained_if": {
+                    "constant-rate": ["adam-stalls"],
+                    "short-run": ["adam-eps0-like-signgd"],
+                }
+            },
             r"explained_if.constant-rate\[0\] = 'adam-stalls' is not one of the claims",
         ),
         ("reexamine-muon", {"explains": {"bfloat16": "?"}}, "must have the same keys"),

@@ -28,16 +28,17 @@ def gaps(own: float, other: float = 0.2) -> dict[str, float]:
     return {lab: own if lab == "inf" else other for lab in LABELS}
 
 
-def adam_groups(stalled_adam: bool = True) -> dict:
-    """reexamine-adam's three arms: SignGD and the decaying Adam reach the ℓ∞ direction;
-    constant-rate Adam ends farther: (as at full scale) its ‖W_t‖ stalled short of the 0.05
-    level, its gaps stopped with it, or it moves and ends below it."""
-    adam = gaps(0.08) if stalled_adam else gaps(0.03)
+def adam_groups(stalled_adam: bool = True, eps0_gap: float = 0.03) -> dict:
+    """reexamine-adam's four arms: SignGD and the decaying Adam reach the ℓ∞ direction; the
+    atlas's constant-rate Adam (ε = 1e-300, judged by no row) stalled in its ε regime short of
+    the 0.05 level, as at full scale; constant-rate Adam with ε = 0, the judged one, likewise
+    stalled (`stalled_adam`), or it moves and ends at gap `eps0_gap` in ℓ∞."""
+    eps0 = gaps(0.08) if stalled_adam else gaps(eps0_gap)
+    moves = {"norm_rate": 0.0, "rate": 0.0} if stalled_adam else {"norm_rate": 1.0, "rate": -1.0}
     return {
         "SignGD": base.atlas_group(gaps(0.01), seed=1),
-        "Adam": base.atlas_group(
-            adam, norm_rate=0.0 if stalled_adam else 1.0, rate=0.0 if stalled_adam else -1.0, seed=2
-        ),
+        "Adam": base.atlas_group(gaps(0.08), norm_rate=0.0, rate=0.0, seed=2),
+        "Adam-eps0": base.atlas_group(eps0, **moves, seed=4),
         "Adam-decay": base.atlas_group(gaps(0.01), seed=3),
     }
 
@@ -97,7 +98,8 @@ def reexamine_claims() -> list:
         *reexamine_atlas.claims(adam_groups(), adam),
         *reexamine_atlas.claims(adam_groups(), as_run),
         *reexamine_atlas.claims(moving, adam),
-        *reexamine_atlas.claims({k: v for k, v in moving.items() if k != "Adam"}, adam),
+        *reexamine_atlas.claims(adam_groups(stalled_adam=False, eps0_gap=0.002), adam),
+        *reexamine_atlas.claims({k: v for k, v in moving.items() if k != "Adam-eps0"}, adam),
         *reexamine_atlas.claims({k: v for k, v in moving.items() if k != "SignGD"}, adam),
         *reexamine_polyak.claims(polyak_groups(), polyak, polyak_tuned(polyak_groups())),
         *muon_claims(),
@@ -130,40 +132,48 @@ def muon_pinned(changed: dict[str, str]) -> list:
 
 # case by case: the verdict and its parts' (S supported, N not, I inconclusive, A n/a)
 PINNED = [
-    # Adam stalled short of the level, in its ε regime (config `stalled`): its rows and the
-    # comparison with it are inconclusive, saying why
+    # constant-rate Adam with ε = 0 stalled short of the level (config `stalled`: with no ε
+    # regime, an arithmetic limit): its rows and the comparison with it are inconclusive,
+    # saying why; the ε = 1e-300 arm (stalled in every case) is judged by no row
     ("reexamine-adam/own-norm-gap", "S/S"),
     ("reexamine-adam/adam-decay-like-signgd", "S/SSSSS"),
-    ("reexamine-adam/adam-like-signgd", "I/NSSSS"),
-    ("reexamine-adam/adam-decay-closer-than-adam", "I"),
+    ("reexamine-adam/adam-eps0-like-signgd", "I/NSSSS"),
+    ("reexamine-adam/adam-decay-closer-than-adam-eps0", "I"),
     ("reexamine-adam/constant-rate-explains", "I/SI"),
     ("reexamine-adam/short-run-explains", "I/I"),
     # the same with `stalled` empty: judged as run, the stall is the outcome
     ("reexamine-adam/own-norm-gap", "S/S"),
     ("reexamine-adam/adam-decay-like-signgd", "S/SSSSS"),
-    ("reexamine-adam/adam-like-signgd", "N/NSSSS"),
-    ("reexamine-adam/adam-decay-closer-than-adam", "S"),
+    ("reexamine-adam/adam-eps0-like-signgd", "N/NSSSS"),
+    ("reexamine-adam/adam-decay-closer-than-adam-eps0", "S"),
     ("reexamine-adam/constant-rate-explains", "S/SS"),
     ("reexamine-adam/short-run-explains", "N/N"),
-    # Adam moving, below the level: constant-rate Adam behaves like SignGD as run
+    # ε = 0 moving, below the level: constant-rate Adam behaves like SignGD as run
     ("reexamine-adam/own-norm-gap", "S/S"),
     ("reexamine-adam/adam-decay-like-signgd", "S/SSSSS"),
-    ("reexamine-adam/adam-like-signgd", "S/SSSSS"),
-    ("reexamine-adam/adam-decay-closer-than-adam", "S"),
+    ("reexamine-adam/adam-eps0-like-signgd", "S/SSSSS"),
+    ("reexamine-adam/adam-decay-closer-than-adam-eps0", "S"),
     ("reexamine-adam/constant-rate-explains", "S/SS"),
     ("reexamine-adam/short-run-explains", "S/S"),
-    # Adam not run
+    # ε = 0 moving and ending closer than the decaying rate: the constant rate explains nothing
     ("reexamine-adam/own-norm-gap", "S/S"),
     ("reexamine-adam/adam-decay-like-signgd", "S/SSSSS"),
-    ("reexamine-adam/adam-like-signgd", "A"),
-    ("reexamine-adam/adam-decay-closer-than-adam", "A"),
+    ("reexamine-adam/adam-eps0-like-signgd", "S/SSSSS"),
+    ("reexamine-adam/adam-decay-closer-than-adam-eps0", "N"),
+    ("reexamine-adam/constant-rate-explains", "N/SN"),
+    ("reexamine-adam/short-run-explains", "S/S"),
+    # ε = 0 not run
+    ("reexamine-adam/own-norm-gap", "S/S"),
+    ("reexamine-adam/adam-decay-like-signgd", "S/SSSSS"),
+    ("reexamine-adam/adam-eps0-like-signgd", "A"),
+    ("reexamine-adam/adam-decay-closer-than-adam-eps0", "A"),
     ("reexamine-adam/constant-rate-explains", "I/SA"),  # evidence not run
     ("reexamine-adam/short-run-explains", "A/A"),
     # SignGD, the owner, not run
     ("reexamine-adam/own-norm-gap", "A"),
     ("reexamine-adam/adam-decay-like-signgd", "A"),
-    ("reexamine-adam/adam-like-signgd", "A"),
-    ("reexamine-adam/adam-decay-closer-than-adam", "A"),  # no owner: no norm to compare in
+    ("reexamine-adam/adam-eps0-like-signgd", "A"),
+    ("reexamine-adam/adam-decay-closer-than-adam-eps0", "A"),  # no owner: no norm to compare in
     ("reexamine-adam/constant-rate-explains", "A/AA"),
     ("reexamine-adam/short-run-explains", "A/A"),
     # Polyak: faster at cap 1e6, not at cap 100
@@ -215,34 +225,51 @@ def test_a_row_judged_as_run_prints_its_stall_beside_the_effect():
     """docs/REFEREE.md (one policy for Adam and Muon): a row that claims what a setting does
     takes its stall as part of the outcome, printed with its final gap, and the verdict
     stands on the interval; the comparison with the stalled arm likewise (here constant-rate
-    Adam with `stalled` emptied: the shipped config names its ε-regime stall, next test)."""
+    Adam with ε = 0 and `stalled` emptied: the shipped config names a stall of it as an
+    arithmetic limit, next test)."""
     adam = load_config("reexamine-adam", quick=True, overrides={"stalled": {}})
     claims = {c.id: c for c in reexamine_atlas.claims(adam_groups(), adam)}
-    for slug in ("adam-like-signgd", "adam-decay-closer-than-adam"):
+    for slug in ("adam-eps0-like-signgd", "adam-decay-closer-than-adam-eps0"):
         stored = claims_as_stored(claims[f"reexamine-adam/{slug}"])
         assert not reasons(stored) and stored["status"] != "inconclusive"
         leaf = stored["parts"][0] if stored["parts"] else stored
         note = verdict_columns(stored)["effect"]
         assert leaf["evidence"]["effect_note"] in note
-        assert note.count("as run: Adam stalled: ‖W_t‖ stopped growing (log–log slope") == 1
-        assert "; Adam's final gap 0.07" in note  # its median, near the constructed 0.08
+        assert note.count("as run: Adam-eps0 stalled: ‖W_t‖ stopped growing (log–log") == 1
+        assert "; Adam-eps0's final gap 0.07" in note  # its median, near the constructed 0.08
 
 
 def test_a_stall_that_decides_nothing_leaves_its_rows_inconclusive_saying_why():
     """The referee's objection (issue 29): a stall the config names as no outcome (constant-
-    rate Adam's ε regime) is not a finding: its row, the comparison with it and the
-    explanations resting on them are inconclusive, each printing the measured stall, why it
-    decides nothing and what would; no interval with the stalled arm decides a verdict."""
+    rate Adam with ε = 0 has no ε regime: a stall would be an arithmetic limit) is not a
+    finding: its row, the comparison with it and the explanations resting on them are
+    inconclusive, each printing the measured stall, why it decides nothing and what would; no
+    interval with the stalled arm decides a verdict."""
     adam = load_config("reexamine-adam", quick=True)
     claims = {c.id: c for c in reexamine_atlas.claims(adam_groups(), adam)}
-    for slug in ("adam-like-signgd", "adam-decay-closer-than-adam", "constant-rate-explains",
-                 "short-run-explains"):  # fmt: skip
+    for slug in ("adam-eps0-like-signgd", "adam-decay-closer-than-adam-eps0",
+                 "constant-rate-explains", "short-run-explains"):  # fmt: skip
         stored = claims_as_stored(claims[f"reexamine-adam/{slug}"])
         assert stored["status"] == "inconclusive", slug
         (why,) = {w for w in reasons(stored) if "stalled" in w}
-        assert why.startswith("Adam stalled: ‖W_t‖ stopped growing (log–log slope")
-        assert "ε regime" in why and "would decide it" in why
-        assert "as run: Adam stalled" not in verdict_columns(stored)["effect"]
+        assert why.startswith("Adam-eps0 stalled: ‖W_t‖ stopped growing (log–log slope")
+        assert "no ε regime" in why and "would decide it" in why
+        assert "as run: Adam-eps0 stalled" not in verdict_columns(stored)["effect"]
+
+
+def test_the_eps_1e300_arm_is_run_beside_and_judged_by_no_row():
+    """The atlas's ε = 1e-300 arm stays in the experiment as evidence (its stall in its ε
+    regime shows in the table) but no row is judged on it: the rows are the same whether it
+    stalled or moved, and none names it."""
+    adam = load_config("reexamine-adam", quick=True)
+    moved = adam_groups(stalled_adam=False)
+    moved["Adam"] = base.atlas_group(gaps(0.001), norm_rate=1.0, rate=-1.0, seed=2)
+    stalled = [(c.id, letters(c)) for c in reexamine_atlas.claims(adam_groups(False), adam)]
+    assert stalled == [(c.id, letters(c)) for c in reexamine_atlas.claims(moved, adam)]
+    ids = {i for i, _ in stalled}
+    judged_on = {i.split("/")[1] for i in ids}
+    assert not judged_on & {"adam-like-signgd", "adam-decay-closer-than-adam"}
+    assert "Adam" not in adam.stalled and "Adam" not in adam.like and "Adam" not in adam.as_run
 
 
 def test_a_theorem_row_on_an_arm_outside_its_premises_is_not_judged():
@@ -250,7 +277,7 @@ def test_a_theorem_row_on_an_arm_outside_its_premises_is_not_judged():
     Adam's row, were it not marked as run, is inconclusive with the premise named."""
     adam = load_config("reexamine-adam", quick=True, overrides={"as_run": []})
     claims = {c.id: c for c in reexamine_atlas.claims(adam_groups(stalled_adam=False), adam)}
-    (why,) = reasons(claims_as_stored(claims["reexamine-adam/adam-like-signgd"]))
+    (why,) = reasons(claims_as_stored(claims["reexamine-adam/adam-eps0-like-signgd"]))
     assert why.startswith("precondition not met") and "decaying rate" in why
 
 

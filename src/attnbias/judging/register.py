@@ -351,15 +351,19 @@ MUON = (
 ADAM = (
     "the atlas's data and W₀ (gaussian_unit n=6, T=8, d=10, W₀ ~ N(0, 0.01²)), 20 seeds, "
     "3·10⁵ steps instead of 3,000 (at 10⁵ Adam-decay's median gap, 0.0425 [0.035, 0.062], "
-    "straddled 0.05); Adam as torch.optim.Adam (ε = 1e-300, β = (0.9, 0.95)) with its moments "
-    "rescaled by powers of two (optim.adam: no g² underflows; torch's step bit for bit where "
-    "nothing does) at the atlas's constant η = 0.05 and at η_t = 0.05·(t + 1)^(−1/2) (a = 1/2 "
-    "ours, in the theory's (0, 1]); SignGD η = 0.05; gap threshold 0.05 as the atlas's; "
-    "'stalled' = ‖W_t‖ log–log slope < 0.1. One policy (docs/REFEREE.md): the theorem's row "
-    "(Adam-decay) is judged on the arm that meets its premises; the constant-rate rows are "
-    "judged as run, except a stall in Adam's own ε regime (|g| ≪ ε: step ≈ η·m̂/ε), which "
-    "decides none of them nor any comparison with that arm: inconclusive, with the reason "
-    "(config `stalled`); " + GAP_LEVEL
+    "straddled 0.05); Adam as torch.optim.Adam (β = (0.9, 0.95)) with its moments rescaled by "
+    "powers of two (optim.adam: no g² underflows; torch's step bit for bit where nothing does; "
+    "with ε = 0 a coordinate whose √v̂ is 0 does not move) at η_t = 0.05·(t + 1)^(−1/2) "
+    "(Adam-decay, ε = 1e-300; a = 1/2 ours, in the theory's (0, 1]) and at the atlas's "
+    "constant η = 0.05 with ε = 0 (Adam-eps0) and with the atlas's ε = 1e-300 (Adam); SignGD "
+    "η = 0.05; gap threshold 0.05 as the atlas's; 'stalled' = ‖W_t‖ log–log slope < 0.1. One "
+    "policy (docs/REFEREE.md): each row is judged on the arm that meets the theory's premise "
+    "ε → 0: the theorem's row on Adam-decay (its premises met), the constant-rate rows on "
+    "Adam-eps0, judged as run, except a stall, which with ε = 0 would be an arithmetic limit of "
+    "the rescaled moments, not the setting's outcome: inconclusive, with the reason (config "
+    "`stalled`); the ε = 1e-300 arm is run beside them and judged by no row: once |g| ≪ ε its "
+    "step is ≈ η·m̂/ε, a gradient step under which ‖W_t‖ grows like log t (it stalls: the "
+    "experiment's table), a regime ε → 0 never enters; " + GAP_LEVEL
 )
 POLYAK = (
     "ngd-fixed's problem (example1 n=4, T=4, d=64, logistic loss, W₀ ~ N(0, 0.1²), 10 seeds, "
@@ -655,26 +659,29 @@ def reexamination_entries() -> list[PaperClaim]:
         PaperClaim(f"{adam}/adam-decay-like-signgd", "ours", f"{REEXAMINE}; Zhang, Zou, Cao "
                    "2024 (linear models)", "Adam with a decaying rate (ε → 0) behaves like "
                    "SignGD (ℓ∞ margin)", ADAM),
-        PaperClaim(f"{adam}/adam-like-signgd", "ours", REEXAMINE, "constant-rate Adam behaves "
-                   "like SignGD over 3·10⁵ steps (the atlas's constant-rate arm, run 100× "
-                   "longer), as run", ADAM),
-        PaperClaim(f"{adam}/adam-decay-closer-than-adam", "ours", REEXAMINE, "the decaying rate "
-                   "ends closer to the ℓ∞ max-margin direction than the constant one, as run "
-                   "(a stall of the constant arm in Adam's ε regime is no outcome: the "
-                   "comparison is then inconclusive)",
+        PaperClaim(f"{adam}/adam-eps0-like-signgd", "ours", REEXAMINE, "constant-rate Adam "
+                   "with ε = 0 (the theory's ε → 0) behaves like SignGD over 3·10⁵ steps (the "
+                   "atlas's constant-rate arm, run 100× longer, without the ε = 1e-300 that "
+                   "stalls it), as run", ADAM),
+        PaperClaim(f"{adam}/adam-decay-closer-than-adam-eps0", "ours", REEXAMINE, "the "
+                   "decaying rate ends closer to the ℓ∞ max-margin direction than the constant "
+                   "one with ε = 0, as run (a stall of the constant arm, with no ε regime an "
+                   "arithmetic limit, is no outcome: the comparison is then inconclusive)",
                    ADAM),
         PaperClaim(f"{adam}/constant-rate-explains", "ours", REEXAMINE, "explanation 1 of "
                    "the atlas's constant-rate Adam verdict, the artefact: the constant learning "
-                   "rate; supported = adam-decay-like-signgd and adam-decay-closer-than-adam both "
-                   "supported",
+                   "rate; supported = adam-decay-like-signgd and "
+                   "adam-decay-closer-than-adam-eps0 both supported",
                    ADAM),
         PaperClaim(f"{adam}/short-run-explains", "ours", REEXAMINE, "explanation 2 of the "
                    "atlas's constant-rate Adam verdict: its 3,000 steps were too few; tested "
-                   "only as whether the same constant-rate arm run 100× longer (3·10⁵ steps) "
-                   "ends within gap 0.05 of the ℓ∞ max-margin direction (supported = "
-                   "adam-like-signgd supported). A refutation would say that running longer "
-                   "alone did not bring it there, not that run length plays no part; a stall "
-                   "in Adam's ε regime decides neither way",
+                   "only as whether the constant-rate arm run 100× longer (3·10⁵ steps), with "
+                   "ε = 0 in place of the atlas's 1e-300 (whose ε regime stalls it, a floor the "
+                   "theory's ε → 0 does not have), ends within gap 0.05 of the ℓ∞ max-margin "
+                   "direction (supported = adam-eps0-like-signgd supported). A refutation "
+                   "would say that running longer alone did not bring it there, not that run "
+                   "length plays no part; a stall of the ε = 0 arm (an arithmetic limit) "
+                   "decides neither way",
                    ADAM),
         PaperClaim("reexamine-polyak/polyak-faster-cap", "NGD", "§3 'Extension to Polyak', "
                    f"Fig. 2; {REEXAMINE}", "'Polyak step-size leads to even faster convergence "
