@@ -250,7 +250,10 @@ MD_JOINT = (
     "one toy problem of our own, n=2, T=3, d=2 (the paper's hand-made sequences were lost in "
     "extraction), W and v from zero, normalized MD η = 0.1, 5,000 steps: n = 1 data set, one "
     "deterministic run per p, so each verdict holds for this one d = 2 problem and says nothing "
-    "of how often it holds across problems or dimensions; threshold 0.01 ours; the theorem's "
+    "of how often it holds across problems or dimensions; W's threshold derived in the run: ¼ "
+    "of the ℓp-AttSVM's divergence D_ψ from the nearest other p's (its value in the row's "
+    "threshold source), so that a run at another p's SVM fails it; v's "
+    "threshold 0.01 ours; the theorem's "
     "conditions on the data: the seed texts hold only the MD paper's abstract, which names "
     "them without stating them, so their list is not reproduced here and the toy is checked "
     "only for what the conclusion needs: the optimal tokens are separable by the head (the ℓp "
@@ -551,8 +554,10 @@ def theory_entries() -> list[PaperClaim]:
                    "(docs/REFEREE.md, precondition policy), its effect shown"),
         PaperClaim("joint-rates/thm4-v-margin", "NGD", "Thm 4", "v's margin is asymptotically a "
                    "constant factor of the max margin", f"{joint_rates}; factor 1/2 ours (lost); "
-                   "tests beyond the theorem: Thm 4 rests on Thm 3, whose Eq. 13 time factor "
-                   "the runs lack (lost in extraction), and joint-NGD is not Eq. 13"),
+                   "Thm 4 is proved in Thm 3's setting, whose Eq. 13 time factor the runs lack "
+                   "(lost in extraction; joint-NGD is not Eq. 13 either): a premise, so the row "
+                   "is inconclusive as thm3-rate is (docs/REFEREE.md, precondition policy), its "
+                   "effect shown"),
         PaperClaim("md-plain/own-p-nearest", "MD", "main theorem", "plain ℓp-AttGD converges "
                    "to the ℓp-AttSVM of its own p", f"{MD_LOCAL.split(';')[0]}; plain steps "
                    "η = 1, 10⁵ steps (ours); the limit is judged only where the own divergence "
