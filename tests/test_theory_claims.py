@@ -344,6 +344,43 @@ def test_a_lemma_of_every_step_is_judged_by_its_violations_not_a_share():
     assert tl.change(0.5, 0.5 + 1e-9) == pytest.approx(-1e-9)  # a real decrease stays
 
 
+def test_lemma13_score_is_compared_where_float64_rounds_the_score_to_1():
+    """Lemma 13 (ii) is checked through −log(1 − s_opt) from the logits: a score that falls
+    while float64 shows 1.0 at both steps is a violation, not a margin of 0 (issue 29)."""
+    from attnbias.experiment_registry import load_config
+    from attnbias.experiments import trajectory_lemmas as tl
+
+    config = load_config("trajectory-lemmas", quick=True)
+    problem = tl.joint_problem(config, 1)
+    W_mm = att_svm(problem.X, problem.z, problem.opt).W
+    before, after = 60.0 * W_mm, 50.0 * W_mm  # a step back along W_mm
+    assert (tl.opt_scores(before, problem) == 1.0).all()
+    assert (tl.opt_scores(after, problem) == 1.0).all()
+    (odds_before, size), (odds_after, _) = (
+        tl.opt_log_odds(before, problem),
+        tl.opt_log_odds(after, problem),
+    )
+    assert (tl.change(odds_after, odds_before, size) < -1.0).all()
+    # a score below 1 gives the same sign as the score itself
+    small = 0.01 * W_mm
+    (low, size), (high, _) = tl.opt_log_odds(small, problem), tl.opt_log_odds(2 * small, problem)
+    higher = tl.opt_scores(2 * small, problem) > tl.opt_scores(small, problem)
+    assert ((tl.change(high, low, size) > 0) == higher).all() and higher.all()
+    # the row says how many pairs did not move and how many float64 rounded to 1
+    ok = [(0.1, (1, t, 0)) for t in range(1, 9)]
+    joint = {"gap": ok, "score": [(0.0, (1, 0, 0)), *ok], "score_at_one": 3,
+             "log_ratio": [], "underflow": []}  # fmt: skip
+    fixed = {"lemma5": ok, "lemma6": ok}
+    found = {c.id.split("/")[1]: c for c in tl.claims(fixed, {"lemma5": [], "lemma6": []},
+                                                      joint, config)}  # fmt: skip
+    score = found["lemma13-score"]
+    assert score.evidence["effect_note"] == (
+        "1 pairs unchanged (at step 0); 3 of 9 with s_opt rounded to 1 in float64 at both "
+        "steps, checked through −log(1 − s_opt)"
+    )
+    assert "−log(1 − s_opt)" in score.rule.quantity
+
+
 def test_thm3_premises_name_the_loss_and_the_absent_time_factor():
     """Theorem 3 is proved for the exponential loss with Eq. 13's time factor (lost in
     extraction): a logistic run misses both premises, an exponential one the factor alone."""
