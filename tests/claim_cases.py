@@ -168,6 +168,9 @@ def joint_groups(div=1e-5, score=1.0, prob=1.0, runs=1):
     }
 
 
+JOINT_OWN = {"ℓ2-MD": "divergence/2"}
+JOINT_APART = {"ℓ2-MD": ("ℓ1.75", 0.0045)}  # md-joint's toy: D_ψ2(Ŵ_mm^2, Ŵ_mm^1.75)
+
 LABELS = ["2", "inf", "spectral"]
 OWN = {"NGD": "2", "SignGD": "inf", "SpectralDescent": "spectral"}
 
@@ -444,6 +447,23 @@ def cases() -> dict[str, list]:
                 (joint_groups(div=0.02), {"ℓ2-MD": "divergence/2"}, 0.01, "W"),
                 {"exact": True},
             ),
+        ],
+        "md.own_p_apart": [
+            # ℓ2's SVM 0.0045 from ℓ1.75's: the threshold ¼ of it tells them apart
+            (SUPPORTED, (joint_groups(), JOINT_OWN, JOINT_APART, "W"), {"exact": True}),
+            # a run at the nearest other p's SVM (divergence = their separation) fails it
+            (
+                NOT_SUPPORTED,
+                (joint_groups(div=0.0045), JOINT_OWN, JOINT_APART, "W"),
+                {"exact": True},
+            ),
+            # the SVMs coincide (or none other was solved): no threshold can tell them apart
+            (
+                INCONCLUSIVE,
+                (joint_groups(), JOINT_OWN, {"ℓ2-MD": ("ℓ3", 0.0)}, "W"),
+                {"exact": True},
+            ),
+            (INCONCLUSIVE, (joint_groups(), JOINT_OWN, {}, "W"), {"exact": True}),
         ],
         "md.own_p_nearest": [
             (SUPPORTED, (md_groups(), md_own()), {}),

@@ -203,7 +203,8 @@ SURVIVING = {
     "trajectory_lemmas.failures": "evidence: the first violations listed",
     "mcnemar.pooled_mcnemar": "evidence: McNemar's test beside the paired accuracies",
     "joint_rates.thm3_premises": "the loss premise's reason: Eq. 13's absent time factor, the "
-    "other premise, leaves thm3-rate inconclusive either way",
+    "other premise, leaves thm3-rate and thm4-v-margin inconclusive either way",
+    "trajectory_lemmas.score_note": "evidence: lemma13-score's unchanged and rounded pairs",
 }
 
 

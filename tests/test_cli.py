@@ -76,10 +76,13 @@ def test_bad_config_file_is_refused_naming_the_field(tmp_path, capsys):
     assert "unknown experiment 'no-such-thing'" in capsys.readouterr().err
 
 
-def import_register_first() -> None:
+def build_register_first() -> None:
     """The claims register states protocols from the package's own configs when it is first
-    imported; a test that points CONFIG_DIR at its fakes imports it before, as the CLI would."""
-    import attnbias.judging.register  # noqa: F401
+    built (`register.entries()`, cached); a test that points CONFIG_DIR at its fakes and then
+    runs `reproduce`, whose tally reads the register, builds it before."""
+    from attnbias.judging import register
+
+    register.entries()
 
 
 def _fake_experiments(tmp_path, monkeypatch, names):
@@ -94,7 +97,7 @@ def _fake_experiments(tmp_path, monkeypatch, names):
     )
     (tmp_path / "configs").mkdir()
     monkeypatch.syspath_prepend(str(tmp_path))
-    import_register_first()
+    build_register_first()
     monkeypatch.setattr(experiment_registry, "CONFIG_DIR", tmp_path / "configs")
     for name in names:
         (tmp_path / "configs" / f"{name}.toml").write_text("seeds = 5\n[quick]\nseeds = 1\n")
@@ -377,7 +380,7 @@ def _counting_experiment(tmp_path, monkeypatch, minutes=None):
     (tmp_path / "configs").mkdir(exist_ok=True)
     (tmp_path / "configs" / "counting.toml").write_text("seeds = 5\n[quick]\nseeds = 1\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    import_register_first()
+    build_register_first()
     monkeypatch.setattr(experiment_registry, "CONFIG_DIR", tmp_path / "configs")
     monkeypatch.setitem(experiment_registry.EXPERIMENTS, "counting", "counting_experiment")
     monkeypatch.delitem(sys.modules, "counting_experiment", raising=False)  # another test's

@@ -43,3 +43,15 @@ def test_not_global_counts_only_the_starts_at_the_shared_radii():
             r["outcome"] = "optimal"
     after = by_id(rows, dominance, config)["local-global/not-global-gaussian"].effect
     assert (after.estimate, after.n) == (before.estimate, before.n)
+
+
+def test_local_gaussian_rules_say_they_are_some_setting_claims():
+    """The rule column says the claim needs one radius per algorithm, with Holm's correction
+    over the radii (issue 29): not that every radius must hold."""
+    rows, dominance, config = claim_cases.local_global_inputs()
+    local = by_id(rows, dominance, config)["local-global/local-gaussian"]
+    k = len(config.radii) + len(config.local_radii)
+    for algorithm in local.parts:
+        assert algorithm.any_part
+        for part in algorithm.parts:
+            assert part.rule.quantity.endswith(f"(at some R, Holm over {k} radii)")

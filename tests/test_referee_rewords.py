@@ -196,8 +196,9 @@ def test_local_global_states_its_seeds_from_its_config():
     from attnbias.experiment_registry import load_config
 
     config = load_config("local-global")
-    assert f"{config.seeds} seeds" in register.LOCAL_GLOBAL
-    assert register.LOCAL_GLOBAL in ENTRIES["local-global/local-gaussian"].differences
+    setting = register.local_global_setting(config)
+    assert f"{config.seeds} seeds" in setting
+    assert setting in ENTRIES["local-global/local-gaussian"].differences
 
 
 def test_md_plain_window_parts_name_their_algorithm(made):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import inspect
 import math
+from dataclasses import asdict
 
 import numpy as np
 import pytest
@@ -17,7 +18,7 @@ from attnbias.data import example1, gaussian_unit
 from attnbias.engine import Algorithm, RunSpec
 from attnbias.engine.single_run import run_reference
 from attnbias.engine.sweep import run_sweep
-from attnbias.judging.claims import NOT_SUPPORTED, SUPPORTED, mean_effect
+from attnbias.judging.claims import NOT_SUPPORTED, SUPPORTED, mean_effect, verdict_columns
 from attnbias.judging.verdicts import theory as rules
 from attnbias.model import attention_scores
 from attnbias.store import ResultsStore
@@ -343,6 +344,43 @@ def test_a_lemma_of_every_step_is_judged_by_its_violations_not_a_share():
     assert tl.change(0.5, 0.5 + 1e-9) == pytest.approx(-1e-9)  # a real decrease stays
 
 
+def test_lemma13_score_is_compared_where_float64_rounds_the_score_to_1():
+    """Lemma 13 (ii) is checked through −log(1 − s_opt) from the logits: a score that falls
+    while float64 shows 1.0 at both steps is a violation, not a margin of 0 (issue 29)."""
+    from attnbias.experiment_registry import load_config
+    from attnbias.experiments import trajectory_lemmas as tl
+
+    config = load_config("trajectory-lemmas", quick=True)
+    problem = tl.joint_problem(config, 1)
+    W_mm = att_svm(problem.X, problem.z, problem.opt).W
+    before, after = 60.0 * W_mm, 50.0 * W_mm  # a step back along W_mm
+    assert (tl.opt_scores(before, problem) == 1.0).all()
+    assert (tl.opt_scores(after, problem) == 1.0).all()
+    (odds_before, size), (odds_after, _) = (
+        tl.opt_log_odds(before, problem),
+        tl.opt_log_odds(after, problem),
+    )
+    assert (tl.change(odds_after, odds_before, size) < -1.0).all()
+    # a score below 1 gives the same sign as the score itself
+    small = 0.01 * W_mm
+    (low, size), (high, _) = tl.opt_log_odds(small, problem), tl.opt_log_odds(2 * small, problem)
+    higher = tl.opt_scores(2 * small, problem) > tl.opt_scores(small, problem)
+    assert ((tl.change(high, low, size) > 0) == higher).all() and higher.all()
+    # the row says how many pairs did not move and how many float64 rounded to 1
+    ok = [(0.1, (1, t, 0)) for t in range(1, 9)]
+    joint = {"gap": ok, "score": [(0.0, (1, 0, 0)), *ok], "score_at_one": 3,
+             "log_ratio": [], "underflow": []}  # fmt: skip
+    fixed = {"lemma5": ok, "lemma6": ok}
+    found = {c.id.split("/")[1]: c for c in tl.claims(fixed, {"lemma5": [], "lemma6": []},
+                                                      joint, config)}  # fmt: skip
+    score = found["lemma13-score"]
+    assert score.evidence["effect_note"] == (
+        "1 pairs unchanged (at step 0); 3 of 9 with s_opt rounded to 1 in float64 at both "
+        "steps, checked through −log(1 − s_opt)"
+    )
+    assert "−log(1 − s_opt)" in score.rule.quantity
+
+
 def test_thm3_premises_name_the_loss_and_the_absent_time_factor():
     """Theorem 3 is proved for the exponential loss with Eq. 13's time factor (lost in
     extraction): a logistic run misses both premises, an exponential one the factor alone."""
@@ -365,6 +403,49 @@ def test_thm3_rate_is_inconclusive_for_its_premise_with_the_rate_shown():
     assert rate.status == INCONCLUSIVE and rate.effect.n == claim_cases_rates.SEEDS
     assert any("time-dependent step factor" in u for u in rate.unmet)
     assert "time-dependent step factor" in claims["joint-rates/thm3-slower"].claim
+
+
+def test_thm4_margin_is_inconclusive_for_thm3s_premise_with_its_parts_shown():
+    """Thm 4 is proved in Thm 3's setting: its row names the same missing premise, and each
+    arm's margin is still measured (issue 29)."""
+    import claim_cases_rates
+    from attnbias.experiments import joint_rates
+    from attnbias.judging.claims import INCONCLUSIVE, SUPPORTED
+
+    claims = {c.id: c for c in joint_rates.claims(*claim_cases_rates.joint_rates_inputs())}
+    margin = claims["joint-rates/thm4-v-margin"]
+    assert margin.status == INCONCLUSIVE
+    assert any("time-dependent step factor" in u for u in margin.unmet)
+    assert [p.status for p in margin.parts] == [SUPPORTED, SUPPORTED]
+
+
+def test_slower_rules_name_their_arms_and_window():
+    """The rule column of the two "slower" rows names both arms and the fit window."""
+    import claim_cases_rates
+    from attnbias.experiments import joint_rates, ngd_rates
+    from attnbias.theory_measures import span
+
+    groups, fractions, joint = claim_cases_rates.joint_rates_inputs()
+    slower = {c.id: c for c in joint_rates.claims(groups, fractions, joint)}
+    quantity = slower["joint-rates/thm3-slower"].rule.quantity
+    assert joint.joint in quantity and joint.fixed in quantity
+    assert f"steps {span(joint.fit_window)}" in quantity
+    groups, saturation, rates = claim_cases_rates.ngd_rates_inputs()
+    cap = {c.id: c for c in ngd_rates.claims(groups, saturation, rates)}
+    quantity = cap["ngd-rates/polyak-cap-slows"].rule.quantity
+    capped = ngd_rates.polyak(min(rates.polyak_caps)).name
+    assert capped in quantity and ngd_rates.ngd(rates.lr).name in quantity
+    assert f"steps {span(rates.windows[1])}" in quantity
+
+
+def test_norm_growth_quote_is_attributed_to_footnote_1():
+    """thm3-norm-growth's quote stands in footnote 1 of §1 of the NGD paper, not in §4."""
+    import claim_cases_rates
+    from attnbias.experiments import joint_rates
+
+    claims = {c.id: c for c in joint_rates.claims(*claim_cases_rates.joint_rates_inputs())}
+    source = claims["joint-rates/thm3-norm-growth"].rule.source
+    assert source.startswith("the paper (§1, footnote 1)")
 
 
 def thm7_with_polyak_norm(norm_after_40):
@@ -470,3 +551,9 @@ def test_thm1_rate_where_assumption1_holds(shape, exponent, expected):
     assert len(row.evidence["gram_dominance"]) == claim_cases_rates.SEEDS
     premise = [u for u in row.unmet if u.startswith("premise not met: Assumption 1")]
     assert bool(premise) == (shape == (2, 4, 32))
+    # the row prints δ's range over the seeds and on how many it is below 1 (issue 29)
+    deltas = row.evidence["gram_dominance"]
+    held = sum(d < 1.0 for d in deltas)
+    effect = verdict_columns(asdict(row))["effect"]
+    assert f"δ from {min(deltas):.3g} to {max(deltas):.3g}" in effect
+    assert f"δ < 1 on {held} of {len(deltas)} seeds" in effect

@@ -3,7 +3,7 @@ supported, not supported, inconclusive (and why, by kind), not applicable or not
 consistency checks of the code counted apart; and what quick scale means for them.
 
 Counted from the summaries' stored verdicts (`claims.status_of`, `claims.causes`) and the
-register's entries (`register.REGISTER`), never from printed text.
+register's entries (`register.entries()`), never from printed text.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from .judging.claims import (
     is_consistency_check,
     status_of,
 )
-from .judging.register import REGISTER, matching, repeated, superseded
+from .judging.register import entries, matching, repeated, superseded
 
 NOT_RUN = "not run"
 COLUMNS = (SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, NOT_APPLICABLE, NOT_RUN)
@@ -64,7 +64,7 @@ def tally_of(summary: dict | None, experiment: str, repeats=()) -> Tally:
         else:
             tally.verdicts[status] += 1
             tally.causes.update(causes(claim))
-    for entry in REGISTER:
+    for entry in entries():
         if entry.experiment == experiment and not matching(entry, summary):
             (tally.checks if entry.consistency else tally.verdicts)[NOT_RUN] += 1
     return tally

@@ -215,7 +215,8 @@ def claims(rows: list[dict], dominance: dict, config: Config) -> list[Claim]:
         parts = [
             fraction(
                 rules.fraction_above, k, level, "",
-                f"fraction of {name}'s locally optimal starts at R = {r:g} ending at α′",
+                f"fraction of {name}'s locally optimal starts at R = {r:g} ending at α′ (at "
+                f"some R, Holm over {len(radii)} radii)",
                 "Tarzanagh et al. (GD), the MD paper (ℓp-MD): convergence to the SVM of locally "
                 f"optimal tokens from a cone around it, for R large enough; {level:g} ours",
             )

@@ -224,6 +224,16 @@ def outside_assumption1(report: dict) -> list[str]:
             "their runs are outside Thm 1"]  # fmt: skip
 
 
+def delta_summary(report: dict) -> str:
+    """Assumption 1's δ over the seeds (`assumption1_by_seed`'s report), for the row: its range
+    and on how many seeds it is below 1."""
+    deltas = report["gram_dominance"]
+    return (
+        f"Assumption 1's δ from {min(deltas):.3g} to {max(deltas):.3g} over the seeds' problems: "
+        f"δ < 1 on {report['assumption1_holds'].removesuffix(' (δ < 1)')}"
+    )
+
+
 def misalignment_exponents(groups, name: str, window) -> np.ndarray:
     """Per run, the power-law exponent of group `name`'s misalignment curve over the window."""
     c = groups[name]
@@ -307,6 +317,7 @@ def claims(groups, saturation: dict, config: Config, assumed=ASSUMPTION1_EXAMPLE
                *moving(groups, assumed_name(config, assumed), fit, "stalled")],
     )  # fmt: skip
     thm1_assumed.evidence.update(checked)
+    thm1_assumed.evidence["effect_note"] = delta_summary(checked)
     asymptote = rules.exponent_matches(
         misalignment_exponents(groups, ref, late),
         rules.NGD_ASYMPTOTIC_EXPONENT,
@@ -349,6 +360,7 @@ def claims(groups, saturation: dict, config: Config, assumed=ASSUMPTION1_EXAMPLE
         f"slowly than {ref}'s",
         "the paper (§3, 'Extension to Polyak step-size'): 'the rates are much faster in the "
         "beginning, but slow down as training progresses'",
+        quantity=rules.slower_exponents(capped, ref, late),
     )
     lrs, kappas, lr_seeds = growth(groups, config)
     eq12 = rules.growth_per_lr(lrs, kappas, tol, lr_seeds)

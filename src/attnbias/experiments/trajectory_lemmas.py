@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from pydantic import Field, model_validator
+from scipy.special import logsumexp
 
 from ..config import Algorithms, Loss, Positive, PositiveInt, numbers
 from ..curves import without_diverged
@@ -160,6 +161,16 @@ def opt_scores(W, problem: Problem) -> np.ndarray:
     return scores(W, problem)[np.arange(len(problem.y)), problem.opt]
 
 
+def opt_log_odds(W: np.ndarray, problem: Problem) -> tuple[np.ndarray, np.ndarray]:
+    """Per sample, −log(1 − s_opt) from the logits (logsumexp of all tokens minus that of the
+    others), which grows with the optimal-token score s_opt and stays resolved where float64
+    rounds s_opt itself to 1; and the largest |logit|, the scale of its rounding."""
+    logits = np.einsum("ntd,de,ne->nt", problem.X, W, problem.z)
+    others = logits.copy()
+    others[np.arange(len(problem.y)), problem.opt] = -np.inf
+    return logsumexp(logits, axis=1) - logsumexp(others, axis=1), np.abs(logits).max(1)
+
+
 def constraint_values(W: np.ndarray, problem: Problem) -> np.ndarray:
     """Per sample, min over τ ≠ opt of (x_opt − x_τ)ᵀ W z (below 1: a violated constraint)."""
     logits = np.einsum("ntd,de,ne->nt", problem.X, W, problem.z)
@@ -169,12 +180,14 @@ def constraint_values(W: np.ndarray, problem: Problem) -> np.ndarray:
     return gaps.min(1)
 
 
-def change(now, before) -> np.ndarray:
-    """now − before, a decrease within ROUNDING_ULPS of the values' float64 resolution set
-    to 0: by how much "does not decrease" holds (< 0: violated)."""
+def change(now, before, scale=0.0) -> np.ndarray:
+    """now − before, a decrease within ROUNDING_ULPS of the values' float64 resolution (or of
+    `scale`'s, the size of what they were computed from, if larger) set to 0: by how much
+    "does not decrease" holds (< 0: violated)."""
     now, before = np.asarray(now, dtype=np.float64), np.asarray(before, dtype=np.float64)
     diff = now - before
-    noise = ROUNDING_ULPS * np.finfo(np.float64).eps * np.maximum(abs(now), abs(before))
+    size = np.maximum(np.maximum(abs(now), abs(before)), scale)
+    noise = ROUNDING_ULPS * np.finfo(np.float64).eps * size
     return np.where((diff < 0) & (diff >= -noise), 0.0, diff)
 
 
@@ -220,7 +233,7 @@ def joint_checks(record, problem: Problem, algorithm: Algorithm, loss: str) -> d
     checked."""
     a = record.arrays
     steps = a["trajectory_steps"]
-    gap, score, ratio, underflow = [], [], [], []
+    gap, score, ratio, underflow, at_one = [], [], [], [], 0
     other = 1 - problem.opt  # T = 2
     rows = np.arange(len(problem.y))
     for t, W, v in zip(steps, a["trajectory_W"], a["trajectory_v"]):
@@ -234,11 +247,16 @@ def joint_checks(record, problem: Problem, algorithm: Algorithm, loss: str) -> d
         diff = problem.X[rows, problem.opt] - problem.X[rows, other]
         gaps = [problem.y * (diff @ u) for u in (v, nxt["v"])]
         gap += [(float(change(gaps[1][i], gaps[0][i])), (int(t), int(i))) for i in rows]
-        before, now = opt_scores(W, problem), opt_scores(nxt["W"], problem)
-        score += [(float(change(now[i], before[i])), (int(t), int(i))) for i in rows]
+        # compared through −log(1 − s_opt): a score float64 rounds to 1 still moves there
+        (before, size), (now, size_next) = (opt_log_odds(u, problem) for u in (W, nxt["W"]))
+        scale = np.maximum(size, size_next)
+        score += [(float(change(now[i], before[i], scale[i])), (int(t), int(i))) for i in rows]
+        rounded = (opt_scores(W, problem) == 1.0) & (opt_scores(nxt["W"], problem) == 1.0)
+        at_one += int(rounded.sum())
     return {
         "gap": gap,
         "score": score,
+        "score_at_one": at_one,
         "log_ratio": (steps, np.array(ratio)),
         "underflow": underflow,
     }
@@ -249,7 +267,7 @@ def run(config: Config, out: Path) -> dict:
     by_name = {a.name: a for a in [*config.algorithms, joint_algorithm(config)]}
     fixed = {"lemma5": [], "lemma6": []}
     fixed_off = {"lemma5": [], "lemma6": []}  # seeds where Assumption 1 fails
-    joint = {"gap": [], "score": [], "log_ratio": [], "underflow": []}
+    joint = {"gap": [], "score": [], "score_at_one": 0, "log_ratio": [], "underflow": []}
     dominance = {}
     for record in without_diverged(report.records):
         seed = record.config["init"]["seed"]
@@ -260,6 +278,7 @@ def run(config: Config, out: Path) -> dict:
                 joint[key] += [(h, (seed, *w)) for h, w in found[key]]
             joint["log_ratio"].append(found["log_ratio"])
             joint["underflow"] += [(seed, t) for t in found["underflow"]]
+            joint["score_at_one"] += found["score_at_one"]
             continue
         problem = fixed_problem(config, seed)
         dominance[seed] = gram_dominance(problem.X)
@@ -348,15 +367,31 @@ def claims(fixed: dict, fixed_off: dict, joint: dict, config: Config) -> list[Cl
         joint["score"],
         "Lemma 13 (ii): under joint training every sample's optimal-token softmax score does not "
         "decrease from step to step",
-        "the optimal-token score does not decrease (per step and sample)",
+        "the optimal-token score does not decrease (per step and sample), compared as "
+        "−log(1 − s_opt) from the logits (logsumexp), resolved where float64 rounds s_opt to 1",
         PAIRS,
     )
+    score.evidence["pairs_score_rounds_to_1_in_float64"] = joint.get("score_at_one", 0)
+    score.evidence["effect_note"] = score_note(joint)
     for claim in (gap, score):  # steps past the float64 range of L are not checked
         claim.evidence["recorded_steps_not_checked_loss_underflows"] = len(joint["underflow"])
     return identified(
         config.experiment,
         [lemma5, lemma6, gap, score],
         ("lemma5", "lemma6", "lemma13-gap", "lemma13-score"),
+    )
+
+
+def score_note(joint: dict) -> str:
+    """What lemma13-score's count is made of: the pairs whose score did not move (margin 0,
+    at which steps: from W₀ = 0, W has no gradient while v = 0), and those whose score float64
+    rounds to 1 at both steps (checked through −log(1 − s_opt) all the same)."""
+    unchanged = sorted({where[-2] for margin, where in joint["score"] if margin == 0.0})
+    count = sum(margin == 0.0 for margin, _ in joint["score"])
+    at = f" (at step {', '.join(map(str, unchanged[:5]))})" if unchanged else ""
+    return (
+        f"{count} pairs unchanged{at}; {joint.get('score_at_one', 0)} of {len(joint['score'])} "
+        "with s_opt rounded to 1 in float64 at both steps, checked through −log(1 − s_opt)"
     )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...theory_measures import span
 from ..claims import (
     Claim,
     Rule,
@@ -90,6 +91,14 @@ def unresolved(values: np.ndarray, what: str) -> list[str]:
     values = np.asarray(values, dtype=np.float64)
     bad = int(np.sum(~np.isfinite(values)))
     return [f"{bad} of {values.size} runs have no finite {what}"] if bad else []
+
+
+def slower_exponents(slow: str, fast: str, window) -> str:
+    """`slower`'s quantity for two arms' misalignment exponents fitted over a window of steps."""
+    return (
+        f"|fitted exponent of 1 − cos(W_t, W_mm) in t| over steps {span(window)}, {slow} over "
+        f"{fast}, per seed"
+    )
 
 
 def exponent_below(
@@ -273,15 +282,23 @@ def ratio_near_one(
     )
 
 
-def slower(slow: np.ndarray, fast: np.ndarray, text: str, source: str, unmet=()) -> Claim:
+def slower(
+    slow: np.ndarray,
+    fast: np.ndarray,
+    text: str,
+    source: str,
+    unmet=(),
+    quantity: str = "|exponent| of the slower over the faster, per seed",
+) -> Claim:
     """Per run pair (same seed), the magnitude of `slow`'s fitted exponent over `fast`'s is
     below 1 (geometric mean): `slow` decays more slowly. `unmet`: preconditions that failed
-    (a stalled run's exponent of 0 is not a slow rate)."""
+    (a stalled run's exponent of 0 is not a slow rate); `quantity`: the rule's, naming the
+    compared arms and the fit window."""
     slow, fast = np.asarray(slow, dtype=np.float64), np.asarray(fast, dtype=np.float64)
     effect = ratio_effect(np.abs(slow), np.abs(fast))
     return Claim(
         text,
-        rule=Rule("|exponent| of the slower over the faster, per seed", "<", 1.0, source, 1.0),
+        rule=Rule(quantity, "<", 1.0, source, 1.0),
         effect=effect,
         unmet=[*unmet, *unresolved(slow + fast, "fitted exponent pair")],
         evidence={"slow": [float(e) for e in slow], "fast": [float(e) for e in fast]},
