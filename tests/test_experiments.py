@@ -111,8 +111,9 @@ CONFIG_KEYS = {
     "joint-rates": ("de94800b08bc7993", "d92fa0a4a65c6ef5"),
     "trajectory-lemmas": ("d8129fbb8a31cf6a", "823f90c22dcac812"),  # level gone: violations
     # issue 29 class 5: both momentum orders, Nesterov; every arm's η tuned on selection seeds
-    # by its final spectral gap (the fixed-η sweep arms gone); as_run: torch's Muon
-    "reexamine-muon": ("5feddd4592ca817d", "c7580c067cf3a132"),
+    # by its final spectral gap (the fixed-η sweep arms gone); as_run: torch's Muon;
+    # Muon-long (10× the steps at Muon's tuned η), at_config_step (the atlas's η = 0.2)
+    "reexamine-muon": ("849665248e4a2ebb", "5e71237dd505dfa2"),
     # as_run: constant-rate Adam; 3·10⁵ steps: at 10⁵ Adam-decay's gap straddled 0.05;
     # `stalled`: constant-rate Adam's stall in its ε regime decides no row
     # issue 29: an arm with ε = 0 (Adam-eps0) judges the constant-rate rows; ε = 1e-300 none

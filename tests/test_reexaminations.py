@@ -9,7 +9,7 @@ import torch
 from attnbias.data import gaussian_unit
 from attnbias.engine import Algorithm, RunBatch, RunSpec, simulate
 from attnbias.engine.single_run import run_reference
-from attnbias.experiments import load_config, run_experiment
+from attnbias.experiments import atlas, load_config, run_experiment
 from attnbias.judging.register import unregistered
 from attnbias.model import risk_and_gradients
 from attnbias.optim.steepest import spectral_direction
@@ -116,6 +116,18 @@ def test_engine_keeps_the_schedule_when_runs_leave_the_batch():
         ),
         ("reexamine-muon", {"explains": {"bfloat16": "?"}}, "must have the same keys"),
         ("reexamine-muon", {"tuned_in": "fro"}, "tuned_in = 'fro' is not one of norms"),
+        ("reexamine-muon", {"longer": {"Adam": 10}}, "longer.Adam is not one of the algorithms"),
+        ("reexamine-muon", {"longer": {"Muon": 0}}, "longer.Muon"),
+        (
+            "reexamine-muon",
+            {"at_config_step": ["muon-stalls", "adam-stalls"]},
+            r"at_config_step\[1\] = 'adam-stalls' is not one of the claims",
+        ),
+        (
+            "reexamine-muon",
+            {"at_config_step": ["muon-f64-nesterov-like-spectraldescent"]},
+            r"explained_if.torch-muon\[0\] = 'muon-stalls-at-config-step' is not one of",
+        ),
         (
             "reexamine-muon",
             {"explained_if": {"torch-muon": [], "momentum": ["muon-stalls"]}},
@@ -171,3 +183,23 @@ def test_muon_style_momentum_is_made_of_old_gradients():
     assert (norms[-1] / norms[steps // 2]) ** (1 / (steps - 1 - steps // 2)) < beta
     weight = beta ** np.arange(steps - 1, -1, -1) * norms  # each gradient's share of ‖m‖'s sum
     assert weight[:-100].sum() / weight.sum() > 0.99
+
+
+def test_a_longer_arm_runs_its_multiple_of_the_steps_untuned():
+    """reexamine-muon's Muon-long (issue 29): torch's Muon over `longer` × `steps` at its
+    config η, on the evaluation seeds only; every other arm's runs keep `steps` (and their
+    stored keys)."""
+    from attnbias.experiments import reexamine_muon
+
+    config = load_config("reexamine-muon", quick=True)
+    specs = reexamine_muon.specs(config)
+    steps = {(s.algorithm.name, s.steps) for s in specs}
+    assert ("Muon-long", 10 * config.steps) in steps
+    assert {n for n, k in steps if k == config.steps} == {
+        a.name for a in config.algorithms if a.name != "Muon-long"
+    }
+    assert [s.key for s in specs if s.algorithm.name != "Muon-long"] == [
+        s.key for s in atlas.specs(config) if s.algorithm.name != "Muon-long"
+    ]
+    assert config.steps_note("Muon-long") == f", {10 * config.steps:,} steps"
+    assert config.steps_note("Muon") == ""

@@ -13,6 +13,7 @@ from dataclasses import asdict
 import numpy as np
 
 import claim_cases as base
+from attnbias.curves import Curves
 from attnbias.experiment_registry import load_config
 from attnbias.experiments import reexamine_atlas, reexamine_polyak
 from attnbias.judging.claims import reasons, verdict_columns
@@ -69,15 +70,50 @@ def muon_groups() -> dict:
     }
 
 
-def muon_claims(best: dict | None = None) -> list:
+def spectral_gaps(own: float, other: float = 0.2) -> dict[str, float]:
+    return {lab: own if lab == "spectral" else other for lab in LABELS}
+
+
+# Muon-long, torch's Muon run longer at a fixed η (untuned): its gap still falling above the
+# level (not converged), below it, or stalled above it
+MUON_LONG = {
+    "falling": lambda: base.atlas_group(spectral_gaps(0.2, 0.5), seed=8),
+    "reaches": lambda: base.atlas_group(spectral_gaps(0.01), seed=8),
+    "stalled": lambda: base.atlas_group(spectral_gaps(0.4, 0.5), norm_rate=0.0, rate=0.0, seed=8),
+}
+
+
+def muon_at_config(nesterov: str = "reaches", muon: str = "stalled") -> dict:
+    """reexamine-muon's arms at their config η (the atlas's): torch's Muon stalled (as the
+    atlas saw), moving, or its ‖W_t‖ slopes straddling the stall slope 0.1; Muon-f64-Nesterov
+    moving, its spectral gap below the level ("reaches") or stopped above it ("stopped")."""
+    groups = muon_groups()
+    if muon == "moves":
+        groups["Muon"] = base.atlas_group(spectral_gaps(0.4, 0.5), rate=0.0, seed=2)
+    if nesterov == "reaches":
+        groups["Muon-f64-Nesterov"] = base.atlas_group(spectral_gaps(0.01), seed=5)
+    if muon == "straddles":
+        rates = np.linspace(0.0, 0.2, base.SEEDS)[:, None]
+        norm = (1.0 + base.STEPS[None, :]) ** rates
+        c = groups["Muon"]
+        groups["Muon"] = Curves(c.steps, {**c.values, "norm/2": norm})
+    return groups
+
+
+def muon_claims(best: dict | None = None, long: str = "falling", at_config=None) -> list:
     """reexamine-muon's claims, each arm at its step chosen by its final spectral gap
-    (best: arm → its best factor, 1 when not named; 4 is the grid's largest)."""
+    (best: arm → its best factor, 1 when not named; 4 is the grid's largest), Muon-long at
+    its config η (`MUON_LONG[long]`), and the at-config-step claims on `at_config` (default
+    `muon_at_config()`)."""
     from claim_cases_reexamine import tuned_gaps
 
     muon = load_config("reexamine-muon", quick=True)
     tuned = tuned_gaps(muon_groups(), best)
     metric = f"gap/{muon.tuned_in}"
-    return reexamine_atlas.claims(tuned.at_chosen(metric), muon, tuned, metric)
+    groups = {**tuned.at_chosen(metric), "Muon-long": MUON_LONG[long]()}
+    at_config = muon_at_config() if at_config is None else at_config
+    at_config["Muon-long"] = groups["Muon-long"]
+    return reexamine_atlas.claims(groups, muon, tuned, metric, at_config)
 
 
 def polyak_tuned(groups: dict, **best) -> Tuned:
@@ -105,6 +141,9 @@ def reexamine_claims() -> list:
         *muon_claims(),
         *muon_claims({"NS-f64": 4.0}),
         *muon_claims({"Muon-f64-Nesterov": 0.25, "SpectralDescent": 4.0}),
+        *muon_claims(long="reaches", at_config=muon_at_config(nesterov="stopped")),
+        *muon_claims(long="stalled", at_config=muon_at_config(muon="straddles")),
+        *muon_claims(at_config=muon_at_config(muon="moves")),
         # NGD's best step the largest of its grid: a better one could overturn a support of
         # Polyak's speed and a refutation of NGD's lead
         *reexamine_polyak.claims(polyak_groups(), polyak, polyak_tuned(polyak_groups(), NGD=4.0)),
@@ -114,13 +153,16 @@ def reexamine_claims() -> list:
 MUON_INSIDE = [
     ("reexamine-muon/own-norm-gap", "S/S"),
     ("reexamine-muon/muon-like-spectraldescent", "N/NSSSS"),
+    ("reexamine-muon/muon-long-like-spectraldescent", "I/ISSSS"),
     ("reexamine-muon/muon-f64-like-spectraldescent", "N/NSSSS"),
     ("reexamine-muon/muon-f64-nesterov-like-spectraldescent", "N/NSSSS"),
     ("reexamine-muon/nm-f64-like-spectraldescent", "S/SSSSS"),
     ("reexamine-muon/ns-f64-like-spectraldescent", "S/SSSSS"),
     ("reexamine-muon/muon-stalls", "S/SS"),
     ("reexamine-muon/ns-f64-closer-than-each", "N/SSNN"),
-    ("reexamine-muon/torch-muon-explains", "N/SN"),
+    ("reexamine-muon/muon-f64-nesterov-like-spectraldescent-at-config-step", "S/SSSSS"),
+    ("reexamine-muon/muon-stalls-at-config-step", "S/SS"),
+    ("reexamine-muon/torch-muon-explains", "S/SS"),
     ("reexamine-muon/momentum-explains", "N/SN"),
 ]
 
@@ -185,7 +227,9 @@ PINNED = [
     ("reexamine-polyak/ngd-ends-ahead-cap-1e6", "N/N"),
     ("reexamine-polyak/larger-cap-ends-closer", "S/S"),
     # Muon: every arm's best step inside the grid; direction-order momentum ends closer than
-    # NS-f64 (refutes momentum-explains), the gradient-order arms stop above the level
+    # NS-f64 (refutes momentum-explains), the gradient-order arms stop above the level;
+    # Muon-long's gap still falls above the level (not converged); at the atlas's η torch's
+    # Muon stalls and Muon-f64-Nesterov reaches the level (torch-muon-explains rests there)
     *MUON_INSIDE,
     # NS-f64's best step is the largest tried: its refutation by the NM arms could be
     # overturned by a better step (inconclusive, with why); its support stands
@@ -193,13 +237,28 @@ PINNED = [
     # Muon-f64-Nesterov's best is the smallest tried: its refutation and the stall it moves
     # in are open; NS-f64's lead over it stands (a better step could only narrow it), as does
     # the yardstick's support at SpectralDescent's largest step
+    # (torch-muon-explains rests on the atlas's η, untuned: no edge leaves it open)
+    *muon_pinned({"muon-f64-nesterov-like-spectraldescent": "I/NSSSS", "muon-stalls": "I/SS"}),
+    # Muon-long reaches the level; at the atlas's η Muon-f64-Nesterov stops above it: the
+    # explanation is refuted
     *muon_pinned(
         {
-            "muon-f64-nesterov-like-spectraldescent": "I/NSSSS",
-            "muon-stalls": "I/SS",
-            "torch-muon-explains": "I/II",
+            "muon-long-like-spectraldescent": "S/SSSSS",
+            "muon-f64-nesterov-like-spectraldescent-at-config-step": "N/NSSSS",
+            "torch-muon-explains": "N/SN",
         }
     ),
+    # Muon-long stalled above the level (as run: refuted); at the atlas's η Muon's slopes
+    # straddle the stall slope: the stall, and the explanation, are open
+    *muon_pinned(
+        {
+            "muon-long-like-spectraldescent": "N/NSSSS",
+            "muon-stalls-at-config-step": "I/IS",
+            "torch-muon-explains": "I/IS",
+        }
+    ),
+    # at the atlas's η torch's Muon keeps moving: no stall to explain
+    *muon_pinned({"muon-stalls-at-config-step": "N/NS", "torch-muon-explains": "N/NS"}),
     # the same with NGD's tuned step at its grid's edge: refutations of Polyak's speed and
     # supports of NGD's lead stand, the others are open
     ("reexamine-polyak/polyak-faster-cap-100-c-1", "N/NNN"),
@@ -365,3 +424,23 @@ def test_only_the_stand_in_for_an_infinite_cap_is_judged_at_its_pace():
     assert list(polyak.stand_ins) == [polyak.uncapped]
     assert all(cap not in polyak.stand_ins for cap in polyak.ladder_caps)
     assert len(polyak.stand_ins[polyak.uncapped]) == len(polyak.cs)
+
+
+def test_every_muon_row_prints_the_eta_each_arm_is_judged_at():
+    """The referee (issue 29): reexamine-muon's rows did not print the chosen η. Every part's
+    quantity names each arm it measures with its η: tuned, or the config's (the atlas's) for
+    the at-config-step rows and Muon-long, with Muon-long's longer run."""
+    for claim in muon_claims():
+        rules = verdict_columns(claims_as_stored(claim))["rule"].split("<br>")
+        assert all(" at tuned η = " in r or " at config η = " in r for r in rules), claim.id
+    claims = {c.id.split("/")[1]: claims_as_stored(c) for c in muon_claims()}
+    long = verdict_columns(claims["muon-long-like-spectraldescent"])["rule"]
+    assert long.count("(Muon-long at config η = 0.0125, 3,000 steps)") == 5
+    tuned = verdict_columns(claims["muon-like-spectraldescent"])["rule"]
+    assert "final gap of Muon in spectral, median over seeds (Muon at tuned η = 0.2)" in tuned
+    assert "Muon-f64-Nesterov at" not in tuned  # a whole name: Muon is not in Muon-f64-…
+    for slug in ("muon-stalls-at-config-step", "torch-muon-explains"):
+        rule = verdict_columns(claims[slug])["rule"]
+        assert "tuned" not in rule and rule.count(" at config η = 0.2)") == 2 + 5 * (
+            slug == "torch-muon-explains"
+        )

@@ -136,3 +136,19 @@ def test_the_atlas_muon_row_is_not_superseded_by_a_row_at_another_step():
     run longer, docs/REFEREE.md): reexamine-muon judges Muon at another step (issue 29)."""
     entry = next(e for e in REGISTER if e.id == "atlas/muon-like-spectraldescent")
     assert not entry.superseded_by
+
+
+def test_reexamine_muons_3000_step_row_is_superseded_by_the_same_arm_run_longer():
+    """Issue 29: torch's Muon at its tuned η had not converged in 3,000 steps; Muon-long, the
+    same arm at the same η over 10× the steps, decides the claim: where it has a verdict the
+    3,000-step row is listed apart, pointing to it, and not counted."""
+    short, long = (f"reexamine-muon/{s}-like-spectraldescent" for s in ("muon", "muon-long"))
+    entry = next(e for e in REGISTER if e.id == short)
+    assert entry.superseded_by == long and any(e.id == long for e in REGISTER)
+    made = [
+        Claim("Muon behaves like SpectralDescent", id=i, rule=RULE, effect=mean_effect(v))
+        for i, v in ((short, [0.01, 0.09, 0.05, 0.07]), (long, [0.01, 0.02, 0.015]))
+    ]
+    rows = register_rows({"reexamine-muon": stored(made, quick=False)})
+    assert next(r for r in rows if r.cells[0] == short).superseded_by == long
+    assert not next(r for r in rows if r.cells[0] == long).superseded_by

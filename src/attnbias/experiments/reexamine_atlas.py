@@ -34,6 +34,7 @@ from ..judging.claims import (
     Claim,
     identified,
     not_applicable,
+    with_arm_labels,
 )
 from ..judging.verdicts import atlas as atlas_rules
 from ..judging.verdicts import reexamine as rules
@@ -42,6 +43,7 @@ from ..judging.verdicts.ngd import norm_slopes
 from ..judging.verdicts.tuning import chosen_steps, unless_at_edge
 from . import atlas, plotting
 from .runs import sweep, sweep_summary
+from .tuning_sweep import step_of
 
 
 class Config(atlas.GapConfig):
@@ -77,6 +79,20 @@ class Config(atlas.GapConfig):
         row (`behaves_like`, `closer_than`); none here, reexamine-adam's config names them."""
         return {}
 
+    def run_steps(self, name: str) -> int:
+        """The steps algorithm `name` runs (reexamine-muon's config runs some longer)."""
+        return self.steps
+
+    def steps_note(self, name: str) -> str:
+        """ ", 30,000 steps" where algorithm `name` runs other than `steps` steps, else ""."""
+        steps = self.run_steps(name)
+        return f", {steps:,} steps" if steps != self.steps else ""
+
+    def judged_at_config_step(self) -> tuple[str, ...]:
+        """Ids of claims (of `planned`) judged again with every arm at its config step, as
+        'ID-at-config-step'; none here, reexamine-muon's config names them."""
+        return ()
+
     @model_validator(mode="after")
     def _names_and_norms_agree(self):
         """Every name is an algorithm; owners' norms are measured; like / closer name owners."""
@@ -102,6 +118,10 @@ class Config(atlas.GapConfig):
             if name not in self.like:
                 raise ValueError(f"closer.{name}: {name} has no `like` entry naming its norm")
         ids = [slug for slug, *_ in planned(self)]
+        for k, slug in enumerate(self.judged_at_config_step()):
+            if slug not in ids:
+                raise ValueError(f"at_config_step[{k}] = {slug!r} is not one of the claims {ids}")
+        ids += [f"{slug}{AT_CONFIG_STEP}" for slug in self.judged_at_config_step()]
         if set(self.explains) != set(self.explained_if):
             raise ValueError(
                 f"explains {sorted(self.explains)} and explained_if {sorted(self.explained_if)} "
@@ -118,19 +138,26 @@ class Config(atlas.GapConfig):
         return self
 
 
+# the id suffix of a claim judged with every arm at its config step (`judged_at_config_step`)
+AT_CONFIG_STEP = "-at-config-step"
+
+
 def run(config: Config, out: Path) -> dict:
     report = sweep(config, out, atlas.specs(config))
     return published(config, out, report, curves(report.records))
 
 
-def published(config: Config, out: Path, report, groups, tuned=None, metric="") -> dict:
+def published(
+    config: Config, out: Path, report, groups, tuned=None, metric="", at_config=None
+) -> dict:
     """The summary and figure of the runs `groups` (algorithm → Curves): the claims, the
     table of final gaps, and with `tuned` (each algorithm's runs at its step chosen for
-    `metric`, `tuning_sweep.tuned_sweep`) the chosen steps."""
+    `metric`, `tuning_sweep.tuned_sweep`) the chosen steps; `at_config`: every algorithm's runs
+    at its config step, for the claims judged there."""
     labels = [n.label for n in config.norms]
-    steps = {name: tuned.step_label(name, metric) for name in groups} if tuned else {}
+    steps = step_labels(config, tuned, metric) if tuned else {}
     summary = {
-        "claims": claims(groups, config, tuned, metric),
+        "claims": claims(groups, config, tuned, metric, at_config),
         "tables": {
             "median final margin gap by norm, and the log–log slope of ‖W_t‖_F (stalled: "
             "≈ 0)": table(groups, labels, config.rate_start, steps)
@@ -175,18 +202,44 @@ def planned(config: Config) -> list[tuple]:
     ]  # fmt: skip
 
 
-def claims(groups, config, tuned=None, metric: str = "") -> list[Claim]:
+def config_step_label(config: Config, algorithm) -> str:
+    """An algorithm's config step as a value, with its steps where it runs longer: "config
+    η = 0.2", "config η = 0.0125, 30,000 steps"."""
+    step, value = step_of(algorithm)
+    return f"config {step} = {value:.3g}{config.steps_note(algorithm.name)}"
+
+
+def step_labels(config: Config, tuned=None, metric: str = "") -> dict[str, str]:
+    """Algorithm → the step its runs are judged at: chosen for `metric` where `tuned` tuned it
+    ("tuned η = 0.05"), else its config step (`config_step_label`)."""
+    return {
+        a.name: f"tuned {tuned.step_label(a.name, metric)}"
+        if tuned is not None and a.name in tuned.steps
+        else config_step_label(config, a)
+        for a in config.algorithms
+    }
+
+
+def arms_at(labels: dict[str, str], names) -> str:
+    return ", ".join(f"{name} at {labels[name]}" for name in names)
+
+
+def claims(groups, config, tuned=None, metric: str = "", at_config=None) -> list[Claim]:
     """The claims listed in the module text; one about an algorithm this torch cannot run
     (Muon before torch 2.9) is not applicable. With `tuned`: `groups` are each algorithm's
-    runs at its step chosen for `metric`, and a claim whose verdict a better step could
-    overturn, where the grid does not bracket the best one, is inconclusive with that reason."""
+    runs at its step chosen for `metric` (an algorithm `tuned` did not tune: at its config
+    step), each part names the step its arms ran at, and a claim whose verdict a better step
+    could overturn, where the grid does not bracket the best one, is inconclusive with that
+    reason. `at_config` (default `groups`): every algorithm's runs at its config step, where the
+    claims of `judged_at_config_step` are judged again."""
+    labels = step_labels(config, tuned, metric)
 
     def at_tuned_steps(claim: Claim, overturns: dict[str, str]) -> Claim:
         if tuned is None or claim.status == NOT_APPLICABLE:
             return claim
-        steps = ", ".join(f"{name} {tuned.step_label(name, metric)}" for name in overturns)
-        claim.claim += f" (each at its tuned step: {steps})"
-        return unless_at_edge(claim, tuned, metric, overturns)
+        claim.claim += f" ({arms_at(labels, overturns)})"
+        tuned_only = {name: v for name, v in overturns.items() if name in tuned.steps}
+        return with_arm_labels(unless_at_edge(claim, tuned, metric, tuned_only), labels)
 
     own = {name: label for name, label in config.own_norm.items() if name in groups}
     out = {
@@ -199,6 +252,18 @@ def claims(groups, config, tuned=None, metric: str = "") -> list[Claim]:
         missing = [n for n in names if n not in groups]
         out[slug] = (not_applicable(text, f"{missing} not run") if missing
                      else at_tuned_steps(rule(groups, *args), overturns))  # fmt: skip
+    at_config = groups if at_config is None else at_config
+    config_labels = step_labels(config)
+    for slug, text, names, rule, args, _ in planned(config):
+        if slug not in config.judged_at_config_step():
+            continue
+        missing = [n for n in names if n not in at_config]
+        if missing:
+            out[f"{slug}{AT_CONFIG_STEP}"] = not_applicable(text, f"{missing} not run")
+            continue
+        judged = rule(at_config, *args)
+        judged.claim += f" ({arms_at(config_labels, names)})"
+        out[f"{slug}{AT_CONFIG_STEP}"] = with_arm_labels(judged, config_labels)
     for key, text in config.explains.items():
         evidence = [out[slug] for slug in config.explained_if[key]]
         out[f"{key}-explains"] = rules.explains(text, evidence)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import copy
 import math
 import operator
+import re
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -423,6 +424,25 @@ def identified(prefix: str, claims: list[Claim], slugs) -> list[Claim]:
 
 
 # --- effects with confidence intervals ----------------------------------------------------------
+
+
+def with_arm_labels(claim: Claim, labels: dict[str, str]) -> Claim:
+    """`claim` with each rule's quantity followed by the label of every arm it names (a whole
+    name: "Muon" is not in "Muon-f64"), e.g. "final gap of Muon in spectral, median over
+    seeds (Muon at tuned η = 0.0125)": the row prints the setting each arm was judged at. The
+    verdicts are untouched (the label is text)."""
+    todo = [claim]
+    while todo:
+        node = todo.pop()
+        todo += node.parts
+        if node.rule is None:
+            continue
+        quantity = node.rule.quantity
+        named = [n for n in labels if re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", quantity)]
+        if named:
+            text = ", ".join(f"{n} at {labels[n]}" for n in named)
+            node.rule = replace(node.rule, quantity=f"{quantity} ({text})")
+    return claim
 
 
 def float_floor_note(values) -> dict:
