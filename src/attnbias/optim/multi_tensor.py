@@ -117,9 +117,7 @@ class ScratchSpace:
             key = (t.dtype, t.device)
             need[key] = max(need.get(key, 0), count * t.numel())
         for (dtype, device), size in need.items():
-            if (dtype, device) not in self.buffers or self.buffers[dtype, device].numel() < size:
-                self.buffers[dtype, device] = torch.empty(size, dtype=dtype, device=device)
-                self.handed.clear()  # views of the buffer replaced
+            self._reserve(dtype, device, size)
         out = []
         for t in tensors:
             buffer, n = self.buffers[(t.dtype, t.device)], t.numel()
@@ -128,3 +126,17 @@ class ScratchSpace:
             self.handed.clear()
         self.handed[asked] = out
         return out
+
+    def flat(self, like: torch.Tensor, size: int, count: int) -> list[torch.Tensor]:
+        """`count` disjoint one-dimensional buffers of `size` entries, of `like`'s dtype and
+        device (they overlap those of `views`: use one or the other at a time)."""
+        buffer = self._reserve(like.dtype, like.device, count * size)
+        return [buffer[k * size : (k + 1) * size] for k in range(count)]
+
+    def _reserve(self, dtype: torch.dtype, device: torch.device, size: int) -> torch.Tensor:
+        """The buffer of this dtype and device, grown to at least `size` entries."""
+        key = (dtype, device)
+        if key not in self.buffers or self.buffers[key].numel() < size:
+            self.buffers[key] = torch.empty(size, dtype=dtype, device=device)
+            self.handed.clear()  # views of the buffer replaced
+        return self.buffers[key]
