@@ -198,9 +198,8 @@ def whole_group_norm(grads: list[torch.Tensor], q: float, scratch) -> torch.Tens
     where the tensors' norms and then the norm of those took a dozen for each tensor (three
     quarters of a small model's normalised ℓ1.1 step); the same norm, scale-safe alike, to
     within the rounding of the sums (tests/test_optim_step_cost.py bounds the difference)."""
-    size = sum(g.numel() for g in grads)
-    entries, powers = scratch.flat(grads[0], size, 2)
-    torch.cat([g.reshape(-1) for g in grads], out=entries)
+    entries, powers, views = scratch.laid_out(grads)
+    torch._foreach_copy_(views, grads)
     return lp_norm(entries, q, scratch=(entries, powers)).reshape(1)
 
 
