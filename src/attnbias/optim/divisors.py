@@ -195,8 +195,8 @@ def whole_group_norm(grads: list[torch.Tensor], q: float, scratch) -> torch.Tens
     """‖(g_1, …, g_k)‖_q of one run's gradients (`takes_whole_group_norm`), (1,): the scaled
     norm (`lp_norm`) of all their entries laid end to end in a flat buffer of `scratch` (a
     `ScratchSpace`), scaled by the largest of all. A dozen operations for the whole group,
-    where the tensors' norms and then the norm of those took a dozen for each tensor (three
-    quarters of a small model's normalised ℓ1.1 step); the same norm, scale-safe alike, to
+    where the tensors' norms and then the norm of those took a dozen for each tensor (over
+    40 % of a small model's normalised ℓ1.1 step); the same norm, scale-safe alike, to
     within the rounding of the sums (tests/test_optim_step_cost.py bounds the difference)."""
     entries, powers, views = scratch.laid_out(grads)
     torch._foreach_copy_(views, grads)
