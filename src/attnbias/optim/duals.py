@@ -29,11 +29,12 @@ def dual_iterates(
     parameter k, so only they are compared: an edit to another row stays as the user left it,
     and is found when a step first touches that row."""
     duals, status, compared = [], [], []
+    # (detached only where a value is kept or read through numpy: two dozen calls a step
+    # on a small model, for tensors that compare equal)
     for j, (s, key, w, r) in enumerate(zip(states, keys, weights, rows)):
-        w, current = w.detach(), key.detach()
-        dual, copy = s.get("dual"), s.get("weight")
+        dual, copy, current = s.get("dual"), s.get("weight"), key
         if not (fits(dual, w) and fits(copy, current)):
-            s["dual"], s["weight"] = mirror_map(w, p), current.clone()
+            s["dual"], s["weight"] = mirror_map(w.detach(), p), current.detach().clone()
             status.append("built")
         else:
             if r is not None:
@@ -45,6 +46,7 @@ def dual_iterates(
     for (j, dual, old, now, w, r), unchanged in zip(compared, same):
         if unchanged:
             continue
+        w, now = w.detach(), now.detach()
         if r is None:
             refresh_edited_(dual, old != now, w, p)
         else:
@@ -77,7 +79,7 @@ def same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
         and a.dtype in NUMPY_DTYPES
         and a.numel() > SMALL_TENSOR
     ):
-        return bool(np.array_equal(a.numpy(), b.numpy()))
+        return bool(np.array_equal(a.detach().numpy(), b.detach().numpy()))
     return torch.equal(a, b)
 
 

@@ -117,14 +117,40 @@ class ScratchSpace:
             key = (t.dtype, t.device)
             need[key] = max(need.get(key, 0), count * t.numel())
         for (dtype, device), size in need.items():
-            if (dtype, device) not in self.buffers or self.buffers[dtype, device].numel() < size:
-                self.buffers[dtype, device] = torch.empty(size, dtype=dtype, device=device)
-                self.handed.clear()  # views of the buffer replaced
+            self._reserve(dtype, device, size)
         out = []
         for t in tensors:
             buffer, n = self.buffers[(t.dtype, t.device)], t.numel()
             out.append([buffer[k * n : (k + 1) * n].view(t.shape) for k in range(count)])
+        return self._hand(asked, out)
+
+    def laid_out(self, tensors: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, list]:
+        """Two disjoint one-dimensional buffers as long as the tensors together (of the first
+        one's dtype and device), and views of the first shaped as each tensor, laid end to
+        end: one torch._foreach_copy_ fills it. They overlap the buffers of `views`: use one
+        or the other at a time."""
+        asked = ("laid out", *((t.shape, t.dtype, t.device) for t in tensors))
+        if asked in self.handed:
+            return self.handed[asked]
+        size = sum(t.numel() for t in tensors)
+        buffer = self._reserve(tensors[0].dtype, tensors[0].device, 2 * size)
+        entries, powers = buffer[:size], buffer[size : 2 * size]
+        views, start = [], 0
+        for t in tensors:
+            views.append(entries[start : start + t.numel()].view(t.shape))
+            start += t.numel()
+        return self._hand(asked, (entries, powers, views))
+
+    def _hand(self, asked: tuple, out):
         if len(self.handed) >= 16:  # shapes change (gathered rows): keep a few
             self.handed.clear()
         self.handed[asked] = out
         return out
+
+    def _reserve(self, dtype: torch.dtype, device: torch.device, size: int) -> torch.Tensor:
+        """The buffer of this dtype and device, grown to at least `size` entries."""
+        key = (dtype, device)
+        if key not in self.buffers or self.buffers[key].numel() < size:
+            self.buffers[key] = torch.empty(size, dtype=dtype, device=device)
+            self.handed.clear()  # views of the buffer replaced
+        return self.buffers[key]
