@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import claim_cases as base
+from attnbias.curves import Curves
 from attnbias.experiment_registry import load_config
 from attnbias.experiments import reexamine_atlas, reexamine_polyak
 from attnbias.judging.claims import reasons, verdict_columns
@@ -43,10 +44,17 @@ def adam_groups(stalled_adam: bool = True) -> dict:
     }
 
 
+def scale_safe(c: Curves) -> Curves:
+    """`c` with reexamine-polyak's scale-safe metrics: its loss as L − L* (L* = 0 here), its
+    1 − score as the other tokens' mass."""
+    extra = {"excess/opt": c.values["loss"], "rest/opt": 1.0 - c.values["score/opt"]}
+    return Curves(c.steps, {**c.values, **extra}, c.diverged, c.seeds)
+
+
 def polyak_groups(two_cs: bool = False) -> dict:
     """NGD; Polyak at cap 100 as slow as GD, at cap 1e6 faster than NGD (c = 1). `two_cs`: c =
     0.5 too, the same runs at cap 100 (c has no effect there), at cap 1e6 NGD-mom's (it does)."""
-    g = base.ngd_groups()
+    g = {name: scale_safe(c) for name, c in base.ngd_groups().items()}
     out = {"NGD": g["NGD"], "Polyak γ_b=100 c=1": g["GD"], "Polyak γ_b=1e6 c=1": g["Polyak"]}
     if two_cs:
         out |= {"Polyak γ_b=100 c=0.5": g["GD"], "Polyak γ_b=1e6 c=0.5": g["NGD-mom"]}
@@ -354,7 +362,7 @@ def test_an_uncapped_polyak_compared_at_its_float64_stop_is_inconclusive():
 
     (stopped,) = [args[0] for _, args, _ in reexamine_cases()["reexamine.ends_ahead"]
                   if args[2] == ["Polyak"]]  # fmt: skip
-    groups = {**polyak_groups(), "Polyak γ_b=1e300 c=1": stopped["Polyak"]}
+    groups = {**polyak_groups(), "Polyak γ_b=1e300 c=1": scale_safe(stopped["Polyak"])}
     polyak = load_config("reexamine-polyak", quick=True,
                          overrides={"caps": [1e2, 1e6, 1e300], "cs": [1.0]})  # fmt: skip
     claims = {c.id: c for c in reexamine_polyak.claims(groups, polyak, polyak_tuned(groups))}

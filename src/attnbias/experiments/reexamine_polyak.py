@@ -29,6 +29,7 @@ stand-in cap binds and the run is Polyak capped at γ_b = 1e300 (‖W_t‖ barel
 from __future__ import annotations
 
 import math
+from functools import partial
 from pathlib import Path
 from typing import Literal
 
@@ -127,11 +128,11 @@ def polyak_name(cap: float, c: float) -> str:
 
 def run(config: Config, out: Path) -> dict:
     report, groups, tuned = tuned_sweep(
-        config, out, ngd_fixed.specs, ngd_rules.FIXED_HEAD_METRICS, [config.reference.name],
-        fixed=list(config.settings),
+        config, out, partial(ngd_fixed.specs, optimal_excess=True), ngd_rules.SCALE_SAFE_METRICS,
+        [config.reference.name], fixed=list(config.settings),
     )  # fmt: skip
     ends = tuned_reference(tuned, config.reference.name)
-    steps = chosen_steps(tuned, ngd_rules.FIXED_HEAD_METRICS)  # Polyak's: its one setting
+    steps = chosen_steps(tuned, ngd_rules.SCALE_SAFE_METRICS)  # Polyak's: its one setting
     summary = {
         "claims": claims(groups, config, tuned),
         "tuned_steps": {config.reference.name: steps[config.reference.name]},
@@ -215,7 +216,8 @@ def speed_rows(config: Config, tuned: Tuned) -> dict[tuple[float, float | None],
     rows = {}
     for cap in config.caps:
         paced = config.stand_ins.get(cap, ())
-        by_c = {c: rules.setting_faster(tuned, polyak_name(cap, c), reference, paced)
+        by_c = {c: rules.setting_faster(tuned, polyak_name(cap, c), reference, paced,
+                                        ngd_rules.SCALE_SAFE_LABELS)
                 for c in config.cs}  # fmt: skip
         check = rules.knob_effect(by_c, "c")
         if check.status == SUPPORTED:

@@ -369,7 +369,7 @@ POLYAK = (
     "1e6, 1e300 (= ∞: JSON has no ∞)} × c ∈ {0.5, 1, 2}"
 )
 # reexamine-polyak's rate_extensions: NGD's best η sat at the largest of a grid grown twice
-POLYAK_GROWN = "five times"
+POLYAK_GROWN = "ten times"
 # the speed rows: NGD tuned, every Polyak setting as set (why: the rows vary c)
 POLYAK_AS_SET = (
     "each Polyak (γ_b, c) runs as set, not tuned (on the selection seeds too, where it sets "
