@@ -703,7 +703,8 @@ def slowed(c: Curves, k: float) -> Curves:
     def distance(name, v):
         if name == "norm/2":
             return v
-        return v**k if name == "loss" else 1.0 - (1.0 - v) ** k
+        # losses and masses are distances from 0; scores and alignments from 1
+        return v**k if name in ("loss", "excess/opt", "rest/opt") else 1.0 - (1.0 - v) ** k
 
     return Curves(c.steps, {m: distance(m, v) for m, v in c.values.items()}, c.diverged, c.seeds)
 

@@ -16,6 +16,7 @@ from attnbias.judging.claims import (
     Rule,
     not_applicable,
 )
+from attnbias.judging.verdicts.reexamine import knob_effect
 from attnbias.judging.verdicts.tuning import Tuned
 
 GAP_FACTORS = (0.25, 1.0, 4.0)
@@ -44,6 +45,18 @@ def tuned_gaps(groups: dict[str, Curves], best: dict | None = None) -> Tuned:
                  for name, c in groups.items()}  # fmt: skip
     evaluation = {name: {best[name]: c} for name, c in groups.items()}
     return Tuned(selection, evaluation, dict.fromkeys(groups, ("η", 0.2)), "final")
+
+
+def setting(*estimates, width: float = 0.0) -> Claim:
+    """A setting's claim with one part per estimate (ratios > 1 supported), each interval
+    estimate·e^(±width) (0: a deterministic effect); None: a part without a measured effect."""
+    return Claim("", parts=[
+        Claim("", rule=Rule("q", ">", 1.0, "s"), unmet=["not measured"])
+        if e is None else
+        Claim("", rule=Rule("q", ">", 1.0, "s"),
+              effect=Effect(e, e * np.exp(-width), e * np.exp(width), 5, "constructed"))
+        for e in estimates
+    ])  # fmt: skip
 
 
 def as_set(tuned, *names: str):
@@ -100,6 +113,11 @@ def reexamine_cases() -> dict[str, list]:
     crawl = {**n, "Polyak-standin": Curves(base.STEPS, {**n["Polyak"].values,
                                                          "norm/2": crawl_norm,
                                                          "alignment/2": 1.0 - fast})}  # fmt: skip
+    # the same stand-in leaving the uncapped pace at the first recorded steps, before it
+    # reaches any level: timed by the capped stand-in, not by the method
+    early = n["Polyak"].values["norm/2"].copy()
+    early[:, 2:] = early[:, [2]] * (1.0 + 1e-3 * np.log(np.maximum(base.STEPS[2:], 1)))[None, :]
+    bound = {**n, "Polyak-bound": Curves(base.STEPS, {**n["Polyak"].values, "norm/2": early})}
     edge = base.tuned(n, best={"NGD": 4.0})  # NGD's best step the largest of its grid
     still = {**n, "GD": Curves(base.STEPS, {**n["GD"].values,
                                             "norm/2": np.ones_like(norm)})}  # fmt: skip
@@ -131,6 +149,57 @@ def reexamine_cases() -> dict[str, list]:
             (INCONCLUSIVE, (as_set(edge, "Polyak"), "Polyak", "NGD"), {}),
             # ... but not the refutation: it stands
             (NOT_SUPPORTED, (as_set(base.tuned(n, best={"NGD": 4.0}), "GD"), "GD", "NGD"), {}),
+            # a stand-in for γ_b = ∞ (`paced`) that keeps the uncapped pace past the levels: its
+            # times are the method's; one that leaves it before reaching them: they are not
+            (SUPPORTED, (as_set(base.tuned(n), "Polyak"), "Polyak", "NGD", ["Polyak"]), {}),
+            (SUPPORTED, (as_set(base.tuned(bound), "Polyak-bound"), "Polyak-bound", "NGD"), {}),
+            (
+                INCONCLUSIVE,
+                (
+                    as_set(base.tuned(bound), "Polyak-bound"),
+                    "Polyak-bound",
+                    "NGD",
+                    ["Polyak-bound"],
+                ),
+                {},
+            ),
+        ],
+        "reexamine.knob_noted": [
+            # the claim's verdict, whatever the check says (it only names it)
+            (SUPPORTED, (setting(2.0, 2.0), knob_effect({1: setting(2.0, 2.0)}, "c"), "c"), {}),
+            (
+                NOT_SUPPORTED,
+                (
+                    setting(0.5, 2.0),
+                    knob_effect({1: setting(0.5, 2.0), 2: setting(2.0, 2.0)}, "c"),
+                    "c",
+                ),
+                {},
+            ),
+            (
+                INCONCLUSIVE,
+                (setting(2.0, None), knob_effect({1: setting(2.0, None)}, "c"), "c"),
+                {},
+            ),
+        ],
+        "reexamine.knob_effect": [
+            # equal estimates (even of zero width): one result
+            (SUPPORTED, ({0.5: setting(2.0, 2.0), 1.0: setting(2.0, 2.0)}, "c"), {}),
+            # a spread far inside the intervals (1 % against ±40 %): no effect
+            (
+                SUPPORTED,
+                ({0.5: setting(2.0, 2.0, width=0.4), 1.0: setting(2.0, 2.02, width=0.4)}, "c"),
+                {},
+            ),
+            # the same spread against intervals of ±1 %: the knob matters
+            (
+                NOT_SUPPORTED,
+                ({0.5: setting(2.0, 2.0, width=0.01), 1.0: setting(2.0, 2.02, width=0.01)}, "c"),
+                {},
+            ),
+            (NOT_SUPPORTED, ({0.5: setting(2.0, 2.0), 1.0: setting(2.0, 0.5)}, "c"), {}),
+            # a value without a measured effect: nothing to compare
+            (NOT_APPLICABLE, ({0.5: setting(2.0, 2.0), 1.0: setting(2.0, None)}, "c"), {}),
         ],
         "reexamine.stalls_where": [
             (SUPPORTED, (g, "Muon", "SpectralDescent", 0.1), {}),

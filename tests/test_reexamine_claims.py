@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 import numpy as np
+import pytest
 
 import claim_cases as base
 from attnbias.curves import Curves
@@ -44,10 +45,21 @@ def adam_groups(stalled_adam: bool = True, eps0_gap: float = 0.03) -> dict:
     }
 
 
-def polyak_groups() -> dict:
-    """NGD; Polyak at cap 100 as slow as GD, at cap 1e6 faster than NGD."""
-    g = base.ngd_groups()
-    return {"NGD": g["NGD"], "Polyak γ_b=100 c=1": g["GD"], "Polyak γ_b=1e6 c=1": g["Polyak"]}
+def scale_safe(c: Curves) -> Curves:
+    """`c` with reexamine-polyak's scale-safe metrics: its loss as L − L* (L* = 0 here), its
+    1 − score as the other tokens' mass."""
+    extra = {"excess/opt": c.values["loss"], "rest/opt": 1.0 - c.values["score/opt"]}
+    return Curves(c.steps, {**c.values, **extra}, c.diverged, c.seeds)
+
+
+def polyak_groups(two_cs: bool = False) -> dict:
+    """NGD; Polyak at cap 100 as slow as GD, at cap 1e6 faster than NGD (c = 1). `two_cs`: c =
+    0.5 too, the same runs at cap 100 (c has no effect there), at cap 1e6 NGD-mom's (it does)."""
+    g = {name: scale_safe(c) for name, c in base.ngd_groups().items()}
+    out = {"NGD": g["NGD"], "Polyak γ_b=100 c=1": g["GD"], "Polyak γ_b=1e6 c=1": g["Polyak"]}
+    if two_cs:
+        out |= {"Polyak γ_b=100 c=0.5": g["GD"], "Polyak γ_b=1e6 c=0.5": g["NGD-mom"]}
+    return out
 
 
 def muon_groups() -> dict:
@@ -129,6 +141,8 @@ def reexamine_claims() -> list:
     polyak = load_config("reexamine-polyak", quick=True,
                          overrides={"caps": [1e2, 1e6], "cs": [1.0]})  # fmt: skip
     as_run = load_config("reexamine-adam", quick=True, overrides={"stalled": {}})
+    two_cs = load_config("reexamine-polyak", quick=True,
+                         overrides={"caps": [1e2, 1e6], "cs": [0.5, 1.0]})  # fmt: skip
     moving = adam_groups(stalled_adam=False)
     return [
         *reexamine_atlas.claims(adam_groups(), adam),
@@ -147,6 +161,8 @@ def reexamine_claims() -> list:
         # NGD's best step the largest of its grid: a better one could overturn a support of
         # Polyak's speed and a refutation of NGD's lead
         *reexamine_polyak.claims(polyak_groups(), polyak, polyak_tuned(polyak_groups(), NGD=4.0)),
+        # c ∈ {0.5, 1}: no effect at cap 100 (one row), an effect at cap 1e6 (a row per c)
+        *reexamine_polyak.claims(polyak_groups(True), two_cs, polyak_tuned(polyak_groups(True))),
     ]
 
 
@@ -219,8 +235,8 @@ PINNED = [
     ("reexamine-adam/constant-rate-explains", "A/AA"),
     ("reexamine-adam/short-run-explains", "A/A"),
     # Polyak: faster at cap 1e6, not at cap 100
-    ("reexamine-polyak/polyak-faster-cap-100-c-1", "N/NNN"),
-    ("reexamine-polyak/polyak-faster-cap-1e6-c-1", "S/SSS"),
+    ("reexamine-polyak/polyak-faster-cap-100", "N/NNN"),
+    ("reexamine-polyak/polyak-faster-cap-1e6", "S/SSS"),
     ("reexamine-polyak/faster-at-some-setting", "S/NS"),
     ("reexamine-polyak/faster-at-paper-setting", "S/S"),
     ("reexamine-polyak/ngd-ends-ahead-cap-100", "S/S"),
@@ -261,12 +277,22 @@ PINNED = [
     *muon_pinned({"muon-stalls-at-config-step": "N/NS", "torch-muon-explains": "N/NS"}),
     # the same with NGD's tuned step at its grid's edge: refutations of Polyak's speed and
     # supports of NGD's lead stand, the others are open
-    ("reexamine-polyak/polyak-faster-cap-100-c-1", "N/NNN"),
-    ("reexamine-polyak/polyak-faster-cap-1e6-c-1", "I/III"),
+    ("reexamine-polyak/polyak-faster-cap-100", "N/NNN"),
+    ("reexamine-polyak/polyak-faster-cap-1e6", "I/III"),
     ("reexamine-polyak/faster-at-some-setting", "I/NI"),
     ("reexamine-polyak/faster-at-paper-setting", "I/I"),
     ("reexamine-polyak/ngd-ends-ahead-cap-100", "S/S"),
     ("reexamine-polyak/ngd-ends-ahead-cap-1e6", "I/I"),
+    ("reexamine-polyak/larger-cap-ends-closer", "S/S"),
+    # c ∈ {0.5, 1}: one row for cap 100, where c has no effect; one per c at cap 1e6, where
+    # c = 0.5 (NGD-mom's runs) is not shown faster than NGD: Holm over the 3 distinct settings
+    ("reexamine-polyak/polyak-faster-cap-100", "N/NNN"),
+    ("reexamine-polyak/polyak-faster-cap-1e6-c-0.5", "I/ISI"),
+    ("reexamine-polyak/polyak-faster-cap-1e6-c-1", "S/SSS"),
+    ("reexamine-polyak/faster-at-some-setting", "S/NIS"),
+    ("reexamine-polyak/faster-at-paper-setting", "S/S"),
+    ("reexamine-polyak/ngd-ends-ahead-cap-100", "S/SS"),
+    ("reexamine-polyak/ngd-ends-ahead-cap-1e6", "N/NN"),
     ("reexamine-polyak/larger-cap-ends-closer", "S/S"),
 ]
 
@@ -350,6 +376,23 @@ def test_at_some_setting_is_holm_corrected_across_the_settings():
     assert some.parts[1].correction["support"] > 0.95  # judged at Holm's level, not 95 %
 
 
+def test_at_some_setting_counts_a_cap_without_an_effect_of_c_once():
+    """The referee's objection (issue 29): once the cap binds, c has no effect, and a cap's
+    runs at every c are one result: one row, one setting of the Holm family, its parts naming
+    the check; where c matters each c keeps its row, saying so."""
+    two_cs = load_config("reexamine-polyak", quick=True,
+                         overrides={"caps": [1e2, 1e6], "cs": [0.5, 1.0]})  # fmt: skip
+    made = reexamine_polyak.claims(polyak_groups(True), two_cs, polyak_tuned(polyak_groups(True)))
+    claims = {c.id.split("/")[1]: c for c in made}
+    some = claims["faster-at-some-setting"]
+    assert len(some.parts) == 3  # cap 100 once, cap 1e6 at each c
+    assert some.parts[2].parts[0].correction["support"] == pytest.approx(1 - 0.05 / 3)
+    (kept,) = {p.rule.quantity.split(" [")[1] for p in claims["polyak-faster-cap-100"].parts[:1]}
+    assert kept.startswith("c ∈ {0.5, 1}: no effect; their estimates differ by 0.00% at most")
+    matters = claims["polyak-faster-cap-1e6-c-1"].parts[0].rule.quantity
+    assert "[c ∈ {0.5, 1}: it matters; their estimates differ by" in matters
+
+
 def claims_as_stored(claim) -> dict:
     return asdict(claim)  # as a summary stores it (experiments.base)
 
@@ -404,7 +447,7 @@ def test_an_uncapped_polyak_compared_at_its_float64_stop_is_inconclusive():
 
     (stopped,) = [args[0] for _, args, _ in reexamine_cases()["reexamine.ends_ahead"]
                   if args[2] == ["Polyak"]]  # fmt: skip
-    groups = {**polyak_groups(), "Polyak γ_b=1e300 c=1": stopped["Polyak"]}
+    groups = {**polyak_groups(), "Polyak γ_b=1e300 c=1": scale_safe(stopped["Polyak"])}
     polyak = load_config("reexamine-polyak", quick=True,
                          overrides={"caps": [1e2, 1e6, 1e300], "cs": [1.0]})  # fmt: skip
     claims = {c.id: c for c in reexamine_polyak.claims(groups, polyak, polyak_tuned(groups))}

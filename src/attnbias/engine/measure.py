@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from ..losses import get_loss
+from ..losses import get_loss, optimal_token_excess
 from ..metrics import (
     MATRIX,
     Norm,
@@ -28,7 +28,7 @@ from ..metrics import (
     normalized_margin,
     token_score,
 )
-from ..model import attention_logits, predict
+from ..model import attention_logits, attention_scores, predict, token_values
 from ..norms import lp_norm
 from ..store import DIVERGED, FINISHED, tidy
 from .grid import log_grid
@@ -56,6 +56,19 @@ def _references(solutions: list[Solution], shape) -> torch.Tensor:
     return _stack([nan if s.value is None else s.value for s in solutions]).unsqueeze(1)
 
 
+def optimal_token_measures(W, v, X, z, y, opt, loss) -> tuple[torch.Tensor, torch.Tensor]:
+    """With a fixed head v: L − L* over the optimal tokens `opt` (..., n) and the mean softmax
+    mass on the other tokens, (1/n) Σ_i Σ_{t≠opt_i} s_{i,t}, each from the other tokens' own
+    scores (`losses.optimal_token_excess`), so that neither rounds to 0 before they underflow
+    (~1e-308), where L − L* as a difference of losses, or 1 − the optimal tokens' score, does
+    below ~1e-16."""
+    s = attention_scores(W, X, z)
+    gamma = (y.unsqueeze(-1) * token_values(X, v)).expand_as(s)
+    opt = opt.expand(s.shape[:-1])
+    others = torch.ones_like(s).scatter_(-1, opt.unsqueeze(-1), 0.0)
+    return optimal_token_excess(s, gamma, opt, loss), (s * others).sum(-1).mean(-1)
+
+
 def measure(specs: list[RunSpec], done: Finished, refs: References) -> list[Measured]:
     problems = [s.problem for s in specs]
     X, z, y = (_stack([getattr(p, k) for p in problems]).unsqueeze(1) for k in "Xzy")
@@ -74,6 +87,9 @@ def measure(specs: list[RunSpec], done: Finished, refs: References) -> list[Meas
     if not head or all(p.opt is not None for p in problems):
         optimal = np.stack([s.optimal_tokens() for s in specs])  # the generator's, or argmax γ
         m["score/opt"] = token_score(W, X, z, torch.as_tensor(optimal).unsqueeze(1))
+    if specs[0].optimal_excess:  # a batch shares it (RunSpec.structure)
+        opt = torch.as_tensor(np.stack([s.optimal_tokens() for s in specs])).unsqueeze(1)
+        m["excess/opt"], m["rest/opt"] = optimal_token_measures(W, v, X, z, y, opt, specs[0].loss)
     m["margin"] = normalized_margin(W, X, z, alpha)
     info = [{"alpha": s.alpha, "svm": {}, "head_svm": {}} for s in specs]
     arrays = [{"alpha": a} for a in alphas]

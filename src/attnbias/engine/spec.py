@@ -29,6 +29,10 @@ class RunSpec:
     alpha: which tokens those SVMs select, "selected" (argmax of the final attention) or
     "optimal" (the problem's optimal tokens).
     keep_trajectory: store the recorded iterates too (for figures of a single run).
+    optimal_excess: with a fixed head, also record L − L* over the optimal tokens
+    ("excess/opt") and the other tokens' softmax mass ("rest/opt"), each from those tokens'
+    scores, which float64 holds down to ~1e-308 where 1 − score and a difference of losses
+    round to 0 below ~1e-16 (engine.measure).
     """
 
     config: dict
@@ -41,6 +45,7 @@ class RunSpec:
     alpha: str = "selected"
     grid_points: int = 60
     keep_trajectory: bool = False
+    optimal_excess: bool = False
     record: dict = field(init=False)
 
     def __post_init__(self):
@@ -62,6 +67,12 @@ class RunSpec:
             "keep_trajectory": self.keep_trajectory,
             "engine_version": ENGINE_VERSION,
         }
+        if not isinstance(self.optimal_excess, bool):
+            raise TypeError(f"optimal_excess must be a bool, got {self.optimal_excess!r}")
+        if self.optimal_excess:  # runs stored without these metrics are not reused
+            if self.train_head:
+                raise ValueError("optimal_excess needs a fixed head (init without v)")
+            self.record["measures"] = ["excess/opt", "rest/opt"]
         if self.excess_over_optimal:
             # its L − L* is computed scale-safely (losses.optimal_token_excess); runs stored
             # before, from the difference of two losses, are not reused
@@ -92,6 +103,7 @@ class RunSpec:
             self.problem.X.shape,
             self.parameterization,
             self.train_head,
+            self.optimal_excess,  # measured for a whole batch
             self.loss,
             *shapes,
             *family,

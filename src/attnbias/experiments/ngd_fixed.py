@@ -65,8 +65,11 @@ def shape_of(config: Config) -> dict:
     return {"n": config.n, "T": config.T, "d": config.d, "opt_score": config.opt_score}
 
 
-def specs(config: OptimalTokenConfig, run_seeds=None, algorithms=None) -> list[RunSpec]:
-    """The config's runs; or those algorithms on those seeds."""
+def specs(
+    config: OptimalTokenConfig, run_seeds=None, algorithms=None, optimal_excess: bool = False
+) -> list[RunSpec]:
+    """The config's runs; or those algorithms on those seeds (`optimal_excess`: measuring
+    L − L* and the other tokens' mass too, `RunSpec.optimal_excess`)."""
     d, scale = config.d, config.init_scale
     return optimal_token_specs(
         config,
@@ -76,6 +79,7 @@ def specs(config: OptimalTokenConfig, run_seeds=None, algorithms=None) -> list[R
         lambda seed: {"W": random_init((d, d), scale, seed)},
         run_seeds,
         algorithms,
+        optimal_excess,
     )
 
 

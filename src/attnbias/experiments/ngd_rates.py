@@ -26,7 +26,8 @@ from ..experiment_configs.ngd_rates import Config
 from ..figures import save_figure
 from ..judging.claims import Claim, identified, mean_effect
 from ..judging.verdicts import theory as rules
-from ..judging.verdicts.reexamine import PACE_SLOPE, growing_until
+from ..judging.verdicts.common import growing_until
+from ..judging.verdicts.reexamine import PACE_SLOPE
 from ..theory_measures import (
     ASSUMPTION1_EXAMPLE1,
     FLOAT_FLOOR,

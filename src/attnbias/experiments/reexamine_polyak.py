@@ -9,25 +9,27 @@ tokens) for every cap γ_b in `caps` and every c in `cs`. Speed is judged by ste
 level (verdicts/reexamine.py `setting_faster`), not by final values at the float64 floor, with
 NGD at its tuned step (issue 29): NGD's η is chosen for each metric on selection seeds apart
 from the evaluation seeds (tuning_sweep.py, as ngd-fixed's), once, since its score is its own;
-each Polyak (γ_b, c) runs as set, its c being the knob the rows vary (tuning it would merge a
-cap's rows into one), and its selection runs set the levels beside NGD's.
+each Polyak (γ_b, c) runs as set, its c being the knob the rows vary where it matters, and its
+selection runs set the levels beside NGD's.
 
-Claims: one per (γ_b, c) (`polyak-faster-cap-…-c-…`), "at some setting", "at the paper's
-setting" (ngd-fixed's γ_b, the paper's own value being lost in extraction, and c = 1), who is
-ahead when the runs end, per cap (`ngd-ends-ahead-cap-…`: ngd-fixed's "NGD ends 30× better";
-NGD at its η tuned for the misalignment),
-and whether the cap decides that (`larger-cap-ends-closer`: the artefact). Those two compare
-each seed's runs at the last recorded step at which both still moved (a run float64 froze is
-compared where it stopped: inconclusive). Polyak's L − L* is computed scale-safely
-(`losses.optimal_token_excess`), so the uncapped step keeps its pace until the other tokens'
-scores (≈ e^−gap) bring c‖∇L‖²/(L − L*) below 1/γ_b (1e-300: a smallest logit gap of
-~ln γ_b ≈ 691, about step 700); from there the stand-in cap binds and the run is Polyak
-capped at γ_b = 1e300 (‖W_t‖ barely grows).
+Claims: one per distinct setting (`polyak-faster-cap-…`: a cap at which c has no effect on the
+speed ratios is one setting, judged at the paper's c; `polyak-faster-cap-…-c-…` each c of a cap
+where it matters, as for the stand-in for ∞), "at some setting" (Holm across the distinct
+settings), "at the paper's setting" (ngd-fixed's γ_b, the paper's own value being lost in
+extraction, and c = 1), who is ahead when the runs end, per cap (`ngd-ends-ahead-cap-…`:
+ngd-fixed's "NGD ends 30× better"; NGD at its η tuned for the misalignment), and whether the cap
+decides that (`larger-cap-ends-closer`: the artefact). Those two compare each seed's runs at the
+last recorded step at which both still moved (a run float64 froze is compared where it stopped:
+inconclusive). Polyak's L − L* is computed scale-safely (`losses.optimal_token_excess`), so the
+uncapped step keeps its pace until the other tokens' scores (≈ e^−gap) bring c‖∇L‖²/(L − L*)
+below 1/γ_b (1e-300: a smallest logit gap of ~ln γ_b ≈ 691, about step 700); from there the
+stand-in cap binds and the run is Polyak capped at γ_b = 1e300 (‖W_t‖ barely grows).
 """
 
 from __future__ import annotations
 
 import math
+from functools import partial
 from pathlib import Path
 from typing import Literal
 
@@ -39,7 +41,7 @@ from ..curves import Curves
 from ..engine import Algorithm
 from ..experiment_configs.sweep import OptimalTokenConfig
 from ..figures import save_figure
-from ..judging.claims import Claim, identified
+from ..judging.claims import SUPPORTED, Claim, identified
 from ..judging.verdicts import ngd as ngd_rules
 from ..judging.verdicts import reexamine as rules
 from ..judging.verdicts.common import final, over_runs, values
@@ -126,11 +128,11 @@ def polyak_name(cap: float, c: float) -> str:
 
 def run(config: Config, out: Path) -> dict:
     report, groups, tuned = tuned_sweep(
-        config, out, ngd_fixed.specs, ngd_rules.FIXED_HEAD_METRICS, [config.reference.name],
-        fixed=list(config.settings),
+        config, out, partial(ngd_fixed.specs, optimal_excess=True), ngd_rules.SCALE_SAFE_METRICS,
+        [config.reference.name], fixed=list(config.settings),
     )  # fmt: skip
     ends = tuned_reference(tuned, config.reference.name)
-    steps = chosen_steps(tuned, ngd_rules.FIXED_HEAD_METRICS)  # Polyak's: its one setting
+    steps = chosen_steps(tuned, ngd_rules.SCALE_SAFE_METRICS)  # Polyak's: its one setting
     summary = {
         "claims": claims(groups, config, tuned),
         "tuned_steps": {config.reference.name: steps[config.reference.name]},
@@ -155,21 +157,22 @@ def claims(groups: dict[str, Curves], config: Config, tuned: Tuned) -> list[Clai
     each Polyak setting as set (`tuned`); who ends ahead with the reference at its step tuned
     for the misalignment (`tuned_reference`); the cap ladder among Polyak's runs (`groups`)."""
     reference = config.reference.name
-    settings = config.settings
-    per_setting = {name: rules.setting_faster(tuned, name, reference) for name in settings}
+    speed = speed_rows(config, tuned)
     ends = tuned_reference(tuned, reference)
     (tuned_name,) = ends
     # the reference's step at the edge of its grid: a better one would put it further ahead
     doubts = edge_doubts(tuned, reference, ngd_rules.MISALIGNMENT, "fast")
-    paper = per_setting[polyak_name(config.paper_cap, config.paper_c)]
+    (paper,) = [claim for (cap, c), claim in speed.items()
+                if cap == config.paper_cap and c in (config.paper_c, None)]  # fmt: skip
     out = [
-        *per_setting.values(),
+        *speed.values(),
         Claim(
             f"Polyak (as set) is faster than {reference} (at its tuned step) on every metric "
-            "for at least one (γ_b, c) of "
-            f"the sweep (γ_b ∈ {[short(c) for c in config.caps]}, c ∈ {list(config.cs)}; "
-            "Holm's correction across the settings)",
-            parts=list(per_setting.values()),
+            f"at one setting at least of the {len(speed)} distinct ones (a cap at which c has "
+            "no effect is one setting; γ_b ∈ "
+            f"{[short(c) for c in config.caps]}, c ∈ {list(config.cs)}; Holm's correction "
+            "across the settings)",
+            parts=list(speed.values()),
             any_part=True,
         ),
         Claim(
@@ -194,13 +197,34 @@ def claims(groups: dict[str, Curves], config: Config, tuned: Tuned) -> list[Clai
         ),
     ]
     slugs = [
-        *(f"polyak-faster-cap-{short(cap)}-c-{c:g}" for cap, c in settings.values()),
+        *(f"polyak-faster-cap-{short(cap)}" + ("" if c is None else f"-c-{c:g}")
+          for cap, c in speed),
         "faster-at-some-setting",
         "faster-at-paper-setting",
         *(f"{reference.lower()}-ends-ahead-cap-{short(cap)}" for cap in config.caps),
         "larger-cap-ends-closer",
-    ]
+    ]  # fmt: skip
     return identified(config.experiment, out, slugs)
+
+
+def speed_rows(config: Config, tuned: Tuned) -> dict[tuple[float, float | None], Claim]:
+    """The speed claims, one per distinct setting: (γ_b, None) → a cap's claim where c has no
+    effect on it (`knob_effect`: once the cap binds, Polyak's step is γ_b whatever c), judged
+    at the paper's c; else (γ_b, c) → each c's. Each part's quantity names the check. A stand-
+    in for γ_b = ∞ is timed only where it reaches a level before it binds (`setting_faster`)."""
+    reference = config.reference.name
+    rows = {}
+    for cap in config.caps:
+        paced = config.stand_ins.get(cap, ())
+        by_c = {c: rules.setting_faster(tuned, polyak_name(cap, c), reference, paced,
+                                        ngd_rules.SCALE_SAFE_LABELS)
+                for c in config.cs}  # fmt: skip
+        check = rules.knob_effect(by_c, "c")
+        if check.status == SUPPORTED:
+            rows[(cap, None)] = rules.knob_noted(by_c[config.paper_c], check, "c")
+        else:
+            rows |= {(cap, c): rules.knob_noted(claim, check, "c") for c, claim in by_c.items()}
+    return rows
 
 
 def final_values_table(groups: dict[str, Curves], start: float) -> list[dict]:

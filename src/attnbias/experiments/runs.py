@@ -53,10 +53,12 @@ def optimal_token_specs(
     init: Callable[[int], dict],
     run_seeds=None,
     algorithms=None,
+    optimal_excess: bool = False,
 ) -> list[RunSpec]:
     """One run per algorithm × seed on the seed's problem make(**shape, seed=seed), from the
-    initial weights init(seed), with metrics about the optimal tokens (ℓ2 norm). run_seeds and
-    algorithms default to the config's."""
+    initial weights init(seed), with metrics about the optimal tokens (ℓ2 norm; with
+    `optimal_excess` also L − L* and the other tokens' mass, `RunSpec.optimal_excess`).
+    run_seeds and algorithms default to the config's."""
     run_seeds = seeds(config) if run_seeds is None else run_seeds
     algorithms = config.algorithms if algorithms is None else algorithms
     problems = {s: make(**shape, seed=s) for s in run_seeds}
@@ -75,6 +77,7 @@ def optimal_token_specs(
             norms=(2.0,),
             alpha="optimal",
             grid_points=config.grid_points,
+            optimal_excess=optimal_excess,
         )
         for algorithm in algorithms
         for seed in run_seeds

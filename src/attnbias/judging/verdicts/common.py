@@ -75,6 +75,23 @@ def steps_to_reach(c: Curves, metric: str, level: float) -> np.ndarray:
     return np.maximum(out, 1.0)
 
 
+def growing_until(c: Curves, above: float) -> np.ndarray:
+    """Per run: the last recorded step up to which ‖W_t‖ still grew at a log–log slope in t
+    above `above` between two recorded steps (step 0 left out); NaN for one that never did.
+    A step that moves W at the rule's pace (Polyak's uncapped: ‖W_t‖ ∝ t) and then barely at
+    all (its stand-in cap binding, its scores underflowing) stopped there, though ‖W_t‖ still
+    changes (`moving_until` sees only a frozen ‖W_t‖)."""
+    later = c.steps > 0
+    steps, norms = c.steps[later], values(c, "norm/2")[:, later]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slopes = np.diff(np.log(norms), axis=1) / np.diff(np.log(steps))
+    out = np.full(norms.shape[0], np.nan)
+    for k, grew in enumerate(slopes > above):
+        if grew.any():
+            out[k] = steps[int(np.flatnonzero(grew)[-1]) + 1]
+    return out
+
+
 def common_level(groups: list[Curves], metric: str) -> float:
     """The level of `metric` at which speed is compared: halfway, on a log scale, from where
     the runs start (median first recorded value) to the lowest level every run of every group

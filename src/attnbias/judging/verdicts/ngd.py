@@ -29,8 +29,14 @@ LABELS = {
     MISALIGNMENT: "misalignment 1 − ⟨W_t, W_mm⟩/‖W_t‖‖W_mm‖",
     "1-score/opt": "1 − softmax score of the optimal tokens",
     "1-alignment_v/2": "misalignment of the head v with v_mm",
+    "excess/opt": "L − L* (L* with all attention on the optimal tokens; from the other tokens' "
+    "scores)",
+    "rest/opt": "softmax mass on the other tokens (summed, not 1 − the optimal tokens' score)",
 }
 FIXED_HEAD_METRICS = ("loss", MISALIGNMENT, "1-score/opt")
+# the same three, loss and score in forms float64 does not round to 0 near L* and score 1
+# (down to ~1e-308): recorded by runs with RunSpec.optimal_excess
+SCALE_SAFE_METRICS = ("excess/opt", MISALIGNMENT, "rest/opt")
 JOINT_METRICS = ("loss", MISALIGNMENT, "1-alignment_v/2")
 
 
@@ -415,6 +421,7 @@ def direction_converges(groups: dict[str, Curves], metric: str, bound: float, te
 
 JOINT_LABELS = {m: LABELS[m] for m in JOINT_METRICS}
 FIXED_HEAD_LABELS = {m: LABELS[m] for m in FIXED_HEAD_METRICS}
+SCALE_SAFE_LABELS = {m: LABELS[m] for m in SCALE_SAFE_METRICS}
 TUNED_STEP = (
     "its own step for each metric, chosen from a grid on selection seeds by the area under "
     "that metric's log curve (verdicts/tuning.py), timed on the evaluation seeds"
