@@ -13,6 +13,7 @@ from ...theory_measures import FLOAT_FLOOR, steps_to_level
 from ..claims import (
     Claim,
     Rule,
+    exact_effect,
     float_floor_note,
     mean_effect,
     not_applicable,
@@ -274,10 +275,10 @@ def second_column(c: Curves) -> int | None:
     return int(positive[np.argsort(c.steps[positive])][min(1, positive.size - 1)])
 
 
-def met_early(c: Curves, metric: str, target: float) -> list[str]:
+def met_early(c: Curves, metric: str, target: float, column: int | None = None) -> list[str]:
     """The precondition that a convergence threshold tests convergence: the runs are not below
-    it already at the second recorded step after 0."""
-    column = second_column(c)
+    it already at the second recorded step after 0 (or at `column`)."""
+    column = second_column(c) if column is None else column
     if column is None:
         return []
     early = values(c, metric)[:, column]
@@ -322,17 +323,33 @@ def still_falling(c: Curves, metric: str, target: float, order, rate: str) -> li
     return []
 
 
-def falls(c: Curves, name: str, metric: str, factor: float, unmet=()) -> Claim:
-    """`metric` falls by `factor` from the second recorded step to the end (per-seed ratio,
-    geometric mean): the run converges, not only starts near the limit. `unmet`: failed
-    preconditions (runs that end while still falling)."""
-    column = second_column(c) or 0  # no step after 0: the first recorded one
+def falls(
+    c: Curves,
+    name: str,
+    metric: str,
+    factor: float,
+    unmet=(),
+    column: int | None = None,
+    exact_unit: str | None = None,
+) -> Claim:
+    """`metric` falls by `factor` from the second recorded step (or `column`) to the end
+    (per-seed ratio, geometric mean): the run converges, not only starts near the limit.
+    `unmet`: failed preconditions (runs that end while still falling). `exact_unit`: one
+    deterministic run, its ratio exact (n = 1 of that unit)."""
+    if column is None:
+        column = second_column(c) or 0  # no step after 0: the first recorded one
     label = LABELS.get(metric, metric)
-    early, at = values(c, metric)[:, column], c.steps[column]
+    early, at, ending = values(c, metric)[:, column], c.steps[column], final(c, metric)
     source = f"ours: converging, not only near: it keeps falling, by {factor:g}×"
-    rule = Rule(f"{label} of {name} at step {at} over its final value, per seed", ">", factor,
+    per_seed = "" if exact_unit and early.size == 1 else ", per seed"
+    rule = Rule(f"{label} of {name} at step {at} over its final value{per_seed}", ">", factor,
                 source, 1.0)  # fmt: skip
-    return Claim("", rule=rule, effect=ratio_effect(early, final(c, metric)), unmet=unmet)
+    effect = (
+        exact_effect(early[0] / ending[0], unit=exact_unit)
+        if exact_unit and early.size == 1
+        else ratio_effect(early, ending)
+    )
+    return Claim("", rule=rule, effect=effect, unmet=unmet)
 
 
 def joint_convergence(
