@@ -8,7 +8,7 @@ Regenerate with `attnbias claims --out RESULTS_ROOT --write docs/CLAIMS.md`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..experiment_registry import experiment_names, load_config
@@ -963,32 +963,51 @@ def answered(found: dict[str, dict]) -> list[tuple[PaperClaim, dict | None, dict
 
 
 def evidence_key(claim: dict) -> tuple | None:
-    """What identifies a claim's evidence: each measured part's estimate, interval, n and unit,
-    judged by the same comparison and threshold to the same verdict. Two rows with the same
-    key, at least one interval of positive width among them, report the same runs (such
-    numbers do not agree by chance); None for a claim without such an interval (exact values,
-    counts of violations: equal numbers there can be chance)."""
+    """What identifies a claim's evidence: its verdict and the set of its measured parts, each
+    part's estimate, interval, n and unit, judged by the same comparison and threshold to the
+    same verdict. Two rows with the same key, or one whose parts are all among another's, at
+    least one interval of positive width among them, report the same runs (such numbers do not
+    agree by chance); None for a claim without such an interval (exact values, counts of
+    violations: equal numbers there can be chance)."""
     leaves = measured_parts(claim)
     effects = [leaf.get("effect") or {} for leaf in leaves]
     spread = [e for e in effects if isinstance(e.get("low"), float) and
               isinstance(e.get("high"), float) and e["high"] > e["low"]]  # fmt: skip
     if not spread:
         return None
-    return (status_of(claim), *(
+    return (status_of(claim), frozenset(
         (e.get("estimate"), e.get("low"), e.get("high"), e.get("n"), e.get("unit"),
          leaf["rule"].get("comparison"), leaf["rule"].get("threshold"), status_of(leaf))
         for leaf, e in zip(leaves, effects)
     ))  # fmt: skip
 
 
+def repeat_targets(keyed: list[tuple[str, tuple | None]]) -> dict[str, str]:
+    """Row id → the id of the row whose evidence it repeats (`evidence_key`s, in register
+    order): the first row with the same key, or else the row with the most parts among those
+    that hold every part of its own, before it or after it (one result is counted once,
+    where it is reported in full)."""
+    first: dict[tuple, str] = {}
+    for row_id, key in keyed:
+        if key is not None:
+            first.setdefault(key, row_id)
+    target = {i: first[k] for i, k in keyed if k is not None and first[k] != i}
+    counted = [(i, k) for i, k in keyed if k is not None and i not in target]
+    for row_id, key in counted:
+        holders = [(len(k[1]), i) for i, k in counted if key[1] < k[1]]
+        if holders:
+            target[row_id] = max(holders, key=lambda holder: holder[0])[1]
+    return {i: target.get(t, t) for i, t in target.items()}
+
+
 def register_rows(found: dict[str, dict]) -> list[Row]:
     """One row per (register entry, matching claim of a summary): id, paper and where, the
     paper's statement, our rule, its threshold's source, the effect with its 95 % CI and n, the
     verdict, its sensitivity and the protocol differences. A row whose evidence an earlier row
-    already reports (`evidence_key`) names that row in `same_as` and is not counted; nor is a
-    row superseded by another that has a verdict (`PaperClaim.superseded_by`), which it names in
-    `superseded_by`."""
-    rows, first_with = [], {}
+    reports, or whose parts are all among another row's (`repeat_targets`), names that row in
+    `same_as` and is not counted; nor is a row superseded by another that has a verdict
+    (`PaperClaim.superseded_by`), which it names in `superseded_by`."""
+    rows, keyed = [], []
     answered_ids = {c["id"] for *_, c in answered(found) if c is not None}
     for entry, summary, claim in answered(found):
         head = [entry.id, entry.cited, entry.wording]
@@ -1004,12 +1023,12 @@ def register_rows(found: dict[str, dict]) -> list[Row]:
                  columns["effect"], verdict(claim, summary), columns["sensitivity"],
                  entry.differences]  # fmt: skip
         superseded_by = entry.superseded_by if entry.superseded_by in answered_ids else ""
-        key = evidence_key(claim) if not superseded_by else None
-        same_as = first_with.setdefault(key, claim["id"]) if key is not None else claim["id"]
+        keyed.append((claim["id"], evidence_key(claim) if not superseded_by else None))
         rows.append(Row(tuple(cell(c) for c in cells), status_of(claim),
-                        is_consistency_check(claim), entry.experiment,
-                        "" if same_as == claim["id"] else same_as, superseded_by))  # fmt: skip
-    return rows
+                        is_consistency_check(claim), entry.experiment, "",
+                        superseded_by))  # fmt: skip
+    same_as = repeat_targets(keyed)
+    return [replace(row, same_as=same_as.get(row.cells[0], "")) for row in rows]
 
 
 def repeated(found: dict[str, dict]) -> dict[str, str]:
@@ -1026,7 +1045,8 @@ def superseded(found: dict[str, dict]) -> dict[str, str]:
 
 REPEATS_READING = (
     "These rows report the same runs and numbers (every part's estimate, interval and n) as "
-    "the row they point to: one piece of evidence is counted once, in that row."
+    "the row they point to, or some of its parts: one piece of evidence is counted once, in "
+    "that row."
 )
 
 
