@@ -170,3 +170,14 @@ def test_rows_sharing_only_some_parts_are_both_counted():
     one = text_md_summary(2, 2)
     one["text-md"]["claims"][0]["parts"][1]["effect"]["estimate"] = -1.9  # another run's number
     assert not any(r.same_as for r in register_rows(one))
+
+
+def test_parts_are_counted_with_their_multiplicity():
+    """A row of two parts with equal numbers (two arms that both end at every start's success)
+    is not the one-part row that shares one of them: the one-part row repeats it, not back."""
+    found = text_md_summary(1, 2)
+    beats = found["text-md"]["claims"][1]
+    beats["parts"][1] = beats["parts"][0]
+    rows = {r.cells[0]: r for r in register_rows(found)}
+    assert rows["text-md/best-accuracy"].same_as == "text-md/md-beats-gd"
+    assert rows["text-md/md-beats-gd"].same_as == ""

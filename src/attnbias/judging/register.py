@@ -8,6 +8,7 @@ Regenerate with `attnbias claims --out RESULTS_ROOT --write docs/CLAIMS.md`.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -975,11 +976,12 @@ def evidence_key(claim: dict) -> tuple | None:
               isinstance(e.get("high"), float) and e["high"] > e["low"]]  # fmt: skip
     if not spread:
         return None
-    return (status_of(claim), frozenset(
+    parts = Counter(
         (e.get("estimate"), e.get("low"), e.get("high"), e.get("n"), e.get("unit"),
          leaf["rule"].get("comparison"), leaf["rule"].get("threshold"), status_of(leaf))
         for leaf, e in zip(leaves, effects)
-    ))  # fmt: skip
+    )  # fmt: skip
+    return status_of(claim), tuple(sorted(parts.items(), key=repr))
 
 
 def repeat_targets(keyed: list[tuple[str, tuple | None]]) -> dict[str, str]:
@@ -994,9 +996,10 @@ def repeat_targets(keyed: list[tuple[str, tuple | None]]) -> dict[str, str]:
     target = {i: first[k] for i, k in keyed if k is not None and first[k] != i}
     counted = [(i, k) for i, k in keyed if k is not None and i not in target]
     for row_id, key in counted:
-        holders = [(len(k[1]), i) for i, k in counted if key[1] < k[1]]
+        parts = Counter(dict(key[1]))
+        holders = [(k[1], i) for i, k in counted if parts < Counter(dict(k[1]))]
         if holders:
-            target[row_id] = max(holders, key=lambda holder: holder[0])[1]
+            target[row_id] = max(holders, key=lambda holder: sum(n for _, n in holder[0]))[1]
     return {i: target.get(t, t) for i, t in target.items()}
 
 
