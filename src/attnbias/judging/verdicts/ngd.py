@@ -345,14 +345,12 @@ def falls(
     label = LABELS.get(metric, metric)
     early, at, ending = values(c, metric)[:, column], c.steps[column], final(c, metric)
     source = f"ours: converging, not only near: it keeps falling, by {factor:g}×"
-    per_seed = "" if exact_unit and early.size == 1 else ", per seed"
+    one_run = exact_unit is not None and early.size == 1
+    per_seed = "" if one_run else ", per seed"
     rule = Rule(f"{label} of {name} at step {at} over its final value{per_seed}", ">", factor,
                 source, 1.0)  # fmt: skip
-    effect = (
-        exact_effect(early[0] / ending[0], unit=exact_unit)
-        if exact_unit and early.size == 1
-        else ratio_effect(early, ending)
-    )
+    effect = exact_effect(early[0] / ending[0], unit=exact_unit) if one_run else ratio_effect(
+        early, ending)  # fmt: skip
     return Claim("", rule=rule, effect=effect, unmet=unmet)
 
 
