@@ -203,6 +203,7 @@ SURVIVING = {
     "trajectory_lemmas.failures": "evidence: the first violations listed",
     "text_finetune.chosen_rates": "wording: the rates tried and chosen, named in the claim's "
     "text (a rate at its grid's edge is judged by compare.arms' interior flag)",
+    "compare.rates_text": "wording: the rates tried, as chosen_rates names them",
     "mcnemar.pooled_mcnemar": "evidence: McNemar's test beside the paired accuracies",
     "joint_rates.thm3_premises": "the loss premise's reason: Eq. 13's absent time factor, the "
     "other premise, leaves thm3-rate inconclusive either way",
