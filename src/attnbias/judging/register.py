@@ -78,7 +78,9 @@ FIGS_1_4_READ = (
 FASTER_MEANS = (
     "'faster' = a lower final train loss (the minibatch loss averaged over the last 10 % of "
     "the steps) after the same 200 steps at batch size 16, not a time to a level; the rates "
-    "tried and chosen, and whether any sits at its grid's edge, are in each claim's text"
+    "tried and chosen, and whether any sits at its grid's edge, are printed with the claim "
+    "(`attnbias reproduce text-finetune`, the summary) and in RESULTS.md's text-finetune table "
+    "('rates tried (chosen)'); a rate at its grid's edge makes the claim inconclusive"
 )
 # The MD paper's real-data findings hold for models trained to 99.5 % train accuracy; text-md's
 # runs stop at an equal budget short of that, so its rows are ours, citing the paper (issue 29).
