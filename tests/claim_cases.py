@@ -171,6 +171,19 @@ def joint_groups(div=1e-5, score=1.0, prob=1.0, runs=1):
 JOINT_OWN = {"ℓ2-MD": "divergence/2"}
 JOINT_APART = {"ℓ2-MD": ("ℓ1.75", 0.0045)}  # md-joint's toy: D_ψ2(Ŵ_mm^2, Ŵ_mm^1.75)
 
+
+def joint_v(first, last, runs=1, scatter=0.0, seed=0):
+    """ℓ2-MD's divergence_v: 0.5 at step 0, `first` after the first step, falling like a power
+    of t to about `last` (each run's end scattered by exp(N(0, scatter)))."""
+    rng = np.random.default_rng(seed)
+    ends = last * np.exp(rng.normal(0, scatter, runs))
+    rate = np.log(ends / first) / np.log(STEPS[-1])
+    v = first * np.maximum(STEPS, 1)[None, :] ** rate[:, None]
+    v[:, 0] = 0.5
+    return {"ℓ2-MD": Curves(STEPS, {"divergence_v/2": v})}
+
+
+V_OWN = {"ℓ2-MD": "divergence_v/2"}
 LABELS = ["2", "inf", "spectral"]
 OWN = {"NGD": "2", "SignGD": "inf", "SpectralDescent": "spectral"}
 
@@ -231,7 +244,10 @@ def cases() -> dict[str, list]:
         "ngd.global_convergence": [
             (SUPPORTED, (g, "NGD", 0.99), {}),
             (NOT_SUPPORTED, (g, "GD", 0.99), {}),
-            (INCONCLUSIVE, ({"NGD": ngd_group(straddling(0.01))}, "NGD", 0.99), {}),
+            # one seed of eight above the level refutes a claim about every start, though
+            # the mean over seeds is below it
+            (NOT_SUPPORTED, ({"NGD": ngd_group([1e-4] * 7 + [0.02])}, "NGD", 0.99), {}),
+            (NOT_APPLICABLE, ({"NGD": ngd_group(np.full(SEEDS, np.nan))}, "NGD", 0.99), {}),
         ],
         "ngd.converges": [
             (SUPPORTED, (g["NGD"], "NGD", 0.99, "converges", "s"), {}),
@@ -447,6 +463,18 @@ def cases() -> dict[str, list]:
                 (joint_groups(div=0.02), {"ℓ2-MD": "divergence/2"}, 0.01, "W"),
                 {"exact": True},
             ),
+            # with `fall`: a level met after the first step is not applicable, the fall decides
+            (SUPPORTED, (joint_v(0.005, 1e-5), V_OWN, 0.01, "v"), {"exact": True, "fall": 10.0}),
+            (
+                NOT_SUPPORTED,
+                (joint_v(0.005, 0.002), V_OWN, 0.01, "v"),
+                {"exact": True, "fall": 10.0},
+            ),
+            # above the level after the first step: the level is judged beside the fall
+            (NOT_SUPPORTED, (joint_v(0.9, 0.02), V_OWN, 0.01, "v"), {"exact": True, "fall": 10.0}),
+            (SUPPORTED, (joint_v(0.9, 0.001), V_OWN, 0.01, "v"), {"exact": True, "fall": 10.0}),
+            # seeds whose fall straddles 10×
+            (INCONCLUSIVE, (joint_v(0.005, 5e-4, SEEDS, 0.5), V_OWN, 0.01, "v"), {"fall": 10.0}),
         ],
         "md.own_p_apart": [
             # ℓ2's SVM 0.0045 from ℓ1.75's: the threshold ¼ of it tells them apart

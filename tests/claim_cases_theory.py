@@ -139,6 +139,12 @@ def theory_cases() -> dict[str, list]:
             (NOT_APPLICABLE, (np.array([np.nan]), text, quantity, source), {}),
             (NOT_APPLICABLE, (np.array([]), text, quantity, source), {}),
         ],
+        # a claim about every start: one failing start refutes it, whatever the share
+        "theory.none_fail": [
+            (SUPPORTED, (np.ones(40, bool), text, quantity, source), {"clusters": each[:40]}),
+            (NOT_SUPPORTED, (np.arange(40) != 3, text, quantity, source), {"clusters": each[:40]}),
+            (NOT_APPLICABLE, (np.array([], bool), text, quantity, source), {"clusters": []}),
+        ],
         "theory.fraction_below": [
             (SUPPORTED, (~holds, 0.1, text, quantity, source), {"clusters": each}),
             (NOT_SUPPORTED, (half, 0.1, text, quantity, source), {"clusters": each}),

@@ -201,6 +201,9 @@ SURVIVING = {
     "md_plain.polylog_reach": "the step an unmet reason names; inconclusive either way",
     "theory_measures.assumption1_report": "evidence: how many seeds satisfy Assumption 1",
     "trajectory_lemmas.failures": "evidence: the first violations listed",
+    "text_finetune.chosen_rates": "wording: the rates tried and chosen, named in the claim's "
+    "text (a rate at its grid's edge is judged by compare.arms' interior flag)",
+    "compare.rates_text": "wording: the rates tried, as chosen_rates names them",
     "mcnemar.pooled_mcnemar": "evidence: McNemar's test beside the paired accuracies",
     "joint_rates.thm3_premises": "the loss premise's reason: Eq. 13's absent time factor, the "
     "other premise, leaves thm3-rate and thm4-v-margin inconclusive either way",

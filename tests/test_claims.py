@@ -165,7 +165,7 @@ SYNTHETIC_VERDICTS = {
     "md-local/own-p-nearest": "S/SS",
     "md-local/zero-init": "S/SS",
     "md-joint/W-own-p-svm": "S/SSS",
-    "md-joint/v-own-p-svm": "S/SSS",
+    "md-joint/v-own-p-svm": "S/SSSSSS",
     "md-joint/selects-and-classifies": "S/SSSSSS",
     "ngd-fixed/global-convergence": "S",
     "ngd-fixed/ngd-beats-gd": "S/SSSS",

@@ -152,3 +152,48 @@ def test_reexamine_muons_3000_step_row_is_superseded_by_the_same_arm_run_longer(
     rows = register_rows({"reexamine-muon": stored(made, quick=False)})
     assert next(r for r in rows if r.cells[0] == short).superseded_by == long
     assert not next(r for r in rows if r.cells[0] == long).superseded_by
+
+
+def text_md_summary(accuracy_parts: int, beats_parts: int) -> dict:
+    """text-md's best-accuracy and md-beats-gd rows, made of the first `accuracy_parts` and
+    `beats_parts` of the same two paired comparisons (one run's numbers)."""
+    comparisons = [
+        Claim("", rule=Rule("ℓ1.1 − ℓ2, paired by seed", ">", 0.0, "the paper"),
+              effect=mean_effect([1.0, 2.0, 0.5, 1.5])),
+        Claim("", rule=Rule("ℓ3 − ℓ2, paired by seed", ">", 0.0, "the paper"),
+              effect=mean_effect([-2.0, -1.5, -2.5, -1.0])),
+    ]  # fmt: skip
+    rows = [Claim("best", id="text-md/best-accuracy", parts=comparisons[:accuracy_parts]),
+            Claim("beats", id="text-md/md-beats-gd", parts=comparisons[:beats_parts])]  # fmt: skip
+    return {"text-md": stored(rows, quick=False)}
+
+
+def test_a_row_whose_parts_are_all_another_rows_repeats_it_in_either_order():
+    """Issue 29 (referee): text-md/best-accuracy's one part is md-beats-gd's first: one result,
+    counted once, in the row that reports it in full, whichever row comes first."""
+    for accuracy_parts, beats_parts, repeats, full in (
+        (1, 2, "text-md/best-accuracy", "text-md/md-beats-gd"),
+        (2, 1, "text-md/md-beats-gd", "text-md/best-accuracy"),
+    ):
+        rows = {r.cells[0]: r for r in register_rows(text_md_summary(accuracy_parts, beats_parts))}
+        assert rows[repeats].same_as == full and rows[full].same_as == ""
+        text = register_markdown(text_md_summary(accuracy_parts, beats_parts), "test")
+        assert f"| see {full} |" in text
+        assert "Not counted: 1 row repeats another row's evidence" in text
+
+
+def test_rows_sharing_only_some_parts_are_both_counted():
+    one = text_md_summary(2, 2)
+    one["text-md"]["claims"][0]["parts"][1]["effect"]["estimate"] = -1.9  # another run's number
+    assert not any(r.same_as for r in register_rows(one))
+
+
+def test_parts_are_counted_with_their_multiplicity():
+    """A row of two parts with equal numbers (two arms that both end at every start's success)
+    is not the one-part row that shares one of them: the one-part row repeats it, not back."""
+    found = text_md_summary(1, 2)
+    beats = found["text-md"]["claims"][1]
+    beats["parts"][1] = beats["parts"][0]
+    rows = {r.cells[0]: r for r in register_rows(found)}
+    assert rows["text-md/best-accuracy"].same_as == "text-md/md-beats-gd"
+    assert rows["text-md/md-beats-gd"].same_as == ""

@@ -557,3 +557,17 @@ def test_thm1_rate_where_assumption1_holds(shape, exponent, expected):
     effect = verdict_columns(asdict(row))["effect"]
     assert f"δ from {min(deltas):.3g} to {max(deltas):.3g}" in effect
     assert f"δ < 1 on {held} of {len(deltas)} seeds" in effect
+
+
+def test_lemma6_reports_the_cosine_not_the_inner_product():
+    """Issue 29 (referee): an inner product of 1e-42 says nothing of how near Lemma 6 came to
+    failing; the cosine of −∇L with W_mm does, and survives gradients whose squares underflow."""
+    from attnbias.experiments.trajectory_lemmas import descent_cosine
+
+    W_mm = np.array([[3.0, 0.0], [0.0, 4.0]])
+    grad = -1e-170 * np.array([[3.0, 0.0], [0.0, 4.0]])  # ‖grad‖² underflows float64
+    assert descent_cosine(grad, W_mm) == pytest.approx(1.0)
+    tilted = 1e-170 * np.array([[-1.0, 0.0], [0.0, 0.0]])
+    assert descent_cosine(tilted, W_mm) == pytest.approx(0.6)
+    assert descent_cosine(-tilted, W_mm) == pytest.approx(-0.6)
+    assert math.isnan(descent_cosine(np.zeros((2, 2)), W_mm))

@@ -143,10 +143,11 @@ def claims(groups: dict[str, Curves], own: dict[str, str], config: Config) -> li
                 bound,
                 "",
                 f"fitted exponent of D_ψ(Ŵ_mm, Ŵ_t) in log t, {name}",
-                "derived: 'a rate comparable to GD in simpler models' (Soudry et al.: the "
-                "distance within O(log log t / log t)); D_ψ is locally half a squared distance, "
-                "so the bound is the squared order's own exponent over the window; the formula "
-                "was lost in extraction",
+                "ours, derived from the abstract's 'comparable to that of traditional GD in "
+                "simpler models' (the rate theorem itself was not read: its formula is not in "
+                "the seed texts): GD's rate there, Soudry et al.'s distance within "
+                "O(log log t / log t); D_ψ is locally half a squared distance, so the bound is "
+                "the squared order's own exponent over the window",
             )
             for name, metric in own.items()
         ],

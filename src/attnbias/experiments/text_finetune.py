@@ -80,9 +80,13 @@ def finetune_claims(rows: list[dict], datasets) -> list[Claim]:
     claims, slugs = [], []
     for dataset in datasets:
         found = arms(rows, dataset)
-        beat = "SNGD and SPS both reach a lower train loss than SGD in the same steps ({})"
+        beat = (
+            "SNGD and SPS both train faster than SGD: a lower final train loss after the "
+            "same steps ({}; " + chosen_rates(rows, dataset, ("SGD", "SNGD", "SPS")) + ")"
+        )
         fast = (f"SNGD and SPS both train about as fast as Adam: final train loss within a "
-                f"factor {ABOUT_EQUAL:g} of Adam's, either way ({{}})")  # fmt: skip
+                f"factor {ABOUT_EQUAL:g} of Adam's after the same steps, either way ({{}}; "
+                + chosen_rates(rows, dataset, ("SNGD", "SPS", "Adam")) + ")")  # fmt: skip
         if {"SGD", "SNGD", "SPS"} <= set(found):
             claims.append(rules.lower_loss(found, ("SNGD", "SPS"), "SGD", FASTER_SOURCE,
                                            beat.format(dataset)))  # fmt: skip
@@ -97,6 +101,17 @@ def finetune_claims(rows: list[dict], datasets) -> list[Claim]:
         slugs += [f"sngd-sps-beat-sgd-{dataset}", f"as-fast-as-adam-{dataset}",
                   f"norm-growth-{dataset}"]  # fmt: skip
     return identified("text-finetune", claims, slugs)
+
+
+def chosen_rates(rows, dataset: str, names) -> str:
+    """Each named optimiser's rates tried on `dataset`, the chosen one in bold, and whether a
+    chosen rate sits at its grid's edge (the claim is then inconclusive: a rate beyond it
+    might do better)."""
+    mine = [r for r in rows if r["dataset"] == dataset and r["optimizer"] in names]
+    edge = [r["optimizer"] for r in mine if not r.get("rate_search", {}).get("interior", True)]
+    tried = "; ".join(f"{r['optimizer']} {grid_text(r)}" for r in mine)
+    where = f"at its grid's edge: {', '.join(edge)}" if edge else "none at its grid's edge"
+    return f"rates tried, chosen in bold: {tried}; {where}"
 
 
 def table_rows(rows) -> list[dict]:

@@ -584,6 +584,25 @@ def violations_effect(margins, *, unit: str = "steps") -> Effect:
     return Effect(count, count, count, int(margins.size), method, unit)
 
 
+def failures_effect(holds, clusters, *, case: str = "starts", fails: str = "fail") -> Effect:
+    """A universal property checked case by case (every start of a claim about any start):
+    the number of cases where it fails. Every case was checked, so there is no sampling and
+    the interval is the count (a share above 0.9 would pass a tenth of the cases failing); n
+    counts the seeds the cases come from (`clusters`, independent). The method says "k of N
+    starts fail (in m of S seeds)". Judge it with `violations_rule`: one failure refutes."""
+    holds = np.asarray(holds, dtype=bool).ravel()
+    clusters = np.asarray(clusters).ravel()
+    if holds.shape != clusters.shape:
+        raise ValueError(
+            f"failures_effect: clusters must give one label per case, got {clusters.size} "
+            f"labels for {holds.size} cases"
+        )
+    seeds, failed = len(set(clusters.tolist())), int(np.sum(~holds))
+    in_seeds = len(set(clusters[~holds].tolist()))
+    method = f"{failed} of {holds.size} {case} {fails} (in {in_seeds} of {seeds} seeds)"
+    return Effect(float(failed), float(failed), float(failed), seeds, method, "seeds")
+
+
 def violations_rule(quantity: str, source: str, *, consistency: bool = False) -> Rule:
     """The rule for `violations_effect`: no step violates `quantity` (the property)."""
     return Rule(f"{quantity}: violations", "<=", 0.0, source, consistency=consistency)

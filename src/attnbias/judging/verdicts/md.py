@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 from ...curves import Curves
-from ..claims import Claim, Rule, exact_effect, mean_effect, ratio_effect
+from ..claims import Claim, Rule, exact_effect, mean_effect, not_applicable, ratio_effect
 from .common import described, final, over_runs, paired
+from .ngd import falls, met_early
 
 SOURCE_OWN = "ours: divergence {threshold:g} (config threshold); the theorem's limit is 0"
 
@@ -19,16 +20,29 @@ def own_p(
     text: str,
     exact=False,
     unit: str = "deterministic run",
+    fall: float | None = None,
 ) -> Claim:
     """Each algorithm's final divergence from the SVM of its own p (own: algorithm → metric),
     mean over seeds (or the one deterministic run's value, n = 1 `unit`), is below
-    `threshold`."""
+    `threshold`. With `fall`, each divergence must also fall by that factor from the first
+    recorded step after 0 to the end (as ngd-joint/v-aligns); a level the runs are below
+    already at that step tests nothing, and is then not applicable (the fall decides)."""
     source = SOURCE_OWN.format(threshold=threshold)
     parts = []
     for name, metric in own.items():
-        effect = final_effect(final(groups[name], metric), exact, unit)
+        c = groups[name]
+        effect = final_effect(final(c, metric), exact, unit)
         rule = Rule(f"final {metric} of {name}", "<", threshold, source)
-        parts.append(Claim("", rule=rule, effect=effect))
+        level = Claim("", rule=rule, effect=effect)
+        if fall is None:
+            parts.append(level)
+            continue
+        column = first_step_column(c)
+        early = met_early(c, metric, threshold, column)
+        if early:
+            level = not_applicable(f"final {metric} of {name} below {threshold:g}", early[0])
+        exact_unit = unit if exact else None
+        parts += [level, falls(c, name, metric, fall, column=column, exact_unit=exact_unit)]
     evidence = described({n: final(groups[n], m) for n, m in own.items()})
     return Claim(text, parts=parts, evidence=evidence)
 
@@ -80,6 +94,12 @@ def own_p_apart(
         for n, (o, d) in apart.items()
     }
     return Claim(text, parts=parts, evidence=evidence)
+
+
+def first_step_column(c: Curves) -> int:
+    """The column of the first recorded step after 0 (the first step's iterate)."""
+    positive = np.flatnonzero(c.steps > 0)
+    return int(positive[np.argmin(c.steps[positive])]) if positive.size else 0
 
 
 def own_p_nearest(

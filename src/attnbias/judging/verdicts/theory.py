@@ -18,6 +18,7 @@ from ..claims import (
     Rule,
     clustered_mean_effect,
     clustered_proportion_effect,
+    failures_effect,
     mean_effect,
     ratio_effect,
     violations_effect,
@@ -367,6 +368,19 @@ def no_violations(
         effect=violations_effect(margins, unit=unit),
         evidence=evidence,
     )
+
+
+def none_fail(
+    holds, text: str, quantity: str, source: str, *, clusters, case: str = "starts",
+    fails: str = "fail", **evidence
+) -> Claim:  # fmt: skip
+    """A claim about every case (every start): supported when none fails, refuted by one
+    ('k of N starts fail (in m of S seeds)'); not applicable with no case. n = seeds."""
+    holds = np.asarray(holds, dtype=bool).ravel()
+    if holds.size == 0:
+        return Claim(text, None, {"not_applicable": f"no {case} to check", **evidence})
+    effect = failures_effect(holds, clusters, case=case, fails=fails)
+    return Claim(text, rule=violations_rule(quantity, source), effect=effect, evidence=evidence)
 
 
 def fraction_below(
