@@ -396,6 +396,14 @@ def cases() -> dict[str, list]:
             (SUPPORTED, (tuned(joint(g)), "GD"), {}),
             (NOT_SUPPORTED, (tuned(joint(ngd_groups(ngd=0.3, polyak=0.3, mom=0.3))), "GD"), {}),
         ],
+        "ngd.unless_cap_binds": [
+            (SUPPORTED, capped("Polyak", 1e100), {}),  # the cap never binds: the verdict stands
+            (NOT_SUPPORTED, capped("GD", 1e100), {}),
+            (INCONCLUSIVE, capped("Polyak", 1e-3), {}),  # binds from step 0: the cap's artefact
+            (INCONCLUSIVE, capped("GD", 1e-3), {}),
+            (SUPPORTED, capped("Polyak", np.nan), {}),  # moving to the end: binds at it only
+            (INCONCLUSIVE, capped("Polyak", np.nan, frozen_from=3), {}),
+        ],
         "ngd.fastest": [
             (SUPPORTED, (tuned(joint({k: g[k] for k in ("GD", "Polyak")})), "Polyak"), {}),
             (NOT_SUPPORTED, (tuned(joint(g)), "GD"), {}),
@@ -760,6 +768,27 @@ def joint(groups: dict[str, Curves]) -> dict[str, Curves]:
         name: Curves(c.steps, {**c.values, "alignment_v/2": c.values["alignment/2"]})
         for name, c in groups.items()
     }
+
+
+def capped(fast: str, kappa: float, frozen_from: int | None = None) -> tuple:
+    """Arguments of `ngd.unless_cap_binds`: `fastest(fast)` over GD and Polyak (Polyak at its
+    best factor 2, 1/c = 0.2, γ_b = 1e6), each Polyak run's final ‖∇L‖/L `kappa` (1e-3: the cap
+    binds from step 0; 1e100: never; NaN: where the loss stops changing), its loss frozen
+    from recorded step `frozen_from` on."""
+    from attnbias.judging.verdicts import ngd
+
+    g = ngd_groups()
+    polyak = g["Polyak"]
+    loss = polyak.values["loss"].copy()
+    if frozen_from is not None:
+        loss[:, frozen_from:] = loss[:, [frozen_from]]
+    g = {"GD": g["GD"], "Polyak": Curves(polyak.steps, {**polyak.values, "loss": loss})}
+    t = tuned(joint(g))
+    runs = t.evaluation["Polyak"][2.0]
+    ratios = np.full(len(runs.seed_ids()), kappa)
+    onsets = {2.0: ngd.cap_onsets(runs, ratios, 1 / 0.2, 1e6)}
+    pairs = ngd.fastest_pairs(t, fast)
+    return ngd.fastest(t, fast), t, pairs, ngd.JOINT_METRICS, "Polyak", 1e6, onsets
 
 
 def local_global_inputs():
