@@ -313,6 +313,32 @@ def cases() -> dict[str, list]:
             (SUPPORTED, (g, "NGD-mom", "NGD"), {}),
             (NOT_SUPPORTED, (ngd_groups(mom=1e-2), "NGD-mom", "NGD"), {}),
             (NOT_APPLICABLE, ({"NGD": g["NGD"]}, "NGD-mom", "NGD"), {}),
+            # beside NGD at the steps bracketing η/(1 − β) = 1: beats them, loses to the one
+            # below (not supported) or to the one above (inconclusive: a larger step than its)
+            (SUPPORTED, (g, "NGD-mom", "NGD", {"NGD at η = 0.8": (g["NGD"], 0.8)}, 1.0), {}),
+            (
+                NOT_SUPPORTED,
+                (g, "NGD-mom", "NGD", {"NGD at η = 0.8": (ngd_group(1e-8, seed=40), 0.8)}, 1.0),
+                {},
+            ),
+            (
+                INCONCLUSIVE,
+                (g, "NGD-mom", "NGD", {"NGD at η = 1.6": (ngd_group(1e-8, seed=40), 1.6)}, 1.0),
+                {},
+            ),
+        ],
+        "ngd.beyond_effective_step": [
+            (SUPPORTED, (g, "NGD-mom", "NGD at η = 1.6", g["NGD"], 1.6, 1.0), {}),
+            (
+                NOT_SUPPORTED,
+                (g, "NGD-mom", "NGD at η = 0.8", ngd_group(1e-8, seed=40), 0.8, 1.0),
+                {},
+            ),
+            (
+                INCONCLUSIVE,
+                (g, "NGD-mom", "NGD at η = 1.6", ngd_group(1e-8, seed=40), 1.6, 1.0),
+                {},
+            ),
         ],
         "ngd.score_saturation": [
             (SUPPORTED, ({"NGD": saturation_group(-0.5)}, "NGD", np.full(SEEDS, 2.0), 0.1), {}),
