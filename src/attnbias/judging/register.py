@@ -225,7 +225,11 @@ def ngd_fixed_entries(experiment: str, figure: str, data: str, beyond: str) -> l
                    "metrics, including the train loss'", setting + "; judged by steps to the "
                    "loss, misalignment and optimal-token score levels (the paper shows curves); "
                    "the loss cannot fall below L* (the head is fixed), so its level lies near L*, "
-                   "the target Polyak's step (γ_b = 1e6) is aimed at; " + FIXED_TUNED),
+                   "the target Polyak's step (γ_b = 1e6) is aimed at; verdicts at γ_b = 1e6: a "
+                   "part that times Polyak where its cap binds before the level (from where "
+                   "‖W_t‖ leaves the uncapped pace ∝ t, reexamine-polyak's reading) is "
+                   "inconclusive, the cap's artefact; reexamine-polyak sweeps the cap; "
+                   + FIXED_TUNED),
         PaperClaim(f"{experiment}/norm-growth", "NGD", f"proof of Thm 1 (Eq. 12), {figure}",
                    "‖W_t‖ grows linearly in t under NGD (GD: logarithmically)",
                    setting + "; log–log slope of ‖W_t‖ over the last 90 % of steps above 0.8 "
@@ -303,6 +307,13 @@ V_MET_EARLY = (
     "step 2, so their level parts are not applicable ('below 0.05 already at step 2') and only "
     "the further 10× fall from step 2 to the end tests them; NGD's and joint-NGD's v are above "
     "0.05 at step 2 and their level parts test convergence"
+)
+# ngd-joint's speed rows and Polyak's cap (verdicts.ngd.unless_cap_binds)
+JOINT_CAP = (
+    "verdicts at γ_b = 1e6: a part that times Polyak where its cap binds before the level "
+    "(the uncapped step L/(c‖∇L‖²) placed against γ_b by the recorded loss and ‖∇L‖/L at the "
+    "stored final iterate; the steps per run in the summary's Polyak_cap_binds_from_step) is "
+    "inconclusive, the cap's artefact; a cap sweep as reexamine-polyak's would decide it"
 )
 NGD_JOINT_TUNED = (
     NGD_JOINT + "; " + tuned_protocol("GD η = 0.5, NGD and joint-NGD η = 0.1, Polyak c = 1")
@@ -773,11 +784,11 @@ REGISTER: list[PaperClaim] = [
                "freezes)"),
     PaperClaim("ngd-joint/all-beat-gd", "NGD", "§4, Fig. 3",
                "'all other algorithms are faster than GD'",
-               NGD_JOINT_TUNED + "; on loss and on W and v misalignment"),
+               NGD_JOINT_TUNED + "; on loss and on W and v misalignment; " + JOINT_CAP),
     PaperClaim("ngd-joint/polyak-fastest", "NGD", "§4, Fig. 3",
                "'with Polyak step being the fastest'",
                NGD_JOINT_TUNED + "; fastest = fewer steps than every other algorithm, on loss "
-               "and on W and v misalignment"),
+               "and on W and v misalignment; " + JOINT_CAP),
     PaperClaim("kq-nuclear/kq-nuclear-svm", "ours", KQ_WHERE,
                "W = KQᵀ trained by normalized GD for finite steps ends closer to the "
                "nuclear-norm Att-SVM than to the Frobenius one", KQ,

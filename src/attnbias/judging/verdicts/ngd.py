@@ -675,23 +675,42 @@ CAP_DECIDES = (
 )
 
 
-def cap_doubt(name: str, cap: float, onsets: np.ndarray, reach: np.ndarray) -> str:
+# How `cap_onsets` places the step the cap binds from (ngd-joint's, L* = 0).
+PLACED_BY_GRADIENT = (
+    "where its uncapped step L/(c‖∇L‖²) exceeds γ_b, placed by the recorded loss and the final "
+    "‖∇L‖/L"
+)
+# How ngd-fixed places it (reexamine.growing_until): uncapped, Polyak's ‖W_t‖ grows ∝ t.
+PLACED_BY_PACE = (
+    "where ‖W_t‖'s log–log slope in t falls below 0.5 for good: uncapped Polyak keeps "
+    "‖W_t‖ ∝ t, capped it grows like log t"
+)
+
+
+def cap_doubt(
+    name: str, cap: float, onsets: np.ndarray, reach: np.ndarray, placed: str = PLACED_BY_GRADIENT
+) -> str:
     """Why a time to a level of `name` (Polyak) is the cap's, not its rule's: on some runs its
     cap binds (`onsets`, `cap_onsets`) before it reaches the level (`reach`: steps, inf for
-    never); "" when on none."""
+    never); "" when on none. `placed`: how the onsets were placed."""
     early = onsets < reach
     if not early.any():
         return ""
     return (f"{name}'s cap γ_b = {cap:g} binds before it reaches the level on "
             f"{int(early.sum())} of {early.size} runs, from about step "
-            f"{np.median(onsets[early]):.0f} (median; where its uncapped step L/(c‖∇L‖²) "
-            "exceeds γ_b, placed by the recorded loss and the final ‖∇L‖/L): from there it "
-            "moves as GD with step γ_b, an artefact of the cap, not Polyak's rule; "
-            f"{CAP_DECIDES}")  # fmt: skip
+            f"{np.median(onsets[early]):.0f} (median; {placed}): from there it moves as GD "
+            f"with step γ_b, an artefact of the cap, not Polyak's rule; {CAP_DECIDES}")  # fmt: skip
 
 
 def unless_cap_binds(
-    claim: Claim, tuned: Tuned, pairs, metrics, name: str, cap: float, onsets: dict
+    claim: Claim,
+    tuned: Tuned,
+    pairs,
+    metrics,
+    name: str,
+    cap: float,
+    onsets: dict,
+    placed: str = PLACED_BY_GRADIENT,
 ) -> Claim:
     """`claim`, a `tuned_comparison` over `pairs` × `metrics` (in that order), with each part
     that times `name` (Polyak) inconclusive where its cap binds before it reaches the part's
@@ -702,7 +721,7 @@ def unless_cap_binds(
         factor = tuned.chosen(name, metric) if name in (slow, fast) else None
         if factor in onsets and part.effect is not None:
             reach = steps_to_reach(tuned.evaluation[name][factor], metric, part.evidence["level"])
-            if doubt := cap_doubt(name, cap, onsets[factor], reach):
+            if doubt := cap_doubt(name, cap, onsets[factor], reach, placed):
                 part = replace(part, unmet=[*part.unmet, doubt])
         parts.append(part)
     for factor, steps in sorted(onsets.items()):
