@@ -200,10 +200,6 @@ SURVIVING = {
     # evidence and wording only: what the row prints beside a verdict that stands either way
     "md_plain.polylog_reach": "the step an unmet reason names; inconclusive either way",
     "theory_measures.assumption1_report": "evidence: how many seeds satisfy Assumption 1",
-    "ngd.window_note": "evidence: ‖W_t‖'s span and the float64 stop printed beside the slope",
-    "ngd.cap_onsets": "computed before the rule (the onsets unless_cap_binds is handed, fixed "
-    "when the cases are built); its comparisons are pinned by test_claim_rules.py's "
-    "test_cap_onsets_place_the_step_polyaks_cap_binds_from",
     "trajectory_lemmas.failures": "evidence: the first violations listed",
     "mcnemar.pooled_mcnemar": "evidence: McNemar's test beside the paired accuracies",
     "joint_rates.thm3_premises": "the loss premise's reason: Eq. 13's absent time factor, the "
