@@ -107,12 +107,15 @@ def frozen(final: float) -> dict[str, Curves]:
     return out
 
 
-def growing(slope, frozen_from: int | None = None, flat_until: int = 0) -> dict[str, Curves]:
-    """Groups whose ‖W_t‖ grows like t^0.2 and whose misalignment is ‖W_t‖^slope (a number or
-    one per seed); with `frozen_from`, ‖W_t‖ and the misalignment stop at that recorded step;
-    with `flat_until`, the misalignment stays flat before that step (a transient)."""
+def growing(
+    slope, frozen_from: int | None = None, flat_until: int = 0, norm_rate: float = 1.5
+) -> dict[str, Curves]:
+    """Groups whose ‖W_t‖ grows like t^norm_rate (1.5: 2^1.5 ≈ 2.8× over the second half of
+    the steps; 0.2: 1.15×) and whose misalignment is ‖W_t‖^slope (a number or one per seed);
+    with `frozen_from`, ‖W_t‖ and the misalignment stop at that recorded step; with
+    `flat_until`, the misalignment stays flat before that step (a transient)."""
     slope = np.broadcast_to(np.asarray(slope, dtype=np.float64), (SEEDS,))
-    norm = power_law(5.0, 0.2, scatter=0.01)
+    norm = power_law(5.0, norm_rate, scatter=0.01)
     if frozen_from is not None:
         norm[:, frozen_from:] = norm[:, [frozen_from]]
     knee = int(np.searchsorted(STEPS, flat_until))
@@ -329,6 +332,32 @@ def cases() -> dict[str, list]:
             (SUPPORTED, (g, "NGD-mom", "NGD"), {}),
             (NOT_SUPPORTED, (ngd_groups(mom=1e-2), "NGD-mom", "NGD"), {}),
             (NOT_APPLICABLE, ({"NGD": g["NGD"]}, "NGD-mom", "NGD"), {}),
+            # beside NGD at the steps bracketing η/(1 − β) = 1: beats them, loses to the one
+            # below (not supported) or to the one above (inconclusive: a larger step than its)
+            (SUPPORTED, (g, "NGD-mom", "NGD", {"NGD at η = 0.8": (g["NGD"], 0.8)}, 1.0), {}),
+            (
+                NOT_SUPPORTED,
+                (g, "NGD-mom", "NGD", {"NGD at η = 0.8": (ngd_group(1e-8, seed=40), 0.8)}, 1.0),
+                {},
+            ),
+            (
+                INCONCLUSIVE,
+                (g, "NGD-mom", "NGD", {"NGD at η = 1.6": (ngd_group(1e-8, seed=40), 1.6)}, 1.0),
+                {},
+            ),
+        ],
+        "ngd.beyond_effective_step": [
+            (SUPPORTED, (g, "NGD-mom", "NGD at η = 1.6", g["NGD"], 1.6, 1.0), {}),
+            (
+                NOT_SUPPORTED,
+                (g, "NGD-mom", "NGD at η = 0.8", ngd_group(1e-8, seed=40), 0.8, 1.0),
+                {},
+            ),
+            (
+                INCONCLUSIVE,
+                (g, "NGD-mom", "NGD at η = 1.6", ngd_group(1e-8, seed=40), 1.6, 1.0),
+                {},
+            ),
         ],
         "ngd.score_saturation": [
             (SUPPORTED, ({"NGD": saturation_group(-0.5)}, "NGD", np.full(SEEDS, 2.0), 0.1), {}),
@@ -401,6 +430,9 @@ def cases() -> dict[str, list]:
             (SUPPORTED, (growing(-2.0, flat_until=900), "1-alignment/2", -1.0, "W"), {}),
             # ‖W_t‖ stops at the second recorded step: nothing to fit
             (INCONCLUSIVE, (growing(-2.0, frozen_from=2), "1-alignment/2", -1.0, "W"), {}),
+            # ‖W_t‖ grows only 1.15× over the window: too little to read the slope
+            (INCONCLUSIVE, (growing(-2.0, norm_rate=0.2), "1-alignment/2", -1.0, "W"), {}),
+            (INCONCLUSIVE, (growing(0.0, norm_rate=0.2), "1-alignment/2", -1.0, "W"), {}),
         ],
         "ngd.falls": [
             (SUPPORTED, (falling(1e-4, 0.5)["GD"], "GD", "1-alignment/2", 10.0), {}),
@@ -414,6 +446,14 @@ def cases() -> dict[str, list]:
         "ngd.all_beat": [
             (SUPPORTED, (tuned(joint(g)), "GD"), {}),
             (NOT_SUPPORTED, (tuned(joint(ngd_groups(ngd=0.3, polyak=0.3, mom=0.3))), "GD"), {}),
+        ],
+        "ngd.unless_cap_binds": [
+            (SUPPORTED, capped("Polyak", 1e100), {}),  # the cap never binds: the verdict stands
+            (NOT_SUPPORTED, capped("GD", 1e100), {}),
+            (INCONCLUSIVE, capped("Polyak", 1e-3), {}),  # binds from step 0: the cap's artefact
+            (INCONCLUSIVE, capped("GD", 1e-3), {}),
+            (SUPPORTED, capped("Polyak", np.nan), {}),  # moving to the end: binds at it only
+            (INCONCLUSIVE, capped("Polyak", np.nan, frozen_from=3), {}),
         ],
         "ngd.fastest": [
             (SUPPORTED, (tuned(joint({k: g[k] for k in ("GD", "Polyak")})), "Polyak"), {}),
@@ -809,6 +849,27 @@ def joint(groups: dict[str, Curves]) -> dict[str, Curves]:
         name: Curves(c.steps, {**c.values, "alignment_v/2": c.values["alignment/2"]})
         for name, c in groups.items()
     }
+
+
+def capped(fast: str, kappa: float, frozen_from: int | None = None) -> tuple:
+    """Arguments of `ngd.unless_cap_binds`: `fastest(fast)` over GD and Polyak (Polyak at its
+    best factor 2, 1/c = 0.2, γ_b = 1e6), each Polyak run's final ‖∇L‖/L `kappa` (1e-3: the cap
+    binds from step 0; 1e100: never; NaN: where the loss stops changing), its loss frozen
+    from recorded step `frozen_from` on."""
+    from attnbias.judging.verdicts import ngd
+
+    g = ngd_groups()
+    polyak = g["Polyak"]
+    loss = polyak.values["loss"].copy()
+    if frozen_from is not None:
+        loss[:, frozen_from:] = loss[:, [frozen_from]]
+    g = {"GD": g["GD"], "Polyak": Curves(polyak.steps, {**polyak.values, "loss": loss})}
+    t = tuned(joint(g))
+    runs = t.evaluation["Polyak"][2.0]
+    ratios = np.full(len(runs.seed_ids()), kappa)
+    onsets = {2.0: ngd.cap_onsets(runs, ratios, 1 / 0.2, 1e6)}
+    pairs = ngd.fastest_pairs(t, fast)
+    return ngd.fastest(t, fast), t, pairs, ngd.JOINT_METRICS, "Polyak", 1e6, onsets
 
 
 def local_global_inputs():

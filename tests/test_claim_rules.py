@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import asdict
 
+import numpy as np
 import pytest
 
 import claim_cases
@@ -104,3 +105,17 @@ def test_a_loss_at_the_float_floor_stays_supported_and_says_its_interval_is_the_
     assert claim.status == SUPPORTED
     assert "floor" in notes[1] and not any(notes[k] for k in (0, 2, 3))
     assert "floor" in verdict_columns(asdict(claim))["effect"].split("<br>")[1]
+
+
+def test_cap_onsets_place_the_step_polyaks_cap_binds_from():
+    """`ngd.cap_onsets` (what `unless_cap_binds` is handed): with κ = ‖∇L‖/L = 1, γ_b = 1e6 and
+    c = 1 the cap binds where L ≤ 1e-6, here from step 2 on; a loss that never gets there
+    never binds; without a finite κ, from where the loss stops changing."""
+    from attnbias.curves import Curves
+
+    steps = np.array([0, 1, 2, 4, 8])
+    falling = np.array([[0.7, 1e-3, 1e-6, 1e-9, 1e-12], [0.7, 0.5, 0.4, 0.3, 0.2]])
+    onsets = ngd.cap_onsets(Curves(steps, {"loss": falling}), np.array([1.0, 1.0]), 1.0, 1e6)
+    assert onsets.tolist() == [2.0, np.inf]
+    frozen = np.array([[0.7, 1e-3, 1e-5, 1e-5, 1e-5]])
+    assert ngd.cap_onsets(Curves(steps, {"loss": frozen}), np.array([np.nan]), 1.0, 1e6) == 2.0

@@ -176,7 +176,7 @@ SYNTHETIC_VERDICTS = {
     "ngd-fixed/score-saturation": "N/NS",
     "ngd-joint/loss-to-zero": "I/ISSS",
     "ngd-joint/v-aligns": "I/IISSSSSS",
-    "ngd-joint/W-aligns": "S/SSSS",
+    "ngd-joint/W-aligns": "I/IIII",  # ‖W_t‖ ∝ t^0.1 (GD), ∝ t (others): < 2× over the window
     "ngd-joint/all-beat-gd": "S/SSSSSSSSS",
     "ngd-joint/polyak-fastest": "N/SSSSSSSNN",
     "kq-nuclear/kq-nuclear-svm": "S",

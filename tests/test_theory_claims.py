@@ -192,6 +192,24 @@ def test_gram_dominance():
     assert tm.gram_dominance(gaussian_unit(6, 8, 10, seed=1).X) > 1.0
 
 
+def test_gram_dominance_without_the_optimal_pairs_is_the_footnotes_condition():
+    """Antipodal optimal tokens ±μ (token 0 of 4 samples), the others orthogonal to everything:
+    counted, the ±μ pairs give δ = n − 1 = 3 by construction; left out (the paper's footnote),
+    δ = 0. A bad `opt` is a ValueError naming it."""
+    n, T, d = 4, 2, 16
+    X = np.zeros((n, T, d))
+    X[:, 0, 0] = [1.0, -1.0, 1.0, -1.0]  # ±μ
+    X[np.arange(n), 1, 1 + np.arange(n)] = 1.0
+    assert tm.gram_dominance(X) == pytest.approx(3.0)
+    assert tm.gram_dominance(X, np.zeros(n, dtype=int)) == 0.0
+    report = tm.assumption1_report({1: X}, {1: np.zeros(n, dtype=int)})
+    assert report["gram_dominance"] == [3.0]
+    assert report["gram_dominance_without_optimal_pairs"] == [0.0]
+    assert report["footnote_holds"].startswith("1 of 1 seeds")
+    with pytest.raises(ValueError, match="opt"):
+        tm.gram_dominance(X, np.zeros(n + 1, dtype=int))
+
+
 def test_local_optimality_of_token_choices():
     problem = example1(2, 3, 64, seed=1)
     opt = problem.opt

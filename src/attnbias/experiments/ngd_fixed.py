@@ -25,6 +25,7 @@ from ..figures import save_figure
 from ..judging.claims import Claim, identified
 from ..judging.verdicts import ngd as rules
 from ..judging.verdicts.common import over_runs, seeds_of
+from ..judging.verdicts.reexamine import PACE_SLOPE, growing_until
 from ..judging.verdicts.tuning import Tuned, chosen_steps
 from . import plotting
 from .runs import (
@@ -92,8 +93,21 @@ def run(config: Config, out: Path) -> dict:
         config, out, specs, rules.FIXED_HEAD_METRICS, tuned_names, every_factor=every
     )
     outside = assumption1_by_seed(GENERATORS[config.data], shape_of(config), config)
+    effective, effective_step = at_effective_step(config, tuned)
+    # Polyak's cap binds where ‖W_t‖ leaves the uncapped pace (reexamine-polyak's reading)
+    onsets = {f: growing_until(c, PACE_SLOPE) for f, c in tuned.evaluation[config.fast].items()}
+    cap = next(a.lr for a in config.algorithms if a.name == config.fast)
     summary = {
-        "claims": claims(groups, config, tuned, report.records, outside),
+        "claims": claims(
+            groups,
+            config,
+            tuned,
+            report.records,
+            outside,
+            effective,
+            effective_step,
+            (cap, onsets),
+        ),
         "tuned_steps": chosen_steps(tuned, rules.FIXED_HEAD_METRICS),
         "slopes": slopes(groups),
         **sweep_summary(report),
@@ -120,27 +134,58 @@ def svm_norms(records, c: Curves) -> np.ndarray:
     return np.array([by_seed[int(s)] for s in seeds_of(c)])
 
 
+def at_effective_step(config: Config, tuned: Tuned) -> tuple[dict, float]:
+    """The reference's (NGD's) runs at the steps of its grid nearest momentum's effective step
+    η/(1 − β) from below and from above, labelled by step ("NGD at η = 0.8" → (runs, 0.8)),
+    and that effective step; ({}, 0) without a momentum algorithm."""
+    mom = next((a for a in config.algorithms if a.name == config.momentum), None)
+    if mom is None or not mom.momentum:
+        return {}, 0.0
+    name, step = tuned.steps[config.reference]
+    effective = mom.lr / (1.0 - mom.momentum)
+    by_step = {step * f: c for f, c in tuned.evaluation[config.reference].items()}
+    below = [s for s in by_step if s <= effective]
+    above = [s for s in by_step if s >= effective]
+    chosen = sorted({max(below, default=None), min(above, default=None)} - {None})
+    return {f"{config.reference} at {name} = {s:.3g}": (by_step[s], s) for s in chosen}, effective
+
+
 def claims(
     groups: dict[str, Curves],
     config: Config,
     tuned: Tuned,
     records=(),
     outside: dict | None = None,
+    effective: dict | None = None,
+    effective_step: float = 0.0,
+    cap_binds: tuple[float, dict] | None = None,
 ) -> list[Claim]:
     """The NGD paper's claims on this data (verdicts: judging/verdicts/ngd.py): the speed
     rows compare `tuned` runs, each algorithm at its tuned step; the others the config's steps
     (`groups`). `outside`: Assumption 1 per seed (runs.assumption1_by_seed), put in the
     evidence of the rows citing Theorem 1 or its lemmas, which test beyond the theorem where
-    it fails."""
+    it fails. `effective`, `effective_step`: the reference's runs at the steps bracketing
+    momentum's effective step, and that step (`at_effective_step`), which momentum-improves
+    compares too. `cap_binds`: Polyak's cap γ_b and, per step factor, the step from which it
+    binds on each evaluation run; polyak-faster's parts timed past it are inconclusive
+    (`rules.unless_cap_binds`)."""
     reference, baseline = config["reference"], config["baseline"]
     start = config["early_fraction"]  # fits leave out the steps before this fraction of the run
     out = [
         rules.global_convergence(groups, reference, config["target_alignment"]),
         rules.ngd_beats_gd(tuned, reference, baseline, start),
-        rules.tuned_polyak_faster(tuned, config["fast"], reference),
+        rules.unless_cap_binds(
+            rules.tuned_polyak_faster(tuned, config["fast"], reference),
+            tuned,
+            [(reference, config["fast"])],
+            rules.FIXED_HEAD_METRICS,
+            config["fast"],
+            *(cap_binds or (0.0, {})),
+            rules.PLACED_BY_PACE,
+        ),
         rules.norm_growth(groups, reference, baseline, start),
         rules.norm_growth_bound(groups, reference, start),
-        rules.momentum_improves(groups, config["momentum"], reference),
+        rules.momentum_improves(groups, config["momentum"], reference, effective, effective_step),
         rules.score_saturation(groups, reference, svm_norms(records, groups[reference]), start),
     ]
     slugs = ("global-convergence", "ngd-beats-gd", "polyak-faster", "norm-growth",

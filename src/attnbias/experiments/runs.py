@@ -36,7 +36,9 @@ def assumption1_by_seed(make: Callable, shape: dict, config: SweepConfig) -> dic
     """Assumption 1 (our reading, docs/theory.md: the token Gram matrix strictly diagonally
     dominant, δ < 1; theory_measures.assumption1_report) on the problem `make(**shape,
     seed=s)` of each of the config's seeds: Theorem 1 and its lemmas are proved under it."""
-    return assumption1_report({s: make(**shape, seed=s).X for s in seeds(config)})
+    problems = {s: make(**shape, seed=s) for s in seeds(config)}
+    opt = {s: p.opt for s, p in problems.items() if p.opt is not None}
+    return assumption1_report({s: p.X for s, p in problems.items()}, opt)
 
 
 def random_init(shape, scale: float, seed: int, stream: int = 0) -> np.ndarray:
