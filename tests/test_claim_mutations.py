@@ -23,7 +23,8 @@ from attnbias.curves import Curves
 from attnbias.experiment_registry import load_config
 from attnbias.experiments import md_plain
 from attnbias.judging import verdicts
-from claim_cases import cases
+from attnbias.judging.claims import Claim
+from claim_cases import cases, value_cases
 
 MODULES = tuple(info.name for info in pkgutil.iter_modules(verdicts.__path__))
 FLIP = {
@@ -77,7 +78,8 @@ def mutation_sites(tree: ast.AST):
 
 
 def verdicts_of(all_cases) -> list:
-    """Every case's status and its parts' statuses (an exception is an outcome too)."""
+    """Every case's status and its parts' statuses; for a helper that returns numbers or text
+    (`value_cases`), its result (an exception is an outcome too)."""
     out = []
     for name, listed in all_cases.items():
         module, attr = name.split(".")
@@ -85,7 +87,10 @@ def verdicts_of(all_cases) -> list:
         for _, args, kwargs in listed:
             try:
                 claim = fn(*args, **kwargs)
-                out.append((claim.status, tuple(p.status for p in claim.parts)))
+                if isinstance(claim, Claim):
+                    out.append((claim.status, tuple(p.status for p in claim.parts)))
+                else:
+                    out.append(("value", repr(claim)))
             except Exception as err:
                 out.append(("error", type(err).__name__))
     return out
@@ -103,7 +108,7 @@ def load_mutant(module: types.ModuleType, tree: ast.AST) -> dict:
 def test_every_comparison_in_the_claim_rules_changes_a_verdict(monkeypatch):
     # fewer resamples: the cases are clear-cut, and the test's budget is two minutes
     monkeypatch.setattr(claims_model, "BOOTSTRAP_RESAMPLES", 999)
-    all_cases = cases()
+    all_cases = {**cases(), **value_cases()}
     baseline = verdicts_of(all_cases)
     rule_modules = {m: importlib.import_module(f"{verdicts.__name__}.{m}") for m in MODULES}
     survivors, tried = [], 0
@@ -208,6 +213,8 @@ SURVIVING = {
     "joint_rates.thm3_premises": "the loss premise's reason: Eq. 13's absent time factor, the "
     "other premise, leaves thm3-rate and thm4-v-margin inconclusive either way",
     "trajectory_lemmas.score_note": "evidence: lemma13-score's unchanged and rounded pairs",
+    "runs.assumption1_by_seed": "evidence: δ without the optimal tokens' pairs (antipodal's "
+    "footnote), printed beside verdicts that stand either way",
 }
 
 
