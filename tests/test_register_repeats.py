@@ -197,3 +197,25 @@ def test_parts_are_counted_with_their_multiplicity():
     rows = {r.cells[0]: r for r in register_rows(found)}
     assert rows["text-md/best-accuracy"].same_as == "text-md/md-beats-gd"
     assert rows["text-md/md-beats-gd"].same_as == ""
+
+
+def test_a_summary_row_made_of_other_rows_parts_repeats_them_and_they_are_counted():
+    """A row whose parts are all the parts of rows lying wholly within it (reexamine-adam's
+    constant-rate-explains: adam-decay-like-signgd's parts and adam-decay-closer's) summarises
+    them: it is the one not counted, naming them, and each of them is counted; a row that only
+    shares one part with a larger one (text-md/best-accuracy) still repeats the larger one."""
+    like = [Claim("", rule=RULE, effect=mean_effect([0.01, 0.02, 0.015])),
+            Claim("", rule=RULE, effect=mean_effect([0.02, 0.03, 0.025]))]  # fmt: skip
+    closer = [Claim("", rule=Rule("ratio, paired", ">", 1.0, "ours"),
+                    effect=mean_effect([0.5, 0.6, 0.55]))]  # fmt: skip
+    rows = ("adam-decay-like-signgd", "adam-decay-closer-than-adam-eps0", "constant-rate-explains")
+    ids = tuple(f"reexamine-adam/{row}" for row in rows)
+    made = [Claim("like", id=ids[0], parts=like), Claim("closer", id=ids[1], parts=closer),
+            Claim("explains", id=ids[2], parts=[*like, *closer])]  # fmt: skip
+    rows = {r.cells[0]: r for r in register_rows({"reexamine-adam": stored(made, quick=False)})}
+    assert rows[ids[2]].same_as == f"{ids[0]}, {ids[1]}"
+    assert rows[ids[0]].same_as == "" and rows[ids[1]].same_as == ""
+    # without the closer row the explains row is not a summary: the like row repeats it
+    rows = {r.cells[0]: r for r in register_rows({"reexamine-adam": stored(
+        [made[0], made[2]], quick=False)})}  # fmt: skip
+    assert rows[ids[0]].same_as == ids[2] and rows[ids[2]].same_as == ""

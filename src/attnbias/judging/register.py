@@ -1145,21 +1145,29 @@ def evidence_key(claim: dict) -> tuple | None:
 
 
 def repeat_targets(keyed: list[tuple[str, tuple | None]]) -> dict[str, str]:
-    """Row id → the id of the row whose evidence it repeats (`evidence_key`s, in register
-    order): the first row with the same key, or else the row with the most parts among those
-    that hold every part of its own, before it or after it (one result is counted once,
-    where it is reported in full)."""
+    """Row id → the id(s) of the row(s) whose evidence it repeats (`evidence_key`s, in register
+    order), one result counted once, where it is reported in full: the first row with the same
+    key; else, for a summary row (an 'explains' or 'at some setting' row, all of whose parts
+    are the parts of rows that lie wholly within it), those rows, each counted; else the row
+    with the most parts among those that hold every part of its own, before it or after it."""
     first: dict[tuple, str] = {}
     for row_id, key in keyed:
         if key is not None:
             first.setdefault(key, row_id)
     target = {i: first[k] for i, k in keyed if k is not None and first[k] != i}
-    counted = [(i, k) for i, k in keyed if k is not None and i not in target]
-    for row_id, key in counted:
-        parts = Counter(dict(key[1]))
-        holders = [(k[1], i) for i, k in counted if parts < Counter(dict(k[1]))]
-        if holders:
-            target[row_id] = max(holders, key=lambda holder: sum(n for _, n in holder[0]))[1]
+    counted = [(i, Counter(dict(k[1]))) for i, k in keyed if k is not None and i not in target]
+    summaries = {}
+    for row_id, parts in counted:
+        inside = [i for i, other in counted if i != row_id and other < parts]
+        covered = sum((other for i, other in counted if i in inside), Counter())
+        if inside and parts <= covered:
+            summaries[row_id] = ", ".join(inside)
+    target.update(summaries)
+    for row_id, parts in counted:
+        holders = [(sum(other.values()), i) for i, other in counted
+                   if i not in summaries and parts < other]  # fmt: skip
+        if row_id not in summaries and holders:
+            target[row_id] = max(holders)[1]
     return {i: target.get(t, t) for i, t in target.items()}
 
 
