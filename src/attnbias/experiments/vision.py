@@ -29,10 +29,10 @@ DESCRIPTION = (
     "small ViT on MNIST and Fashion-MNIST with SGD, SNGD, SPS, Adam, ℓ1.1-MD: train loss, "
     "test accuracy, per-layer norm growth"
 )
-# Full scale in one process on 2 CPU cores: 10 seeds' 100 runs at the 19 s a run docs/REAL_DATA.md
+# Full scale in one process on 2 CPU cores: 20 seeds' 200 runs at the 19 s a run docs/REAL_DATA.md
 # measured with 3 seeds, plus the rate search (30-50 runs of 300 steps); `attnbias reproduce`
 # states it first.
-FULL_SCALE_MINUTES = 40
+FULL_SCALE_MINUTES = 75
 VIT_FIELDS = ("patch_size", "dim", "heads", "layers", "mlp_ratio")
 
 
