@@ -918,7 +918,7 @@ def value_cases() -> dict[str, list]:
     """Helpers of the rule modules that return numbers or text a verdict or its printed reason
     is made of, not a Claim (what `test_claim_mutations` compares for them: their result), with
     inputs that take every branch: `ngd.cap_onsets` (a finite κ whose cap binds, one whose does
-    not, and no finite κ with a loss frozen from step 2) and `ngd.window_note` (one run frozen
+    not, and no finite κ with a loss frozen from step 2) and `ngd.fit_window_note` (one run frozen
     before the end, one moving to it)."""
     steps = np.array([0, 1, 2, 4, 8])
     falling = np.array([[0.7, 1e-3, 1e-6, 1e-9, 1e-12], [0.7, 0.5, 0.4, 0.3, 0.2]])
@@ -931,5 +931,5 @@ def value_cases() -> dict[str, list]:
             (None, (Curves(steps, {"loss": falling}), np.array([1.0, 1.0]), 1.0, 1e6), {}),
             (None, (Curves(steps, {"loss": frozen}), np.array([np.nan, 0.0]), 1.0, 1e6), {}),
         ],
-        "ngd.window_note": [(None, (windowed, "1-alignment/2"), {})],
+        "ngd.fit_window_note": [(None, (windowed, "1-alignment/2"), {})],
     }

@@ -59,11 +59,14 @@ def is_driver(module: str) -> bool:
 
 
 def defined_twice(found: dict[str, list[str]]) -> dict[str, list[str]]:
-    """The names with more than one home, but a protocol name defined by drivers only."""
+    """The names with more than one home, but a protocol name defined by drivers only and
+    Python's own module hooks (a module's `__getattr__`: its lazily built attributes)."""
     return {
         name: where
         for name, where in found.items()
-        if len(where) > 1 and not (name in DRIVER_PROTOCOL and all(map(is_driver, where)))
+        if len(where) > 1
+        and not (name in DRIVER_PROTOCOL and all(map(is_driver, where)))
+        and not (name.startswith("__") and name.endswith("__"))
     }
 
 

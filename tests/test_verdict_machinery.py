@@ -119,8 +119,10 @@ def test_the_register_headline_counts_the_rows_it_prints():
         Claim("a", id="ngd-joint/loss-to-zero", rule=PAPER, effect=mean(high)),
         Claim("b", id="ngd-joint/v-aligns", rule=PAPER, effect=mean(low)),
         Claim("c", id="ngd-joint/W-aligns", rule=PAPER, effect=mean(high), unmet=["stalled"]),
+        # its own runs' numbers: parts equal to another row's would make that row its repeat
         Claim("d", id="ngd-joint/all-beat-gd", parts=[
-            Claim("", rule=PAPER, effect=mean(low)), Claim("", rule=PAPER, effect=mean(high))]),
+            Claim("", rule=PAPER, effect=mean([0.11, 0.21, 0.16])),
+            Claim("", rule=PAPER, effect=mean([3.01, 3.21, 3.11]))]),
     ])  # fmt: skip
     ngd_rates = stored([
         Claim("e", id="ngd-rates/eq12-norm-growth", rule=CHECK, effect=mean(low)),

@@ -584,19 +584,26 @@ def violations_effect(margins, *, unit: str = "steps") -> Effect:
     return Effect(count, count, count, int(margins.size), method, unit)
 
 
+def cases_and_clusters(caller: str, holds, clusters) -> tuple[np.ndarray, np.ndarray]:
+    """`holds` as a flat boolean array and `clusters` as a flat array of one label per case;
+    ValueError naming `caller` when their numbers differ."""
+    holds = np.asarray(holds, dtype=bool).ravel()
+    clusters = np.asarray(clusters).ravel()
+    if holds.shape != clusters.shape:
+        raise ValueError(
+            f"{caller}: clusters must give one label per case, got {clusters.size} labels "
+            f"for {holds.size} cases"
+        )
+    return holds, clusters
+
+
 def failures_effect(holds, clusters, *, case: str = "starts", fails: str = "fail") -> Effect:
     """A universal property checked case by case (every start of a claim about any start):
     the number of cases where it fails. Every case was checked, so there is no sampling and
     the interval is the count (a share above 0.9 would pass a tenth of the cases failing); n
     counts the seeds the cases come from (`clusters`, independent). The method says "k of N
     starts fail (in m of S seeds)". Judge it with `violations_rule`: one failure refutes."""
-    holds = np.asarray(holds, dtype=bool).ravel()
-    clusters = np.asarray(clusters).ravel()
-    if holds.shape != clusters.shape:
-        raise ValueError(
-            f"failures_effect: clusters must give one label per case, got {clusters.size} "
-            f"labels for {holds.size} cases"
-        )
+    holds, clusters = cases_and_clusters("failures_effect", holds, clusters)
     seeds, failed = len(set(clusters.tolist())), int(np.sum(~holds))
     in_seeds = len(set(clusters[~holds].tolist()))
     method = f"{failed} of {holds.size} {case} {fails} (in {in_seeds} of {seeds} seeds)"
@@ -695,13 +702,7 @@ def clustered_proportion_effect(
     Every cluster with the same share (all held, say): resampling clusters shows no spread,
     so the interval is Clopper–Pearson over the clusters, each one unit (conservative, as if
     its cases were one)."""
-    holds = np.asarray(holds, dtype=bool).ravel()
-    clusters = np.asarray(clusters).ravel()
-    if holds.shape != clusters.shape:
-        raise ValueError(
-            f"clustered_proportion_effect: clusters must give one label per case, got "
-            f"{clusters.size} labels for {holds.size} cases"
-        )
+    holds, clusters = cases_and_clusters("clustered_proportion_effect", holds, clusters)
     labels = list(dict.fromkeys(clusters.tolist()))
     k = np.array([holds[clusters == label].sum() for label in labels], dtype=np.float64)
     m = np.array([np.sum(clusters == label) for label in labels], dtype=np.float64)

@@ -484,7 +484,7 @@ def norm_growth_in_window(c: Curves) -> tuple[np.ndarray, np.ndarray]:
 NORM_GROWTH = 2.0
 
 
-def window_note(c: Curves, metric: str) -> str:
+def fit_window_note(c: Curves, metric: str) -> str:
     """What the fit window saw (printed with the effect): ‖W_t‖ over it, the final
     misalignment, and where float64 stopped runs (‖W_t‖ frozen before the last step)."""
     first, last = norm_growth_in_window(c)
@@ -507,7 +507,7 @@ def direction_converges(groups: dict[str, Curves], metric: str, bound: float, te
     along another direction gives 0. That reading needs ‖W_t‖ large beside the residual: a
     group whose ‖W_t‖ grows less than NORM_GROWTH× over the window (median over runs) is
     inconclusive, and every part prints ‖W_t‖'s span, the final misalignment and where
-    float64 stopped runs (`window_note`)."""
+    float64 stopped runs (`fit_window_note`)."""
     label = LABELS.get(metric, metric)
     source = ("ours: −2 for growth along W_mm beside a bounded residual, 0 for another "
               "direction; below −1 read as converging to W_mm")  # fmt: skip
@@ -517,7 +517,11 @@ def direction_converges(groups: dict[str, Curves], metric: str, bound: float, te
         bad = int(np.sum(~np.isfinite(slopes)))
         unmet = [f"{bad} of {slopes.size} runs: ‖W_t‖ grew at fewer than 3 recorded steps "
                  "(frozen: the float64 floor)"] if bad else []  # fmt: skip
+        rule = Rule(f"log–log slope of the {label} in ‖W_t‖, {name}", "<", bound, source)
         first, last = norm_growth_in_window(c)
+        if not first.size:  # every run diverged: nothing to fit (the effect says so)
+            parts.append(Claim("", rule=rule, effect=mean_effect(slopes), unmet=unmet))
+            continue
         growth = float(np.median(last / first))
         if growth < NORM_GROWTH:
             unmet.append(f"‖W_t‖ grows only {growth:.3g}× over the window (median; ours: at "
@@ -526,8 +530,7 @@ def direction_converges(groups: dict[str, Curves], metric: str, bound: float, te
                          f"‖W_t‖ grows {NORM_GROWTH:g}× over the window, or the late "
                          "increment W_T − W_{T/2} measured against W_mm (not recorded), would "
                          "decide it")  # fmt: skip
-        rule = Rule(f"log–log slope of the {label} in ‖W_t‖, {name}", "<", bound, source)
-        evidence = {**described({name: slopes}), "effect_note": window_note(c, metric)}
+        evidence = {**described({name: slopes}), "effect_note": fit_window_note(c, metric)}
         parts.append(Claim("", rule=rule, effect=mean_effect(slopes), unmet=unmet,
                            evidence=evidence))  # fmt: skip
     return Claim(text, parts=parts)
@@ -751,7 +754,7 @@ def unless_cap_binds(
                 part = replace(part, unmet=[*part.unmet, doubt])
         parts.append(part)
     for factor, steps in sorted(onsets.items()):
-        binds[f"{tuned.steps[name][1] * factor:g}"] = [None if np.isinf(s) else float(s)
+        binds[f"{tuned.steps[name][1] * factor:g}"] = [float(s) if np.isfinite(s) else None
                                                        for s in steps]  # fmt: skip
     evidence = {**claim.evidence, f"{name}_cap_binds_from_step": binds}
     return replace(claim, parts=parts, evidence=evidence)

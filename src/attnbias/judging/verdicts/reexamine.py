@@ -309,11 +309,11 @@ def knob_spread(claims: dict[float, Claim]) -> list[tuple[float, float]]:
     """Per part (the claims share their parts' order): the largest relative difference of the
     estimates across the knob's values (`claims`: value → its claim), and that spread in log
     as a fraction of the narrowest 95 % interval's log half-width (0 for equal estimates);
-    NaN without a measured effect at every value."""
+    NaN without a measured effect of positive interval at every value (a diverged arm's)."""
     out = []
     for parts in zip(*(claim.parts for claim in claims.values()), strict=True):
         effects = [part.effect for part in parts]
-        if any(e is None or not e.n for e in effects):
+        if any(e is None or not e.n or not e.low > 0 for e in effects):  # no ratio to take
             out.append((np.nan, np.nan))
             continue
         estimates = np.array([e.estimate for e in effects])
