@@ -119,6 +119,35 @@ def test_random_global_norms_are_lp_norm_bit_for_bit():
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_one_divisor_on_the_host_gives_the_tensors_factor_bit_for_bit(dtype):
+    """`divisors.quick_factors` of one CPU divisor divides on the host: the factor that the
+    float64 tensor division and the cast into the dtype give, at every scale, and None where
+    the quotient is not a normal number."""
+    generator = torch.Generator().manual_seed(13)
+    info = torch.finfo(dtype)
+    for _ in range(2000):
+        size = float(torch.rand(1, generator=generator)) * 10.0 ** int(
+            torch.randint(-30, 30, (1,), generator=generator)
+        )
+        eta = float(torch.rand(1, generator=generator)) * 10.0 ** int(
+            torch.randint(-40, 10, (1,), generator=generator)
+        )
+        d = torch.tensor([size], dtype=dtype)
+        factors = divisors.quick_factors("x", [d] * 3, eta, "the gradient norm")
+        expected = (torch.stack([d[0]]).double() / eta).to(dtype).view(-1, 1)[0]
+        quotient = float(d) / eta
+        if 2 * info.tiny <= quotient <= info.max / 2:
+            assert all(f is factors[0] for f in factors) and factors[0].shape == (1,)
+            assert factors[0].dtype == dtype and torch.equal(factors[0], expected)
+        else:
+            assert factors == [None] * 3
+    with pytest.raises(FloatingPointError, match="gradient norm"):
+        divisors.quick_factors(
+            "x", [torch.tensor([math.inf], dtype=dtype)], 0.1, "the gradient norm"
+        )
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("p", [1.1, 1.5])
 def test_a_small_group_on_the_cpu_takes_the_foreach_step_bit_for_bit(p, dtype, monkeypatch):
     """Plain mirror descent of a small CPU group steps in torch._foreach_* calls: the same

@@ -325,8 +325,18 @@ def quick_factors(
     """For divisors D (one element each), checked here to be finite (FloatingPointError
     otherwise, as `check_finite` raises), the factors F = D/η of the one-pass step
     (`functional.step_` with divisors F and η = 1), or None where F is not a normal number.
-    One host sync for all tensors; a divisor repeated ("global": one for all) is taken once."""
+    One host sync for all tensors; a divisor repeated ("global": one for all) is taken once.
+    One divisor on the CPU (a small group's "global") is read and divided on the host: float64
+    division is IEEE's in Python as in torch, and the tensor made of the quotient rounds it
+    into the dtype as `.to` does, so the same factor bit for bit in two calls, not eight."""
     distinct = list({id(d): d for d in divisors}.values())
+    if len(distinct) == 1 and distinct[0].device.type == "cpu":
+        (d,) = distinct
+        size = d.item()
+        if not math.isfinite(size):
+            raise not_finite(optimizer, culprit)
+        normal = quotient_is_normal(size, eta, d.dtype)
+        return [torch.tensor([size / eta], dtype=d.dtype) if normal else None] * len(divisors)
     where = {id(d): j for j, d in enumerate(distinct)}
     kinds = [d.dtype for d in distinct]
     sizes = torch.stack([d.reshape(-1)[0] for d in distinct]).double()
