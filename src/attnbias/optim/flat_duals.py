@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 
 from .duals import fits
-from .multi_tensor import small_on_cpu
+from .multi_tensor import small_group
 
 # The flat path is taken where this is True (tests switch it off to step the reference: the
 # per-tensor path, the same step).
@@ -25,7 +25,8 @@ def flat_step_possible(group: dict, params: list, weights: list, rows: list) -> 
     """Whether a group's mirror step can take the flat buffers: p < 2 a number, a float η,
     "none" or "global" normalisation (one divisor for all), every row stepped, the parameters
     stepped in place (float32 or float64, no working copies), of one dtype and device, a
-    small group on the CPU (where per-call overhead is the cost) or on a GPU."""
+    small group (`multi_tensor.small_group`: where per-call overhead is the cost; a large
+    one would pay for the flat gradients and scratch, two more copies of the model)."""
     p, lr = group["p"], group["lr"]
     if not ENABLED or not p < 2.0 or isinstance(lr, torch.Tensor) or not params:
         return False
@@ -38,7 +39,7 @@ def flat_step_possible(group: dict, params: list, weights: list, rows: list) -> 
         return False
     if any(w.dtype != first.dtype or w.device != first.device for w in params):
         return False
-    return first.is_cuda or small_on_cpu(params)
+    return small_group(params)
 
 
 class FlatDuals:

@@ -61,7 +61,12 @@ class MirrorDescent(CheckedOptimizer):
     an edit of the weights between steps is never undone: torch's version counter would miss
     an in-place edit through `.data` (`w.data.clamp_(...)`, WGAN's clipping), and the next
     step would recompute w from the stale θ, undoing the edit. It costs a comparison and a copy
-    of w a step.
+    of w a step. Where a group can be stepped as one (p < 2, "none" or "global", a float lr,
+    float32 or float64 parameters of one dtype and device, up to 2^20 entries in all), θ and
+    the copies are views into one flat buffer each per group
+    (`flat_duals.FlatDuals`; the parameters keep their own storage): the step is then a
+    dozen kernels for the whole group, the per-tensor step bit for bit on the CPU. The state
+    dict holds the views (each as large as its parameter) and loads as any.
 
     Every value is checked where it enters (TypeError for a wrong type, ValueError for a
     value out of range, naming the argument and the param group): here, in each param group,
