@@ -27,9 +27,17 @@ def dual_exponent(p: Exponent) -> Exponent:
     return 1.0 if math.isinf(p) else p / (p - 1.0)
 
 
-def power_(x: torch.Tensor, e: Exponent, scratch: torch.Tensor | None = None) -> torch.Tensor:
+def power_(
+    x: torch.Tensor, e: Exponent, scratch: torch.Tensor | None = None, pieces=None
+) -> torch.Tensor:
     """In place: x ← x^e for x ≥ 0 and e > 0; exp(e·log x) for a tensor of exponents (0 stays
     0).
+
+    `pieces`: views that split x into the tensors it lays end to end (a flat buffer of
+    several tensors), or None. torch.pow is then taken on each piece: on the CPU its
+    vectorised and scalar paths may round an entry differently (by an ulp), and a tensor's
+    last entries take the scalar one, so only piece by piece are x's powers those of the
+    tensors bit for bit.
 
     An exponent that is a whole number as x's dtype holds it (torch.pow rounds it so: in
     float32 the q = 1.1/0.1 = 10.999… of p = 1.1 is 11) is computed by repeated squaring, a
@@ -42,6 +50,9 @@ def power_(x: torch.Tensor, e: Exponent, scratch: torch.Tensor | None = None) ->
     if e == 0.5:
         return x.sqrt_()
     whole = whole_exponent(e, x.dtype)
+    if whole is None and pieces is not None:
+        torch._foreach_pow_(pieces, e)
+        return x
     if whole is None:
         return x.pow_(e)
     if whole == 2:
@@ -295,14 +306,17 @@ def mirror_map(w: torch.Tensor, p: Exponent, *, out=None, scratch=None) -> torch
     return _signed_power(w, per_run(p, w), lambda p: p - 1.0, out, scratch)
 
 
-def inverse_mirror_map(theta: torch.Tensor, p: Exponent, *, out=None, scratch=None) -> torch.Tensor:
-    """(∇ψ)⁻¹(θ) = sign(θ)|θ|^{1/(p−1)}.
+def inverse_mirror_map(
+    theta: torch.Tensor, p: Exponent, *, out=None, scratch=None, pieces=None
+) -> torch.Tensor:
+    """(∇ψ)⁻¹(θ) = sign(θ)|θ|^{1/(p−1)}. `pieces`: with `out`, views splitting it into the
+    tensors it lays end to end (`power_`).
 
     Both maps round as IEEE arithmetic does: a result beyond the dtype's range is ±inf, one
     below its smallest normal number is subnormal or 0. (For p > 2, ∇ψ(w) = sign(w)|w|^{p−1}
     leaves the range for weights that are not extreme at all: |w| > 1.43 at p = 2000 in
     float64. `log_domain_step` takes a mirror step from such θ.)"""
-    return _signed_power(theta, per_run(p, theta), lambda p: 1.0 / (p - 1.0), out, scratch)
+    return _signed_power(theta, per_run(p, theta), lambda p: 1.0 / (p - 1.0), out, scratch, pieces)
 
 
 def inverse_mirror_map_foreach_(thetas: list[torch.Tensor], p: float, outs: list[torch.Tensor]):
@@ -347,7 +361,7 @@ def _power_foreach_(xs: list[torch.Tensor], e: float, whole: int | None) -> None
             torch._foreach_mul_(xs, r)
 
 
-def _signed_power(x, p, exponent, out, scratch):
+def _signed_power(x, p, exponent, out, scratch, pieces=None):
     """sign(x)|x|^e with e = exponent(p): a few passes and no temporary when `out` (and for a
     whole exponent `scratch`) is given. An even whole e starts from x² = |x|², which saves
     the pass that takes |x|."""
@@ -359,7 +373,7 @@ def _signed_power(x, p, exponent, out, scratch):
         y = torch.mul(x, x, out=out) if out is not None else x * x
         return power_(y, float(whole // 2), scratch).copysign_(x)
     y = torch.abs(x, out=out) if out is not None else x.abs()
-    return power_(y, e, scratch).copysign_(x)
+    return power_(y, e, scratch, pieces if out is not None else None).copysign_(x)
 
 
 def log_domain_step(

@@ -161,9 +161,11 @@ def step_divisors(
     *,
     p: float = 2.0,
     scratch=None,
+    laid_out: torch.Tensor | None = None,
 ) -> tuple[list[torch.Tensor], list[torch.Tensor | None]]:
     """The optimiser classes' divisors of a normalised step ("per_tensor" or "global"; grads
-    with their run axis, one run): `divisors(grads, normalize, p=p)`, checked to be finite
+    with their run axis, one run, or `laid_out`: all their entries end to end in one flat
+    tensor, for "global" with p ≠ 2): `divisors(grads, normalize, p=p)`, checked to be finite
     (FloatingPointError naming the culprit, as `check_finite`), and for each tensor the
     factor F = D/η of the one-pass step (`functional.step_` with divisors F and η = 1), or
     None where F is not a normal number. ℓ2 (p = 2) from the quick unscaled norms where they
@@ -171,8 +173,8 @@ def step_divisors(
     tensors' together (`grouped_gradient_norms`, in `scratch`: a `ScratchSpace`)."""
     if p == 2.0:
         return quick_two_norm_divisors(optimizer, grads, normalize, eta, culprit)
-    if normalize == "global" and takes_whole_group_norm(grads):
-        found = [whole_group_norm(grads, dual_exponent(p), scratch)] * len(grads)
+    if normalize == "global" and (laid_out is not None or takes_whole_group_norm(grads)):
+        found = [whole_group_norm(grads, dual_exponent(p), scratch, laid_out)] * len(grads)
     else:
         norms = functools.partial(grouped_gradient_norms, scratch=scratch)
         found = divisors(grads, normalize, p=p, norms=norms)
@@ -191,16 +193,22 @@ def takes_whole_group_norm(grads: list[torch.Tensor]) -> bool:
     )
 
 
-def whole_group_norm(grads: list[torch.Tensor], q: float, scratch) -> torch.Tensor:
+def whole_group_norm(
+    grads: list[torch.Tensor], q: float, scratch, laid_out: torch.Tensor | None = None
+) -> torch.Tensor:
     """‖(g_1, …, g_k)‖_q of one run's gradients (`takes_whole_group_norm`), (1,): the scaled
     norm (`lp_norm`) of all their entries laid end to end in a flat buffer of `scratch` (a
     `ScratchSpace`), scaled by the largest of all. A dozen operations for the whole group,
     where the tensors' norms and then the norm of those took a dozen for each tensor (over
     40 % of a small model's normalised ℓ1.1 step); the same norm, scale-safe alike, to
-    within the rounding of the sums (tests/test_optim_step_cost.py bounds the difference)."""
+    within the rounding of the sums (tests/test_optim_step_cost.py bounds the difference).
+    `laid_out`: the entries already end to end (the flat mirror step's), read, not changed:
+    |g| goes into the scratch buffer as the copy's |g| would, so the same norm bit for bit."""
     entries, powers, views = scratch.laid_out(grads)
-    torch._foreach_copy_(views, grads)
-    return lp_norm(entries, q, scratch=(entries, powers)).reshape(1)
+    if laid_out is None:
+        torch._foreach_copy_(views, grads)
+        laid_out = entries
+    return lp_norm(laid_out, q, scratch=(entries, powers)).reshape(1)
 
 
 def quick_two_norm_divisors(
@@ -317,8 +325,18 @@ def quick_factors(
     """For divisors D (one element each), checked here to be finite (FloatingPointError
     otherwise, as `check_finite` raises), the factors F = D/η of the one-pass step
     (`functional.step_` with divisors F and η = 1), or None where F is not a normal number.
-    One host sync for all tensors; a divisor repeated ("global": one for all) is taken once."""
+    One host sync for all tensors; a divisor repeated ("global": one for all) is taken once.
+    One divisor on the CPU (a small group's "global") is read and divided on the host: float64
+    division is IEEE's in Python as in torch, and the tensor made of the quotient rounds it
+    into the dtype as `.to` does, so the same factor bit for bit in two calls, not eight."""
     distinct = list({id(d): d for d in divisors}.values())
+    if len(distinct) == 1 and distinct[0].device.type == "cpu":
+        (d,) = distinct
+        size = d.item()
+        if not math.isfinite(size):
+            raise not_finite(optimizer, culprit)
+        normal = quotient_is_normal(size, eta, d.dtype)
+        return [torch.tensor([size / eta], dtype=d.dtype) if normal else None] * len(divisors)
     where = {id(d): j for j, d in enumerate(distinct)}
     kinds = [d.dtype for d in distinct]
     sizes = torch.stack([d.reshape(-1)[0] for d in distinct]).double()

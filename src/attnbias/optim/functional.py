@@ -59,6 +59,7 @@ def step_(
     copies: list[torch.Tensor | None] | None = None,
     range_ok: torch.Tensor | None = None,
     foreach: bool = False,
+    pieces: list[list[torch.Tensor]] | None = None,
 ) -> None:
     """In place: one step θ ← θ − η·m, w = (∇ψ)⁻¹(θ) of each tensor (see the module text).
 
@@ -77,6 +78,9 @@ def step_(
     (scratch, copies and range_ok are not used there); mirror descent with p < 2 when p is a
     number, without momentum, η a number, tensors of one dtype, float32 or float64, no
     divisors or divisors with η = 1 (the one pass below); other steps ignore it.
+    pieces: for a flat tensor that lays several end to end (the classes' `flat_duals`),
+    views of it shaped as each: the mirror map's powers are taken piece by piece, so the
+    step is that of each tensor bit for bit (`norms.power_`); not with the foreach path.
 
     With η = 1 (a float) and no momentum, t − g/D is taken in one pass (addcdiv: g/D rounded,
     then the subtraction, as the two passes round), t = w for p = 2 and θ for p < 2: callers
@@ -107,13 +111,14 @@ def step_(
         d = None if prepared is None else prepared[k]
         theta = duals[k] if mirror else None
         powers = None if scratch is None else scratch[k]
+        views = None if pieces is None else pieces[k]
         if d is not None and one_pass:
             (theta if mirror else w).addcdiv_(g, d, value=-1.0)
             if mirror:
-                inverse_mirror_map(theta, p, out=w, scratch=powers)
+                inverse_mirror_map(theta, p, out=w, scratch=powers, pieces=views)
         else:
             buffer = None if buffers is None else buffers[k]
-            _step_tensor_(w, g, d, lr, p, theta, momentum, buffer, powers, range_ok)
+            _step_tensor_(w, g, d, lr, p, theta, momentum, buffer, powers, range_ok, views)
         if copies is not None and copies[k] is not None:
             copies[k].copy_(w)
 
@@ -128,8 +133,11 @@ def _foreach_mirror(params, divisors, lr, p, mirror, uses_momentum, one_pass) ->
     return len(dtypes) == 1 and dtypes <= {torch.float32, torch.float64}
 
 
-def _step_tensor_(w, g, d, lr, p, theta, momentum, buffer, scratch, range_ok=None) -> None:
-    """`step_` of one tensor (d: its divisor shaped for the runs, or None)."""
+def _step_tensor_(
+    w, g, d, lr, p, theta, momentum, buffer, scratch, range_ok=None, pieces=None
+) -> None:
+    """`step_` of one tensor (d: its divisor shaped for the runs, or None; `pieces` as
+    `step_`'s for this tensor)."""
     if isinstance(momentum, torch.Tensor) or momentum != 0.0:
         u = buffer.mul_(per_run(momentum, g))
         u.add_(g) if d is None else u.addcdiv_(g, d)
@@ -144,7 +152,7 @@ def _step_tensor_(w, g, d, lr, p, theta, momentum, buffer, scratch, range_ok=Non
     else:  # p < 2: θ = |w|^{p−1} never leaves the range, and w⁺ leaves it only to ±inf
         _subtract_scaled_(theta, u, lr)
         # (u is spent: the scratch buffer is free for the map's powers)
-        inverse_mirror_map(theta, p, out=w, scratch=scratch)
+        inverse_mirror_map(theta, p, out=w, scratch=scratch, pieces=pieces)
 
 
 def _euclidean_foreach_(params, grads, divisors, lr, momentum, buffers, uses_momentum) -> None:

@@ -24,7 +24,8 @@ from ..norms import inverse_mirror_map
 from . import functional as F
 from .checked import CheckedOptimizer, StepBatch, check_normalize, decay_
 from .divisors import step_divisors
-from .duals import dual_iterates, fits, remember_weights
+from .duals import dual_iterates, fits, remember_weights, same_values
+from .flat_duals import FlatDuals, flat_step_possible
 from .guards import LOW_PRECISION, largest_magnitudes
 from .multi_tensor import (
     ScratchSpace,
@@ -60,7 +61,12 @@ class MirrorDescent(CheckedOptimizer):
     an edit of the weights between steps is never undone: torch's version counter would miss
     an in-place edit through `.data` (`w.data.clamp_(...)`, WGAN's clipping), and the next
     step would recompute w from the stale θ, undoing the edit. It costs a comparison and a copy
-    of w a step.
+    of w a step. Where a group can be stepped as one (p < 2, "none" or "global", a float lr,
+    float32 or float64 parameters of one dtype and device, up to 2^20 entries in all), θ and
+    the copies are views into one flat buffer each per group
+    (`flat_duals.FlatDuals`; the parameters keep their own storage): the step is then a
+    dozen kernels for the whole group, the per-tensor step bit for bit on the CPU. The state
+    dict holds the views (each as large as its parameter) and loads as any.
 
     Every value is checked where it enters (TypeError for a wrong type, ValueError for a
     value out of range, naming the argument and the param group): here, in each param group,
@@ -103,6 +109,9 @@ class MirrorDescent(CheckedOptimizer):
         # Not optimiser state (never saved: a checkpoint cannot vouch for it; rebuilt on
         # demand): per parameter (by id: the groups hold it), an upper bound on log max|θ|.
         self.dual_bounds: dict[int, float] = {}
+        # Not optimiser state either: per group (by id), its θ and copies of w as flat
+        # buffers (`flat_duals`), which the state's tensors are views into.
+        self.flat_duals: dict[int, FlatDuals] = {}
 
     @classmethod
     def check_hyper(cls, hyper: dict, where: str) -> dict:
@@ -114,7 +123,9 @@ class MirrorDescent(CheckedOptimizer):
 
     def load_state_dict(self, state_dict: dict) -> None:
         super().load_state_dict(state_dict)
-        self.dual_bounds.clear()  # after a load that succeeded: a failed one changes nothing
+        # after a load that succeeded: a failed one changes nothing
+        self.dual_bounds.clear()
+        self.flat_duals.clear()
 
     def loaded(self, state_dict: dict) -> None:
         saved = saved_duals(state_dict, self.param_groups)
@@ -142,14 +153,17 @@ class MirrorDescent(CheckedOptimizer):
             self._prepare_duals(batch)
         # (the run axis of the functional core only where something broadcasts per run)
         gathered, g = gather_rows(batch.followed, batch.rows), None
+        flat = batch.parts.get("flat")
+        if flat is not None:  # the gradients laid out as θ is (no run axis: one divisor)
+            batch.parts["flat_grads"] = flat.stage(gathered)
         if group["normalize"] == "none":
             d, factors = None, [None] * len(gathered)
             sizes = largest_magnitudes("MirrorDescent", gathered, batch.culprit)
         else:  # |g/D| ≤ 1, D being a norm of g or of all the group's gradients
-            g = as_runs(gathered)
+            g = gathered if flat is not None else as_runs(gathered)
             d, factors = step_divisors(
                 "MirrorDescent", g, group["normalize"], eta, batch.culprit, p=p,
-                scratch=self.scratch,
+                scratch=self.scratch, laid_out=batch.parts.get("flat_grads"),
             )  # fmt: skip
             if p > 2.0:  # (the checked update divides first, as `F.step_` does)
                 factors = [None] * len(g)
@@ -169,13 +183,36 @@ class MirrorDescent(CheckedOptimizer):
         stepped: every row of a θ built just now."""
         p, params = batch.group["p"], batch.params
         states = [self.state[key] for key in params]
-        duals, status = dual_iterates(states, params, batch.weights, p, batch.rows)
+        flat, laid_out = self._flat_duals(batch, states)
+        if laid_out and same_values(flat.stage(params), flat.copy):
+            # w is what the last step wrote, everywhere: θ holds (`dual_iterates`)
+            duals, status = flat.theta_views, [None] * len(params)
+        else:
+            duals, status = dual_iterates(states, params, batch.weights, p, batch.rows)
+            if flat is not None:  # those built just now, into the flat buffers
+                flat.absorb(states)
+                duals = flat.theta_views
         # a new θ = ∇ψ(w) is not yet w's exact preimage: step every row once
         batch.rows = [None if s == "built" else r for r, s in zip(batch.rows, status)]
         for key, w, theta, s in zip(params, batch.weights, duals, status):
             if s is not None or id(key) not in self.dual_bounds:
                 self.dual_bounds[id(key)] = dual_log_bound(theta, w, p)
-        batch.parts.update(states=states, duals=duals)
+        batch.parts.update(states=states, duals=duals, flat=flat)
+
+    def _flat_duals(self, batch: StepBatch, states: list[dict]) -> tuple[FlatDuals | None, bool]:
+        """The group's flat θ and copies of w (`flat_duals`), laid out again from the state
+        where something broke the layout (None where the flat step does not apply), and
+        whether every state is in it (False where some is still to be built: `dual_iterates`
+        builds it, then it is absorbed)."""
+        group, params = batch.group, batch.params
+        if not flat_step_possible(group, params, batch.weights, batch.rows):
+            return None, False
+        flat = self.flat_duals.get(id(group))
+        if flat is not None and flat.holds(states, params):
+            return flat, True
+        flat = self.flat_duals[id(group)] = FlatDuals(params)
+        flat.absorb(states)
+        return flat, flat.holds(states, params)
 
     def decay(self, batch: StepBatch) -> None:
         if batch.group["p"] == 2.0:
@@ -202,6 +239,12 @@ class MirrorDescent(CheckedOptimizer):
         duals, states = parts["duals"], parts["states"]
         # (1 − ηλ)^{p−1} θ: the same shrink of w (|θ| only shrinks, so the bounds still hold)
         theta_shrink = batch.shrink ** (p - 1.0)
+        flat = parts["flat"]
+        if flat is not None:
+            limit = dual_log_limit(p, params[0].dtype)
+            if all(bound <= limit for bound in bounds):  # False for NaN
+                self._flat_update(batch, flat, theta_shrink)
+                return
         w, theta = gather_rows(weights, rows), gather_rows(duals, rows)
         # 1. tensors whose step might leave the range: stepped on copies and checked before
         # anything is written
@@ -264,6 +307,25 @@ class MirrorDescent(CheckedOptimizer):
         scatter_rows_(duals, rows, theta)
         copied = set(live) & {k for k, x in enumerate(direct) if x}
         parts.update(done=done, copied=copied)
+
+    def _flat_update(self, batch: StepBatch, flat: FlatDuals, theta_shrink: float) -> None:
+        """`_mirror_update` of a group in its flat buffers (`flat_duals`), every tensor in
+        range: the same operations on the same values as the per-tensor step, one kernel
+        each for the whole group. The new w goes into the flat copy, then the parameters."""
+        parts, lr, p = batch.parts, batch.group["lr"], batch.group["p"]
+        if theta_shrink != 1.0:
+            flat.theta.mul_(theta_shrink)
+        # "global" or "none": one divisor (and factor) for all the tensors, or none
+        factor = parts["factors"][0]
+        divisors = None if parts["divisors"] is None else parts["divisors"][:1]
+        divisors, rate = ([factor], 1.0) if factor is not None else (divisors, lr)
+        (spare,) = self.scratch.views([flat.copy], 1)[0]
+        F.step_(
+            [flat.copy], [parts["flat_grads"]], divisors, rate, p=p, duals=[flat.theta],
+            scratch=[spare], pieces=[flat.copy_views],
+        )  # fmt: skip
+        flat.publish(batch.params)
+        parts.update(done={}, copied=set(range(len(batch.params))))
 
     def written(self, batch: StepBatch) -> None:
         """After the write-back of a mirror step: the copies of w the next step compares with

@@ -63,7 +63,12 @@ SMALL_GROUP = 1 << 20
 
 def small_on_cpu(tensors: list[torch.Tensor]) -> bool:
     """Whether the tensors are all on the CPU, SMALL_GROUP entries or fewer in all."""
-    return on_cpu(tensors) and sum(t.numel() for t in tensors) <= SMALL_GROUP
+    return on_cpu(tensors) and small_group(tensors)
+
+
+def small_group(tensors: list[torch.Tensor]) -> bool:
+    """Whether the tensors hold SMALL_GROUP entries or fewer in all."""
+    return sum(t.numel() for t in tensors) <= SMALL_GROUP
 
 
 def large_on_cpu(tensors: list[torch.Tensor]) -> bool:
