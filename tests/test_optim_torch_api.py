@@ -5,8 +5,10 @@ reprs. (AttentionClassifier's dtype and repr: tests/test_model.py.)"""
 
 from __future__ import annotations
 
+import copy
 import io
 import math
+import pickle
 import warnings
 
 import pytest
@@ -169,6 +171,30 @@ def test_maximize_is_minimising_the_negated_objective(name):
     assert_same(maximized, trajectory(make, sign=-1.0))
     with pytest.raises(AssertionError):
         assert_same(maximized, trajectory(make))
+
+
+@pytest.mark.parametrize("how", ["deepcopy", "pickle"])
+@pytest.mark.parametrize("name", sorted(STATEFUL))
+def test_a_copy_taken_mid_run_steps_as_the_original(name, how):
+    """copy.deepcopy of (model, optimiser) or a pickle round trip, taken after two steps,
+    continues bit for bit as the original (torch pickles only defaults, state and groups)."""
+    generator = torch.Generator().manual_seed(1)
+    params = [torch.nn.Parameter(torch.randn(3, 3, dtype=torch.float64, generator=generator))]
+    optimizer = STATEFUL[name](params)
+    grads = [torch.randn(3, 3, dtype=torch.float64, generator=generator) for _ in range(4)]
+    loss = torch.tensor(1.5, dtype=torch.float64)
+    for g in grads[:2]:
+        params[0].grad = g.clone()
+        optimizer.step(lambda: loss)
+    if how == "deepcopy":
+        copy_params, copy_optimizer = copy.deepcopy((params, optimizer))
+    else:
+        copy_params, copy_optimizer = pickle.loads(pickle.dumps((params, optimizer)))
+    for g in grads[2:]:
+        for ps, opt in ((params, optimizer), (copy_params, copy_optimizer)):
+            ps[0].grad = g.clone()
+            opt.step(lambda: loss)
+        assert torch.equal(params[0], copy_params[0])
 
 
 @pytest.mark.parametrize("decay", [0.0, 0.3])

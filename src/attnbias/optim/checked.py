@@ -124,7 +124,22 @@ class CheckedOptimizer(Optimizer):
         exclude_from_compile(type(self))
         self.hyper_keys = tuple(hyper)  # torch adds keys of its own to the defaults
         self.checked_values: dict[int, list] = {}  # id(group): its values as last checked
+        self.start_transients()
         super().__init__(params, self.checked(hyper, ""))
+
+    def start_transients(self) -> None:
+        """Set the attributes that are not optimiser state (caches, values handed for the next
+        step): at construction, and in a copy (`__setstate__`)."""
+
+    def __getstate__(self) -> dict:
+        # torch keeps defaults, state and param_groups; the keys checked go too, so that a deep
+        # copy (or an unpickled copy) steps as the original does
+        return {**super().__getstate__(), "hyper_keys": self.hyper_keys}
+
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        self.checked_values = {}  # keyed by id(group): a copy's groups are new objects
+        self.start_transients()
 
     @classmethod
     def renamed(cls, hyper: dict, old: dict) -> dict:

@@ -105,6 +105,8 @@ class MirrorDescent(CheckedOptimizer):
     ):
         hyper = dict(lr=lr, p=p, normalize=normalize)
         super().__init__(params, self.with_keywords(hyper, keywords))
+
+    def start_transients(self) -> None:
         self.scratch = ScratchSpace()
         # Not optimiser state (never saved: a checkpoint cannot vouch for it; rebuilt on
         # demand): per parameter (by id: the groups hold it), an upper bound on log max|θ|.

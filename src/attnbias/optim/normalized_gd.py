@@ -61,6 +61,8 @@ class NormalizedGD(CheckedOptimizer):
     ):
         hyper = dict(lr=lr, momentum=momentum, normalize=normalize)
         super().__init__(params, self.with_keywords(hyper, keywords))
+
+    def start_transients(self) -> None:
         self.scratch = ScratchSpace()
 
     @classmethod

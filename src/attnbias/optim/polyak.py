@@ -87,6 +87,8 @@ class PolyakStep(CheckedOptimizer):
     ):
         hyper = dict(lr=lr, f_star=f_star, c=c)
         super().__init__(params, self.with_keywords(hyper, keywords))
+
+    def start_transients(self) -> None:
         self.handed_loss = None  # losses handed since the last step (not optimiser state)
         self.handed_excess = None  # L − L* handed for the next step (not optimiser state)
 

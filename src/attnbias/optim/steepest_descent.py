@@ -66,8 +66,7 @@ class _Steepest(CheckedOptimizer):
         super().__init_subclass__(**kwargs)
         cls.__doc__ = (cls.__doc__ or "").rstrip() + "\n" + BEHAVIOUR
 
-    def __init__(self, params, hyper: dict):
-        super().__init__(params, hyper)
+    def start_transients(self) -> None:
         self.scratch = ScratchSpace()
 
     @classmethod
