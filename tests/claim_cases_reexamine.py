@@ -14,6 +14,7 @@ from attnbias.judging.claims import (
     Claim,
     Effect,
     Rule,
+    as_consistency_check,
     not_applicable,
 )
 from attnbias.judging.verdicts.reexamine import knob_effect
@@ -274,6 +275,18 @@ def reexamine_cases() -> dict[str, list]:
             # evidence not run is no evidence
             (INCONCLUSIVE, ("t", [verdict(SUPPORTED), not_applicable("x", "not run")]), {}),
             (NOT_APPLICABLE, ("t", [not_applicable("x", "not run")]), {}),
+            # a consistency check among the evidence is a precondition, not a part
+            (SUPPORTED, ("t", [as_consistency_check(verdict(SUPPORTED)), verdict(SUPPORTED)]), {}),
+            (
+                INCONCLUSIVE,
+                ("t", [as_consistency_check(verdict(NOT_SUPPORTED)), verdict(SUPPORTED)]),
+                {},
+            ),
+            (
+                NOT_SUPPORTED,
+                ("t", [as_consistency_check(verdict(SUPPORTED)), verdict(NOT_SUPPORTED)]),
+                {},
+            ),
         ],
         "reexamine.larger_cap_ends_closer": [
             (SUPPORTED, (n, ["GD", "NGD", "NGD-mom"]), {}),  # 0.14, 1e-4, 1e-6

@@ -175,11 +175,13 @@ MUON_INSIDE = [
     ("reexamine-muon/nm-f64-like-spectraldescent", "S/SSSSS"),
     ("reexamine-muon/ns-f64-like-spectraldescent", "S/SSSSS"),
     ("reexamine-muon/muon-stalls", "S/SS"),
+    ("reexamine-muon/muon-long-stalls", "N/NS"),  # Muon-long's gap still falls: it moves
     ("reexamine-muon/ns-f64-closer-than-each", "N/SSNN"),
     ("reexamine-muon/muon-f64-nesterov-like-spectraldescent-at-config-step", "S/SSSSS"),
     ("reexamine-muon/muon-stalls-at-config-step", "S/SS"),
     ("reexamine-muon/torch-muon-explains", "S/SS"),
-    ("reexamine-muon/momentum-explains", "N/SN"),
+    # ns-f64-like-spectraldescent, a consistency check, is its precondition, not a part
+    ("reexamine-muon/momentum-explains", "N/N"),
 ]
 
 
@@ -249,12 +251,18 @@ PINNED = [
     *MUON_INSIDE,
     # NS-f64's best step is the largest tried: its refutation by the NM arms could be
     # overturned by a better step (inconclusive, with why); its support stands
-    *muon_pinned({"ns-f64-closer-than-each": "I/SSNN", "momentum-explains": "I/SI"}),
+    *muon_pinned({"ns-f64-closer-than-each": "I/SSNN", "momentum-explains": "I/I"}),
     # Muon-f64-Nesterov's best is the smallest tried: its refutation and the stall it moves
     # in are open; NS-f64's lead over it stands (a better step could only narrow it), as does
     # the yardstick's support at SpectralDescent's largest step
     # (torch-muon-explains rests on the atlas's η, untuned: no edge leaves it open)
-    *muon_pinned({"muon-f64-nesterov-like-spectraldescent": "I/NSSSS", "muon-stalls": "I/SS"}),
+    *muon_pinned(
+        {
+            "muon-f64-nesterov-like-spectraldescent": "I/NSSSS",
+            "muon-stalls": "I/SS",
+            "muon-long-stalls": "I/NS",
+        }
+    ),
     # Muon-long reaches the level; at the atlas's η Muon-f64-Nesterov stops above it: the
     # explanation is refuted
     *muon_pinned(
@@ -269,6 +277,7 @@ PINNED = [
     *muon_pinned(
         {
             "muon-long-like-spectraldescent": "N/NSSSS",
+            "muon-long-stalls": "S/SS",
             "muon-stalls-at-config-step": "I/IS",
             "torch-muon-explains": "I/IS",
         }

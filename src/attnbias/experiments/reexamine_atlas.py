@@ -32,6 +32,7 @@ from ..judging.claims import (
     NOT_SUPPORTED,
     SUPPORTED,
     Claim,
+    as_consistency_check,
     identified,
     not_applicable,
     with_arm_labels,
@@ -64,6 +65,12 @@ class Config(atlas.GapConfig):
     threshold: Positive = Field(description="a gap counts as near 0 below this final median")
     rate_start: real(gt=0, lt=1) = Field(
         description="norm growth (the stall test) is fitted over steps ≥ rate_start · last step"
+    )
+    checks: tuple[Text, ...] = Field(
+        (),
+        description="ids (after 'NAME/') of claims that check our own code, not the theory (an "
+        "arm that is its owner's method computed another way): listed apart as consistency "
+        "checks, and a precondition, not evidence, of an explanation that lists them",
     )
     explains: dict[str, Text] = Field(
         description="key → a candidate explanation of the atlas's verdict (an artefact of our "
@@ -122,6 +129,9 @@ class Config(atlas.GapConfig):
             if slug not in ids:
                 raise ValueError(f"at_config_step[{k}] = {slug!r} is not one of the claims {ids}")
         ids += [f"{slug}{AT_CONFIG_STEP}" for slug in self.judged_at_config_step()]
+        for k, slug in enumerate(self.checks):
+            if slug not in ids:
+                raise ValueError(f"checks[{k}] = {slug!r} is not one of the claims {ids}")
         if set(self.explains) != set(self.explained_if):
             raise ValueError(
                 f"explains {sorted(self.explains)} and explained_if {sorted(self.explained_if)} "
@@ -264,6 +274,8 @@ def claims(groups, config, tuned=None, metric: str = "", at_config=None) -> list
         judged = rule(at_config, *args)
         judged.claim += f" ({arms_at(config_labels, names)})"
         out[f"{slug}{AT_CONFIG_STEP}"] = with_arm_labels(judged, config_labels)
+    for slug in config.checks:
+        out[slug] = as_consistency_check(out[slug])
     for key, text in config.explains.items():
         evidence = [out[slug] for slug in config.explained_if[key]]
         out[f"{key}-explains"] = rules.explains(text, evidence)

@@ -29,6 +29,7 @@ from ..claims import (
     Rule,
     mean_effect,
     ratio_effect,
+    verdict_word,
 )
 from .atlas import STALLED_SLOPE, as_run_note, gap, lower_gap, stall_reason, stalled
 from .common import described, final, growing_until, paired, seeds_of, values
@@ -265,14 +266,23 @@ def explains(explanation: str, evidence: list[Claim]) -> Claim:
     property of the method) holds when every claim of `evidence` (each removing or exposing
     the cause) is supported; not supported when one is not; inconclusive otherwise, and
     when a piece of its evidence could not be judged (not applicable: not run); not
-    applicable when none could."""
+    applicable when none could. A consistency check among the evidence (a check of our code,
+    `claims.as_consistency_check`) is a precondition, not a part: one that does not pass leaves
+    the explanation inconclusive, named."""
+    checks = [claim for claim in evidence if claim.consistency]
+    evidence = [claim for claim in evidence if not claim.consistency]
     judged = [claim for claim in evidence if claim.status != NOT_APPLICABLE]
     unrun = [
         f"{claim.id or claim.claim}: not applicable"
         for claim in evidence
         if claim.status == NOT_APPLICABLE
     ]
-    return Claim(explanation, parts=evidence, unmet=unrun if judged else [])
+    unchecked = [
+        f"precondition not met: {claim.id or claim.claim}: {verdict_word(claim)}"
+        for claim in checks
+        if claim.status != SUPPORTED
+    ]
+    return Claim(explanation, parts=evidence, unmet=unrun + unchecked if judged else [])
 
 
 def setting_faster(
