@@ -298,3 +298,20 @@ def test_not_global_gaussian_is_an_existence_count(made):
     assert "share_failing" in claim.evidence
     assert "existence count stated before the data" in ENTRIES[
         "local-global/not-global-gaussian"].differences  # fmt: skip
+
+
+def test_md_beats_gd_is_claimed_at_its_equal_budget_with_its_confound():
+    """Item 10: the runs end far from separation; the claim is the equal budget's, and the
+    row says that unequal training can make a refutation."""
+    entry = ENTRIES["text-md/md-beats-gd"]
+    assert entry.wording.startswith("at an equal 30-epoch budget")
+    assert "as the MD paper reports at separation:" not in entry.wording
+    assert register.UNDER_TRAINED in entry.differences
+    assert "less training rather than worse generalization" in register.UNDER_TRAINED
+
+
+def test_thm3_slower_says_why_its_premise_leaves_it_open():
+    """Item 11: one policy with thm3-rate and thm4-v-margin, said in the row."""
+    differences = ENTRIES["joint-rates/thm3-slower"].differences
+    assert "inconclusive, premise not met, as thm3-rate and thm4-v-margin" in differences
+    assert "cannot corroborate the paper" in differences
