@@ -315,3 +315,13 @@ def test_thm3_slower_says_why_its_premise_leaves_it_open():
     differences = ENTRIES["joint-rates/thm3-slower"].differences
     assert "inconclusive, premise not met, as thm3-rate and thm4-v-margin" in differences
     assert "cannot corroborate the paper" in differences
+
+
+def test_adam_decay_closer_is_compared_at_equal_norm():
+    """Item 12: the arms travel Σηₜ ≈ 55 and ≈ 15,000 in the same steps: the row compares
+    them at equal ‖W_t‖_F, and says so."""
+    from attnbias.experiment_registry import load_config
+
+    assert load_config("reexamine-adam").closer_at_equal_norm == ("Adam-decay",)
+    entry = ENTRIES["reexamine-adam/adam-decay-closer-than-adam-eps0"]
+    assert "at equal ‖W_t‖_F" in entry.wording and register.EQUAL_NORM in entry.differences

@@ -62,6 +62,12 @@ class Config(atlas.GapConfig):
         "of its `like` owner's norm (paired by seed; several: each of them, e.g. every rate "
         "and variant of a sweep, one claim)"
     )
+    closer_at_equal_norm: tuple[Text, ...] = Field(
+        (),
+        description="algorithms of `closer` compared where the other arm's ‖W_t‖_F reaches "
+        "theirs at the end, not at equal steps: for step schedules that travel very different "
+        "distances in the same steps (the final gaps are then evidence)",
+    )
     threshold: Positive = Field(description="a gap counts as near 0 below this final median")
     rate_start: real(gt=0, lt=1) = Field(
         description="norm growth (the stall test) is fitted over steps ≥ rate_start · last step"
@@ -124,6 +130,9 @@ class Config(atlas.GapConfig):
         for name in self.closer:
             if name not in self.like:
                 raise ValueError(f"closer.{name}: {name} has no `like` entry naming its norm")
+        for k, name in enumerate(self.closer_at_equal_norm):
+            if name not in self.closer:
+                raise ValueError(f"closer_at_equal_norm[{k}] = {name!r} is not one of `closer`")
         ids = [slug for slug, *_ in planned(self)]
         for k, slug in enumerate(self.judged_at_config_step()):
             if slug not in ids:
@@ -206,7 +215,8 @@ def planned(config: Config) -> list[tuple]:
     ] + [
         (closer_slug(n, o), f"{n} ends closer than {', '.join(o)}", (n, *o, config.like[n]),
          rules.closer_than if len(o) == 1 else rules.closer_than_each,
-         (n, o[0] if len(o) == 1 else list(o), own.get(config.like[n]), start, undecided),
+         (n, o[0] if len(o) == 1 else list(o), own.get(config.like[n]), start, undecided,
+          n in config.closer_at_equal_norm),
          {n: NOT_SUPPORTED, **dict.fromkeys(o, SUPPORTED)})
         for n, o in config.closer.items()
     ]  # fmt: skip
