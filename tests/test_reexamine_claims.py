@@ -502,3 +502,20 @@ def test_every_muon_row_prints_the_eta_each_arm_is_judged_at():
         assert "tuned" not in rule and rule.count(" at config η = 0.2)") == 2 + 5 * (
             slug == "torch-muon-explains"
         )
+
+
+def test_equal_norm_comparison_pairs_by_seed_when_the_other_arm_has_more_seeds():
+    """`closer_than(..., at_equal_norm=True)`: the other arm's runs are read at the seeds both
+    arms have, whatever its extra runs."""
+    from attnbias.judging.verdicts.reexamine import closer_than
+    from claim_cases_reexamine import equal_norm_groups
+
+    groups = equal_norm_groups(0.1)
+    fast = groups["Fast"]
+    # an extra run first, of a seed Slow lacks: Fast's runs 1–8 are seeds 0–7
+    extra = {k: np.vstack([v[:1] * 1e3, v]) for k, v in fast.values.items()}
+    seeds = np.array([100, *range(len(fast.values["norm/2"]))])
+    wider = {**groups, "Fast": Curves(fast.steps, extra, seeds=seeds)}
+    same = closer_than(groups, "Slow", "Fast", "inf", 0.1, None, True)
+    more = closer_than(wider, "Slow", "Fast", "inf", 0.1, None, True)
+    assert (more.effect.estimate, more.effect.n) == (same.effect.estimate, same.effect.n)

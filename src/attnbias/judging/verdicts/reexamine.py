@@ -79,10 +79,9 @@ def lower_gap_at_equal_norm(groups, name: str, other: str, label: str) -> tuple[
     """Per seed, `other`'s gap in norm `label` where its ‖W_t‖_F first reaches `name`'s final
     one (`gap_at_norm`) over `name`'s final gap exceeds 1: `name` is closer at equal distance
     travelled. With the reason where `other` never reaches it (those seeds are left out)."""
-    c = groups[other]
-    at, targets = paired(c, groups[name], np.arange(len(seeds_of(c))),
-                         final(groups[name], "norm/2"))  # fmt: skip
-    _, own = paired(c, groups[name], at, final(groups[name], gap(label)))
+    c, runs = groups[other], np.arange(len(seeds_of(groups[other])))
+    at, targets = paired(c, groups[name], runs, final(groups[name], "norm/2"))
+    _, own = paired(c, groups[name], runs, final(groups[name], gap(label)))
     theirs = gap_at_norm(Curves(c.steps, {k: v[at] for k, v in c.values.items()}), label, targets)
     missed = int(np.sum(np.isnan(theirs)))
     rule = Rule(f"gap in {label} at {name}'s final ‖W_t‖_F: {other} over {name}, per seed", ">",
