@@ -92,8 +92,8 @@ def trajectory_inputs():
     """trajectory-lemmas' quick config with: Lemma 5 violated once beyond rounding, Lemma 6
     never (one vanished gradient not checked), Lemma 13 (i) and (ii) never violated."""
     config = load_config("trajectory-lemmas", quick=True)
-    ok = [(0.1, (t, 0)) for t in range(200)]
-    fixed = {"lemma5": [*ok, (-0.02, (5, 1))], "lemma6": [*ok, (np.nan, (7,))]}
-    fixed_off = {"lemma5": [(-0.5, (3, 0))], "lemma6": []}
+    ok = [(0.1, (seed, t, 0)) for seed in (1, 2) for t in range(100)]  # (seed, step, sample)
+    fixed = {"lemma5": [*ok, (-0.02, (2, 5, 1))], "lemma6": [*ok, (np.nan, (3, 7))]}
+    fixed_off = {"lemma5": [(-0.5, (4, 3, 0))], "lemma6": []}
     joint = {"gap": ok, "score": ok, "log_ratio": [], "underflow": []}
     return fixed, fixed_off, joint, config

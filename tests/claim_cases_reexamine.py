@@ -14,6 +14,7 @@ from attnbias.judging.claims import (
     Claim,
     Effect,
     Rule,
+    as_consistency_check,
     not_applicable,
 )
 from attnbias.judging.verdicts.reexamine import knob_effect
@@ -71,6 +72,24 @@ def as_set(tuned, *names: str):
 
 # a doubt on a verdict (what a tuned step at its grid's edge leaves open: tuning.edge_doubt)
 DOUBT = "NGD's best step (η = 0.4) is the largest tried: a better step could overturn it"
+
+
+def equal_norm_groups(slow_gap, fast_reach: float = 1.0, seed: int = 0) -> dict[str, Curves]:
+    """Two arms on the same seeds: "Fast" travels far (‖W_t‖_F ∝ t, to 200 × fast_reach) with
+    its ℓ∞ gap ‖W_t‖^(−1/2), ending at 0.07; "Slow" travels little (‖W_t‖_F to 10) and ends
+    at gap `slow_gap` (per-seed scatter 5 %). Where Fast's ‖W_t‖_F reaches 10 its gap is
+    0.316: the comparison at equal norm against `slow_gap`, the final one against 0.07."""
+    import claim_cases as base
+
+    t = 1.0 + base.STEPS.astype(np.float64)
+    fast = np.tile(0.1 * fast_reach * t, (base.SEEDS, 1))
+    slow = np.tile(0.1 * t ** (np.log(100.0) / np.log(t[-1])), (base.SEEDS, 1))
+    ends = slow_gap * np.exp(np.random.default_rng(seed).normal(0, 0.05, base.SEEDS))
+    slow_gaps = ends[:, None] * (t / t[-1])[None, :] ** -0.2
+    return {
+        "Fast": Curves(base.STEPS, {"norm/2": fast, "gap/inf": fast**-0.5}),
+        "Slow": Curves(base.STEPS, {"norm/2": slow, "gap/inf": slow_gaps}),
+    }
 
 
 def reexamine_cases() -> dict[str, list]:
@@ -224,6 +243,18 @@ def reexamine_cases() -> dict[str, list]:
             (INCONCLUSIVE, (g, "NGD", "Muon", "spectral", 0.1, {"Muon": "its ε regime"}), {}),
             (SUPPORTED, (moving, "SignGD", "NGD", "inf", 0.1, {"NGD": "its ε regime"}), {}),
             (NOT_SUPPORTED, (moving, "NGD", "SignGD", "inf", 0.1, {"NGD": "its ε regime"}), {}),
+            # at equal ‖W_t‖_F: Slow (gap 0.1) is closer than Fast where Fast reaches Slow's
+            # norm (0.316), though Fast ends closer (0.07); refuted at 1.0; open at 0.316
+            (SUPPORTED, (equal_norm_groups(0.1), "Slow", "Fast", "inf", 0.1, None, True), {}),
+            (NOT_SUPPORTED, (equal_norm_groups(0.1), "Slow", "Fast", "inf", 0.1), {}),
+            (NOT_SUPPORTED, (equal_norm_groups(1.0), "Slow", "Fast", "inf", 0.1, None, True), {}),
+            (INCONCLUSIVE, (equal_norm_groups(0.316), "Slow", "Fast", "inf", 0.1, None, True), {}),
+            # Fast never reaches Slow's final norm: nothing to compare, said so
+            (
+                INCONCLUSIVE,
+                (equal_norm_groups(0.1, fast_reach=0.01), "Slow", "Fast", "inf", 0.1, None, True),
+                {},
+            ),
         ],
         "reexamine.closer_than_each": [
             (SUPPORTED, (moving, "SignGD", ["NGD", "SpectralDescent"], "inf", 0.1), {}),
@@ -274,6 +305,18 @@ def reexamine_cases() -> dict[str, list]:
             # evidence not run is no evidence
             (INCONCLUSIVE, ("t", [verdict(SUPPORTED), not_applicable("x", "not run")]), {}),
             (NOT_APPLICABLE, ("t", [not_applicable("x", "not run")]), {}),
+            # a consistency check among the evidence is a precondition, not a part
+            (SUPPORTED, ("t", [as_consistency_check(verdict(SUPPORTED)), verdict(SUPPORTED)]), {}),
+            (
+                INCONCLUSIVE,
+                ("t", [as_consistency_check(verdict(NOT_SUPPORTED)), verdict(SUPPORTED)]),
+                {},
+            ),
+            (
+                NOT_SUPPORTED,
+                ("t", [as_consistency_check(verdict(SUPPORTED)), verdict(NOT_SUPPORTED)]),
+                {},
+            ),
         ],
         "reexamine.larger_cap_ends_closer": [
             (SUPPORTED, (n, ["GD", "NGD", "NGD-mom"]), {}),  # 0.14, 1e-4, 1e-6

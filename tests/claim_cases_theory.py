@@ -145,6 +145,12 @@ def theory_cases() -> dict[str, list]:
             (NOT_SUPPORTED, (np.arange(40) != 3, text, quantity, source), {"clusters": each[:40]}),
             (NOT_APPLICABLE, (np.array([], bool), text, quantity, source), {"clusters": []}),
         ],
+        # an existence claim: one start ending elsewhere, in one seed, is enough
+        "theory.some_fail": [
+            (SUPPORTED, (np.arange(40) != 3, text, quantity, source), {"clusters": each[:40]}),
+            (NOT_SUPPORTED, (np.ones(40, bool), text, quantity, source), {"clusters": each[:40]}),
+            (NOT_APPLICABLE, (np.array([], bool), text, quantity, source), {"clusters": []}),
+        ],
         "theory.fraction_below": [
             (SUPPORTED, (~holds, 0.1, text, quantity, source), {"clusters": each}),
             (NOT_SUPPORTED, (half, 0.1, text, quantity, source), {"clusters": each}),

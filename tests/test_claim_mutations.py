@@ -211,7 +211,7 @@ SURVIVING = {
     "compare.rates_text": "wording: the rates tried, as chosen_rates names them",
     "mcnemar.pooled_mcnemar": "evidence: McNemar's test beside the paired accuracies",
     "joint_rates.thm3_premises": "the loss premise's reason: Eq. 13's absent time factor, the "
-    "other premise, leaves thm3-rate and thm4-v-margin inconclusive either way",
+    "other premise, leaves thm3-slower, thm3-rate and thm4-v-margin inconclusive either way",
     "trajectory_lemmas.score_note": "evidence: lemma13-score's unchanged and rounded pairs",
     "runs.assumption1_by_seed": "evidence: δ without the optimal tokens' pairs (antipodal's "
     "footnote), printed beside verdicts that stand either way",

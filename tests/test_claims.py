@@ -208,7 +208,7 @@ SYNTHETIC_VERDICTS = {
     "ngd-rates/lemma1-rate": "I/SI",  # the token-scale cases' rate ∝ √margin
     "ngd-rates/lemma1-vs-margin-geometry": "S/SS",
     "ngd-rates/lemma1-vs-margin": "N/NS",
-    "joint-rates/thm3-slower": "S",
+    "joint-rates/thm3-slower": "I",  # premise not met: Eq. 13's time factor
     "joint-rates/thm3-norm-growth": "S",
     "joint-rates/thm3-rate": "I",  # Eq. 13's time factor, a premise of Thm 3, is absent
     "joint-rates/thm4-v-margin": "I/SS",  # Thm 4 rests on Thm 3's premises: absent too

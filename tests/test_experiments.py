@@ -114,11 +114,13 @@ CONFIG_KEYS = {
     # issue 29 class 5: both momentum orders, Nesterov; every arm's η tuned on selection seeds
     # by its final spectral gap (the fixed-η sweep arms gone); as_run: torch's Muon;
     # Muon-long (10× the steps at Muon's tuned η), at_config_step (the atlas's η = 0.2)
-    "reexamine-muon": ("849665248e4a2ebb", "5e71237dd505dfa2"),
+    # issue 29: `checks` (NS-f64's row a consistency check), Muon-long in `stalls`
+    "reexamine-muon": ("d76fe77a7e406467", "d9f6a7c5ab5c7914"),
     # as_run: constant-rate Adam; 3·10⁵ steps: at 10⁵ Adam-decay's gap straddled 0.05;
     # `stalled`: constant-rate Adam's stall in its ε regime decides no row
     # issue 29: an arm with ε = 0 (Adam-eps0) judges the constant-rate rows; ε = 1e-300 none
-    "reexamine-adam": ("7f1fb201d319807c", "fd0caaad82a0b907"),
+    # issue 29: closer_at_equal_norm (the arms travel Σηₜ ≈ 55 and ≈ 15,000 in the same steps)
+    "reexamine-adam": ("65c5c2261424880d", "aa2764072dc308e0"),
     # issue 29: `uncapped` (1e300) leaves the float64-stopped step out of the cap ladder;
     # NGD's η tuned on selection seeds (rate_factors, rate_extensions, selection_seeds)
     # issue 29: NGD's grid grown up to 10 times (rate_extensions), its best η bracketed

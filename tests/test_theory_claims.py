@@ -342,24 +342,45 @@ def test_a_lemma_of_every_step_is_judged_by_its_violations_not_a_share():
     from attnbias.experiments import trajectory_lemmas as tl
 
     config = load_config("trajectory-lemmas", quick=True)
-    ok = [(0.1, (t, 0)) for t in range(999)]
-    fixed = {"lemma5": [*ok, (-0.02, (5, 1))], "lemma6": [*ok, (np.nan, (7,))]}
-    joint = {"gap": ok, "score": [*ok, (float(tl.change(1.0 - 2**-53, 1.0)), (3, 0))],
+    ok = [(0.1, (seed, t, 0)) for seed in (1, 2, 3) for t in range(333)]  # (seed, step, sample)
+    fixed = {"lemma5": [*ok, (-0.02, (2, 5, 1))], "lemma6": [*ok, (np.nan, (4, 7))]}
+    joint = {"gap": ok, "score": [*ok, (float(tl.change(1.0 - 2**-53, 1.0)), (3, 3, 0))],
              "log_ratio": [], "underflow": []}  # fmt: skip
     found = {c.id.split("/")[1]: c for c in tl.claims(fixed, {"lemma5": [], "lemma6": []},
                                                       joint, config)}  # fmt: skip
     assert found["lemma5"].status == NOT_SUPPORTED
     assert found["lemma5"].effect.method == (
-        "1 of 1000 (step, violating sample) pairs violate it, largest violation 0.02"
+        "1 of 1000 (step, violating sample) pairs in 3 seeds (in 1 of them) violate it, "
+        "largest violation 0.02"
     )
-    assert found["lemma5"].evidence["failures"] == ["(5, 1)"]
-    assert found["lemma6"].status == SUPPORTED and found["lemma6"].effect.n == 999
+    assert found["lemma5"].evidence["failures"] == ["(2, 5, 1)"]
+    assert found["lemma6"].status == SUPPORTED
     assert found["lemma13-score"].status == SUPPORTED
     assert found["lemma13-gap"].effect.method == (
-        "0 of 999 (step, sample) pairs violate it, largest violation none (smallest margin 0.1)"
+        "0 of 999 (step, sample) pairs in 3 seeds (in 0 of them) violate it, largest violation "
+        "none (smallest margin 0.1)"
     )
-    assert found["lemma6"].effect.unit == "recorded steps"
+    assert found["lemma6"].effect.method.startswith("0 of 999 recorded steps in 3 seeds")
     assert tl.change(0.5, 0.5 + 1e-9) == pytest.approx(-1e-9)  # a real decrease stays
+
+
+def test_a_lemma_s_n_is_its_distinct_seeds_not_its_pairs_or_steps():
+    """Issue 29 class 7: the steps and samples of one seed are one run's, not independent: n
+    is the number of distinct seeds among the cases checked (a case not checked, NaN, names
+    no seed), and the evidence names them."""
+    from attnbias.experiment_registry import load_config
+    from attnbias.experiments import trajectory_lemmas as tl
+
+    config = load_config("trajectory-lemmas", quick=True)
+    ok = [(0.1, (seed, t, 0)) for seed in (1, 2, 5) for t in range(40)]
+    fixed = {"lemma5": ok, "lemma6": [*ok, (np.nan, (9, 7))]}
+    joint = {"gap": ok[:80], "score": ok, "log_ratio": [], "underflow": []}
+    found = tl.claims(fixed, {"lemma5": [], "lemma6": []}, joint, config)
+    for claim in found:
+        assert claim.effect.unit == "seeds", claim.id
+        assert claim.effect.n == len(set(claim.evidence["seeds"])), claim.id
+    assert [c.effect.n for c in found] == [3, 3, 2, 3]  # lemma13-gap: seeds 1 and 2 only
+    assert found[1].evidence["seeds"] == [1, 2, 5]  # seed 9's one case was not checked
 
 
 def test_lemma13_score_is_compared_where_float64_rounds_the_score_to_1():
@@ -421,6 +442,21 @@ def test_thm3_rate_is_inconclusive_for_its_premise_with_the_rate_shown():
     assert rate.status == INCONCLUSIVE and rate.effect.n == claim_cases_rates.SEEDS
     assert any("time-dependent step factor" in u for u in rate.unmet)
     assert "time-dependent step factor" in claims["joint-rates/thm3-slower"].claim
+
+
+def test_thm3_slower_follows_the_same_premise_policy_as_thm3_rate():
+    """Issue 29: the paper credits the slowdown to Eq. 13's time factor, absent from the runs:
+    thm3-slower is inconclusive for that premise, as thm3-rate, its ratio still shown."""
+    import claim_cases_rates
+    from attnbias.experiments import joint_rates
+    from attnbias.judging.claims import INCONCLUSIVE, SUPPORTED, decide
+
+    claims = {c.id: c for c in joint_rates.claims(*claim_cases_rates.joint_rates_inputs())}
+    slower = claims["joint-rates/thm3-slower"]
+    assert slower.status == INCONCLUSIVE
+    assert any(u.startswith("premise not met") and "time-dependent step factor" in u
+               for u in slower.unmet)  # fmt: skip
+    assert decide(slower.rule, slower.effect) == SUPPORTED  # the measured slowdown, shown
 
 
 def test_thm4_margin_is_inconclusive_for_thm3s_premise_with_its_parts_shown():

@@ -197,8 +197,8 @@ def claims(
     return identified(config.get("experiment", "ngd-fixed"), out, slugs)
 
 
-# the rows citing Theorem 1 or a lemma of its proof (Eq. 12, Lemma 1): Assumption 1 matters
-THEOREM_ROWS = ("global-convergence", "norm-growth", "score-saturation")
+# the rows citing Theorem 1 (its rate too) or a lemma of its proof (Eq. 12, Lemma 1)
+THEOREM_ROWS = ("global-convergence", "ngd-beats-gd", "norm-growth", "score-saturation")
 
 PANELS = [
     ("loss", "training loss", (True, False)),

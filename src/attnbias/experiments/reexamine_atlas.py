@@ -32,6 +32,7 @@ from ..judging.claims import (
     NOT_SUPPORTED,
     SUPPORTED,
     Claim,
+    as_consistency_check,
     identified,
     not_applicable,
     with_arm_labels,
@@ -61,9 +62,21 @@ class Config(atlas.GapConfig):
         "of its `like` owner's norm (paired by seed; several: each of them, e.g. every rate "
         "and variant of a sweep, one claim)"
     )
+    closer_at_equal_norm: tuple[Text, ...] = Field(
+        (),
+        description="algorithms of `closer` compared where the other arm's ‖W_t‖_F reaches "
+        "theirs at the end, not at equal steps: for step schedules that travel very different "
+        "distances in the same steps (the final gaps are then evidence)",
+    )
     threshold: Positive = Field(description="a gap counts as near 0 below this final median")
     rate_start: real(gt=0, lt=1) = Field(
         description="norm growth (the stall test) is fitted over steps ≥ rate_start · last step"
+    )
+    checks: tuple[Text, ...] = Field(
+        (),
+        description="ids (after 'NAME/') of claims that check our own code, not the theory (an "
+        "arm that is its owner's method computed another way): listed apart as consistency "
+        "checks, and a precondition, not evidence, of an explanation that lists them",
     )
     explains: dict[str, Text] = Field(
         description="key → a candidate explanation of the atlas's verdict (an artefact of our "
@@ -117,11 +130,17 @@ class Config(atlas.GapConfig):
         for name in self.closer:
             if name not in self.like:
                 raise ValueError(f"closer.{name}: {name} has no `like` entry naming its norm")
+        for k, name in enumerate(self.closer_at_equal_norm):
+            if name not in self.closer:
+                raise ValueError(f"closer_at_equal_norm[{k}] = {name!r} is not one of `closer`")
         ids = [slug for slug, *_ in planned(self)]
         for k, slug in enumerate(self.judged_at_config_step()):
             if slug not in ids:
                 raise ValueError(f"at_config_step[{k}] = {slug!r} is not one of the claims {ids}")
         ids += [f"{slug}{AT_CONFIG_STEP}" for slug in self.judged_at_config_step()]
+        for k, slug in enumerate(self.checks):
+            if slug not in ids:
+                raise ValueError(f"checks[{k}] = {slug!r} is not one of the claims {ids}")
         if set(self.explains) != set(self.explained_if):
             raise ValueError(
                 f"explains {sorted(self.explains)} and explained_if {sorted(self.explained_if)} "
@@ -196,7 +215,8 @@ def planned(config: Config) -> list[tuple]:
     ] + [
         (closer_slug(n, o), f"{n} ends closer than {', '.join(o)}", (n, *o, config.like[n]),
          rules.closer_than if len(o) == 1 else rules.closer_than_each,
-         (n, o[0] if len(o) == 1 else list(o), own.get(config.like[n]), start, undecided),
+         (n, o[0] if len(o) == 1 else list(o), own.get(config.like[n]), start, undecided,
+          n in config.closer_at_equal_norm),
          {n: NOT_SUPPORTED, **dict.fromkeys(o, SUPPORTED)})
         for n, o in config.closer.items()
     ]  # fmt: skip
@@ -264,6 +284,8 @@ def claims(groups, config, tuned=None, metric: str = "", at_config=None) -> list
         judged = rule(at_config, *args)
         judged.claim += f" ({arms_at(config_labels, names)})"
         out[f"{slug}{AT_CONFIG_STEP}"] = with_arm_labels(judged, config_labels)
+    for slug in config.checks:
+        out[slug] = as_consistency_check(out[slug])
     for key, text in config.explains.items():
         evidence = [out[slug] for slug in config.explained_if[key]]
         out[f"{key}-explains"] = rules.explains(text, evidence)

@@ -298,7 +298,7 @@ def run(config: Config, out: Path) -> dict:
         found = fixed_head_checks(record, problem, algorithm, config.loss)
         target = fixed if dominance[seed] < 1.0 else fixed_off
         for key in ("lemma5", "lemma6"):
-            target[key] += [(h, (algorithm.name, seed, w)) for h, w in found[key]]
+            target[key] += [(h, (seed, algorithm.name, w)) for h, w in found[key]]
     summary = {
         "claims": claims(fixed, fixed_off, joint, config),
         "lemma13_loss_ratio": loss_ratio_description(joint, config),
@@ -320,12 +320,19 @@ STEPS = "recorded steps"
 
 
 def lemma_claim(cases: list, text: str, quantity: str, unit: str, off: list | None = None):
-    """The lemma's violations over its (margin, where) cases, each a `unit`; `off`: the cases
-    on seeds where Assumption 1 fails, reported beside it (the lemma is not claimed there)."""
-    evidence = {"failures": failures(cases)}
+    """The lemma's violations over its (margin, where) cases, each a `unit`, `where` starting
+    with the case's seed: n counts the distinct seeds ("0 of N pairs in S seeds"), the cases
+    of one seed being one run's steps; `off`: the cases on seeds where Assumption 1 fails,
+    reported beside it (the lemma is not claimed there)."""
+    case_seeds = [where[0] for _, where in cases]
+    checked = {seed for seed, (m, _) in zip(case_seeds, cases) if np.isfinite(m)}
+    evidence = {"failures": failures(cases), "seeds": sorted(checked)}
     if off is not None:
+        off_seeds = [where[0] for _, where in off]
         evidence["where_assumption1_fails"] = {
-            "violations": violations_effect([m for m, _ in off], unit=unit).method,
+            "violations": violations_effect(
+                [m for m, _ in off], unit=unit, clusters=off_seeds
+            ).method,
             "failures": failures(off),
         }
     return rules.no_violations(
@@ -335,6 +342,7 @@ def lemma_claim(cases: list, text: str, quantity: str, unit: str, off: list | No
         "the paper: the lemma holds at every step (one violation beyond float64's rounding "
         "refutes it)",
         unit=unit,
+        clusters=case_seeds,
         **evidence,
     )
 

@@ -377,6 +377,20 @@ def is_consistency_check(claim: Claim | dict) -> bool:
     return bool(rules) and all(rules)
 
 
+def as_consistency_check(claim: Claim) -> Claim:
+    """A copy of `claim` with every rule it rests on flagged a consistency check (`Rule`): for
+    a rule that is evidence elsewhere but here checks our own code (two implementations of one
+    method agreeing). Its verdict is unchanged; it is listed apart from the paper verdicts."""
+    checked = copy.deepcopy(claim)
+    todo = [checked]
+    while todo:
+        leaf = todo.pop()
+        if leaf.rule is not None:
+            leaf.rule = replace(leaf.rule, consistency=True)
+        todo.extend(leaf.parts)
+    return checked
+
+
 def status_of(claim: Claim | dict) -> str:
     """A claim's status (STATUSES); summaries written before claims stored one give it by
     `supported`."""
@@ -566,22 +580,37 @@ def clustered_mean_effect(values, clusters, *, unit: str = "seeds") -> Effect:
     return t_effect(means, unit=unit, method="t interval over per-cluster means")
 
 
-def violations_effect(margins, *, unit: str = "steps") -> Effect:
+def violations_effect(margins, *, unit: str = "steps", clusters=None) -> Effect:
     """A property that must hold at every step (a lemma's inequality), checked at each of N
     steps (or cases): `margins` says by how much it holds there (≥ 0: holds; < 0: violated
     by −margin; NaN: not checked, left out). The estimate is the number of violations; every
     step was checked, so there is no sampling and the interval is the count itself (a share
     above 0.95 would hide a violation that a lemma forbids). The method says "k of N steps
     violate it, largest violation x", or with none how close it came: "0 of N steps violate
-    it, largest violation none (smallest margin m)". Judge it with `violations_rule`."""
-    margins = _finite(margins)
+    it, largest violation none (smallest margin m)". Judge it with `violations_rule`.
+    `clusters` (one seed per case): the cases come from those seeds, so n counts the distinct
+    seeds, not the cases, and the method says "k of N pairs in S seeds (in m of them) …"."""
+    margins = np.asarray(margins, dtype=np.float64).ravel()
+    checked = np.isfinite(margins)
+    if clusters is not None:
+        _, clusters = cases_and_clusters("violations_effect", margins, clusters)
+        clusters = clusters[checked]
+    margins = margins[checked]
     violated = margins[margins < 0]
     largest = f"largest violation {-float(violated.min()):.3g}" if violated.size else (
         f"largest violation none (smallest margin {float(margins.min()):.3g})"
         if margins.size else "largest violation none")  # fmt: skip
     count = float(violated.size)
-    method = f"{violated.size} of {margins.size} {unit} violate it, {largest}"
-    return Effect(count, count, count, int(margins.size), method, unit)
+    if clusters is None:
+        method = f"{violated.size} of {margins.size} {unit} violate it, {largest}"
+        return Effect(count, count, count, int(margins.size), method, unit)
+    seeds = len(set(clusters.tolist()))
+    in_seeds = len(set(clusters[margins < 0].tolist()))
+    method = (
+        f"{violated.size} of {margins.size} {unit} in {seeds} seeds (in {in_seeds} of them) "
+        f"violate it, {largest}"
+    )
+    return Effect(count, count, count, seeds, method, "seeds")
 
 
 def cases_and_clusters(caller: str, holds, clusters) -> tuple[np.ndarray, np.ndarray]:

@@ -67,15 +67,15 @@ def global_convergence(groups: dict[str, Curves], reference: str, target: float)
     """A claim about every start: each seed's run must end aligned; one seed ending above the
     misalignment 1 − `target` refutes it ('k of N seeds violate it, largest violation x')."""
     text = (
-        f"{reference} converges globally: from every random initial direction it ends aligned "
-        f"with W_mm of the globally optimal tokens (alignment ≥ {target:g} in every seed)"
+        f"{reference} converges from small random starts: from every seed's random W₀ it ends "
+        f"aligned with W_mm of the globally optimal tokens (alignment ≥ {target:g} in every seed)"
     )
     mis = final(groups[reference], MISALIGNMENT)
     return no_violations(
         (1.0 - target) - mis, text,
         f"final {LABELS[MISALIGNMENT]} of {reference} ≤ {1.0 - target:g}, per seed",
         f"ours: alignment {target:g} (config target_alignment); Thm 1 gives the limit 1 from "
-        "any start: one seed above refutes it",
+        "any start under Assumption 1: one seed above refutes it",
         unit="seeds", **described({n: final(c, MISALIGNMENT) for n, c in groups.items()}),
     )  # fmt: skip
 

@@ -29,6 +29,7 @@ from ..claims import (
     Rule,
     mean_effect,
     ratio_effect,
+    verdict_word,
 )
 from .atlas import STALLED_SLOPE, as_run_note, gap, lower_gap, stall_reason, stalled
 from .common import described, final, growing_until, paired, seeds_of, values
@@ -60,6 +61,35 @@ def stalls_where(groups: dict[str, Curves], name: str, moving: str, start: float
     )  # fmt: skip
 
 
+def gap_at_norm(c: Curves, label: str, targets: np.ndarray) -> np.ndarray:
+    """Per run of `c`, its margin gap in norm `label` where its ‖W_t‖_F first reaches that
+    run's target, interpolated linearly in log ‖W_t‖_F between the recorded steps around it;
+    NaN where it never does."""
+    norms, gaps = values(c, "norm/2"), values(c, gap(label))
+    out = np.full(len(targets), np.nan)
+    for run, (row, g, target) in enumerate(zip(norms, gaps, targets)):
+        reached = np.flatnonzero(row >= target)
+        if reached.size:
+            k = max(int(reached[0]), 1)
+            out[run] = np.interp(np.log(target), np.log(row[k - 1 : k + 1]), g[k - 1 : k + 1])
+    return out
+
+
+def lower_gap_at_equal_norm(groups, name: str, other: str, label: str) -> tuple[Claim, list]:
+    """Per seed, `other`'s gap in norm `label` where its ‖W_t‖_F first reaches `name`'s final
+    one (`gap_at_norm`) over `name`'s final gap exceeds 1: `name` is closer at equal distance
+    travelled. With the reason where `other` never reaches it (those seeds are left out)."""
+    c, runs = groups[other], np.arange(len(seeds_of(groups[other])))
+    at, targets = paired(c, groups[name], runs, final(groups[name], "norm/2"))
+    _, own = paired(c, groups[name], runs, final(groups[name], gap(label)))
+    theirs = gap_at_norm(Curves(c.steps, {k: v[at] for k, v in c.values.items()}), label, targets)
+    missed = int(np.sum(np.isnan(theirs)))
+    rule = Rule(f"gap in {label} at {name}'s final ‖W_t‖_F: {other} over {name}, per seed", ">",
+                1.0, "ours: any improvement (a ratio > 1) at equal ‖W_t‖_F", 1.0)  # fmt: skip
+    unmet = [f"{other}'s ‖W_t‖_F never reaches {name}'s final in {missed} of {len(at)} seeds"]
+    return Claim("", rule=rule, effect=ratio_effect(theirs, own)), unmet if missed else []
+
+
 def closer_than(
     groups: dict[str, Curves],
     name: str,
@@ -67,6 +97,7 @@ def closer_than(
     label: str,
     start: float,
     stall_decides_nothing: dict[str, str] | None = None,
+    at_equal_norm: bool = False,
 ) -> Claim:
     """Per seed, `other`'s final margin gap in norm `label` over `name`'s exceeds 1: `name`
     ends closer to that norm's max-margin direction (runs that share a seed share data and
@@ -75,20 +106,31 @@ def closer_than(
     it stopped, and that is its outcome, printed beside the effect with its final gap —
     unless `stall_decides_nothing` (arm → why its stall is no outcome, and what would decide
     it) names that side: a comparison with such a stalled arm is no evidence, and the row is
-    inconclusive with the reason."""
-    paired_ratio = lower_gap(groups, name, other, label, "ours: any improvement (a ratio > 1)")
+    inconclusive with the reason. `at_equal_norm`: `other` is compared where its ‖W_t‖_F
+    reaches `name`'s final (`lower_gap_at_equal_norm`), for arms whose step schedules travel
+    very different distances in the same steps (the final gaps are then evidence)."""
+    if at_equal_norm:
+        paired_ratio, unreached = lower_gap_at_equal_norm(groups, name, other, label)
+        text = (f"{name} is closer to the {label} max-margin direction than {other} at equal "
+                f"‖W_t‖_F ({name}'s final; {other} where its ‖W_t‖_F first reaches it, "
+                "paired by seed; as run)")  # fmt: skip
+    else:
+        paired_ratio = lower_gap(groups, name, other, label, "ours: any improvement (a ratio > 1)")
+        unreached = []
+        text = (f"{name} ends closer to the {label} max-margin direction than {other} (final "
+                f"gap in {label} smaller, paired by seed; as run)")  # fmt: skip
     slopes = {n: stalled(groups[n], start) for n in (name, other)}
     gaps = {n: final(groups[n], gap(label)) for n in (name, other)}
     stalls = {n: why for n, slope in slopes.items() if (why := stall_reason(n, slope))}
     undecided = stall_decides_nothing or {}
     unmet = [f"{why}: {undecided[n]}" for n, why in stalls.items() if n in undecided]
+    unmet += unreached
     outcomes = dict(stalls)
     for n in undecided:  # their stalls are reasons above, not outcomes
         outcomes.pop(n, None)
     medians = {n: float(np.median(gaps[n])) for n in outcomes if len(gaps[n])}  # none: diverged
     return Claim(
-        f"{name} ends closer to the {label} max-margin direction than {other} (final gap in "
-        f"{label} smaller, paired by seed; as run)",
+        text,
         rule=paired_ratio.rule,
         effect=paired_ratio.effect,
         unmet=unmet,
@@ -104,15 +146,17 @@ def closer_than_each(
     label: str,
     start: float,
     stall_decides_nothing: dict[str, str] | None = None,
+    at_equal_norm: bool = False,
 ) -> Claim:
     """`name` ends closer than each of `others` (`closer_than`, one part each): with `others`
     the runs of a sweep (every rate, every variant), the claim holds at every setting, and one
     setting where it fails refutes it, at Holm's corrected level for the k settings."""
+    where = " at equal ‖W_t‖_F" if at_equal_norm else ""
     return Claim(
         f"{name} ends closer to the {label} max-margin direction than each of "
-        f"{', '.join(others)} (paired by seed)",
-        parts=[closer_than(groups, name, other, label, start, stall_decides_nothing)
-               for other in others],
+        f"{', '.join(others)}{where} (paired by seed)",
+        parts=[closer_than(groups, name, other, label, start, stall_decides_nothing,
+                           at_equal_norm) for other in others],
     )  # fmt: skip
 
 
@@ -265,14 +309,23 @@ def explains(explanation: str, evidence: list[Claim]) -> Claim:
     property of the method) holds when every claim of `evidence` (each removing or exposing
     the cause) is supported; not supported when one is not; inconclusive otherwise, and
     when a piece of its evidence could not be judged (not applicable: not run); not
-    applicable when none could."""
+    applicable when none could. A consistency check among the evidence (a check of our code,
+    `claims.as_consistency_check`) is a precondition, not a part: one that does not pass leaves
+    the explanation inconclusive, named."""
+    checks = [claim for claim in evidence if claim.consistency]
+    evidence = [claim for claim in evidence if not claim.consistency]
     judged = [claim for claim in evidence if claim.status != NOT_APPLICABLE]
     unrun = [
         f"{claim.id or claim.claim}: not applicable"
         for claim in evidence
         if claim.status == NOT_APPLICABLE
     ]
-    return Claim(explanation, parts=evidence, unmet=unrun if judged else [])
+    unchecked = [
+        f"precondition not met: {claim.id or claim.claim}: {verdict_word(claim)}"
+        for claim in checks
+        if claim.status != SUPPORTED
+    ]
+    return Claim(explanation, parts=evidence, unmet=unrun + unchecked if judged else [])
 
 
 def setting_faster(

@@ -353,19 +353,21 @@ def _fraction(holds, comparison, level, text, quantity, source, clusters, unit, 
 
 
 def no_violations(
-    margins, text: str, quantity: str, source: str, *, unit: str = "cases", **evidence
-) -> Claim:
+    margins, text: str, quantity: str, source: str, *, unit: str = "cases", clusters=None,
+    **evidence
+) -> Claim:  # fmt: skip
     """A property that must hold at every checked case (a lemma's inequality at every step):
     `margins` by how much it holds at each (< 0: violated; NaN: not checked). Supported when
     no case violates it, refuted by one violation ('k of N steps violate it, largest
-    violation x'; `unit`: what a case is); not applicable when no case was checked."""
+    violation x'; `unit`: what a case is); not applicable when no case was checked.
+    `clusters`: the seed of each case (n = distinct seeds, `claims.violations_effect`)."""
     margins = np.asarray(margins, dtype=np.float64).ravel()
     if not np.isfinite(margins).any():
         return Claim(text, None, {"not_applicable": "no case to check", **evidence})
     return Claim(
         text,
         rule=violations_rule(quantity, source),
-        effect=violations_effect(margins, unit=unit),
+        effect=violations_effect(margins, unit=unit, clusters=clusters),
         evidence=evidence,
     )
 
@@ -381,6 +383,29 @@ def none_fail(
         return Claim(text, None, {"not_applicable": f"no {case} to check", **evidence})
     effect = failures_effect(holds, clusters, case=case, fails=fails)
     return Claim(text, rule=violations_rule(quantity, source), effect=effect, evidence=evidence)
+
+
+def some_fail(
+    holds, text: str, quantity: str, source: str, *, clusters, case: str = "starts",
+    fails: str = "end elsewhere", **evidence
+) -> Claim:  # fmt: skip
+    """An existence claim (some start ends elsewhere), stated as a count before the data:
+    supported when at least one case fails in at least one seed, refuted when none does
+    ('k of N starts fail (in m of S seeds)': every case was checked, so the count is exact);
+    not applicable with no case. n = seeds. The share of cases failing, with its interval
+    over seeds (`clustered_proportion_effect`), is evidence beside the count."""
+    holds = np.asarray(holds, dtype=bool).ravel()
+    if holds.size == 0:
+        return Claim(text, None, {"not_applicable": f"no {case} to check", **evidence})
+    effect = failures_effect(holds, clusters, case=case, fails=fails)
+    share = clustered_proportion_effect(~holds, np.asarray(clusters).ravel())
+    return Claim(
+        text,
+        rule=Rule(f"{quantity}: count", ">", 0.0, source),
+        effect=effect,
+        evidence={"share_failing": share.text, "seeds": sorted(set(np.ravel(clusters).tolist())),
+                  **evidence},
+    )  # fmt: skip
 
 
 def fraction_below(
