@@ -20,9 +20,9 @@ COMMANDS = [
 ]
 
 
-def heavy_imported(code: str) -> list[str]:
-    """The heavy packages in sys.modules after running `code` in a fresh interpreter."""
-    found = f"sorted(m for m in {HEAVY!r} if m in sys.modules)"
+def heavy_imported(code: str, heavy: tuple[str, ...] = HEAVY) -> list[str]:
+    """The `heavy` packages in sys.modules after running `code` in a fresh interpreter."""
+    found = f"sorted(m for m in {heavy!r} if m in sys.modules)"
     probe = f"{code}\nimport json, sys\nprint(json.dumps({found}))"
     done = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, check=True
@@ -57,3 +57,14 @@ def test_help_and_version_import_nothing_heavy(flag):
 def test_the_probe_sees_a_heavy_import():
     """The check above can fail: a command that runs imports what it needs."""
     assert "numpy" in heavy_imported("import attnbias.npz")
+
+
+def test_the_registers_configs_build_no_torch_optimizer():
+    """The tally that ends `reproduce` reads the real-data configs (their seeds); a torch
+    optimiser built to check their empty options imported torch._dynamo (~2.5 s of CPU)."""
+    code = (
+        "from attnbias.experiment_registry import load_config\n"
+        "for name in ('md-local', 'text-md', 'text-finetune', 'vision'):\n"
+        "    load_config(name)\n"
+    )
+    assert heavy_imported(code, ("torch", "torch._dynamo")) == ["torch"]

@@ -282,6 +282,10 @@ def test_runs_that_stop_sharing_a_tensor_keep_their_own_state(monkeypatch):
             "options are not accepted",
         ),
         ({"name": "a", "optimizer": "adam", "lr": 0.1, "options": {"lr": 1}}, "options.lr"),
+        (
+            {"name": "a", "optimizer": "adam", "lr": 0.1, "options": {"betas": [0.9, 2.0]}},
+            "options are not accepted",
+        ),
         ({"name": "a", "optimizer": "sign", "lr": 0.1, "options": {}}, "options applies only"),
     ],
 )

@@ -92,8 +92,9 @@ def log_abs_derivative(u, loss):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def scale_safe_norm(G, q, kind, k, smallest):
-    """‖G‖_q as m·‖G/m‖_q, m = max|G| (`norms.lp_norm`, mode "fused"); (kind, k) = kind_of(q)."""
+def scale_safe_norm(G, q, kind, k, smallest, scratch):
+    """‖G‖_q as m·‖G/m‖_q, m = max|G| (`norms.lp_norm`, mode "fused"); (kind, k) = kind_of(q).
+    The powers first (into scratch: vector lanes), then their sum in the same order."""
     top = 0.0
     for a in range(G.shape[0]):
         for b in range(G.shape[1]):
@@ -103,10 +104,24 @@ def scale_safe_norm(G, q, kind, k, smallest):
     if math.isinf(top):
         return top
     divisor = max(top, smallest)
+    if kind == 1:
+        for a in range(G.shape[0]):
+            for b in range(G.shape[1]):
+                x = abs(G[a, b]) / divisor
+                scratch[a, b] = x * x
+    elif kind == 4 and k == 1:
+        for a in range(G.shape[0]):
+            for b in range(G.shape[1]):
+                x = abs(G[a, b]) / divisor
+                scratch[a, b] = x * math.sqrt(x)
+    else:
+        for a in range(G.shape[0]):
+            for b in range(G.shape[1]):
+                scratch[a, b] = power(abs(G[a, b]) / divisor, q, kind, k)
     total = 0.0
     for a in range(G.shape[0]):
         for b in range(G.shape[1]):
-            total += power(abs(G[a, b]) / divisor, q, kind, k)
+            total += scratch[a, b]
     root, whole = kind_of(1.0 / q)
     return power(total, 1.0 / q, root, whole) * top
 
@@ -133,6 +148,8 @@ def advance_numba(
     xr = np.empty((n, d))
     G = np.empty((d, d))
     WT = np.empty((d, d), dtype=W.dtype)  # the run's Wᵀ: W z_i summed along its rows
+    XT = np.empty((n, d, T))  # the run's X with t innermost: the logits' sums in lanes over t
+    scratch = np.empty((d, d))
     log_n = math.log(n)
     for k in range(R):
         code = rule[k]
@@ -145,6 +162,10 @@ def advance_numba(
         for a in range(d):
             for b in range(d):
                 WT[b, a] = W[k, a, b]
+        for i in range(n):
+            for t in range(T):
+                for a in range(d):
+                    XT[i, a, t] = X[k, i, t, a]
         for _ in range(steps):
             # logits a_{i,t} = x_{i,t}ᵀ W z_i, softmax, u_i = y_i f_i. Every sum here runs
             # over its index in ascending order (as a dot product would), but with the other
@@ -158,10 +179,13 @@ def advance_numba(
                         Wz[i, a] += WT[b, a] * zb
                 best, at = -math.inf, 0
                 for t in range(T):
-                    s = 0.0
-                    for a in range(d):
-                        s += X[k, i, t, a] * Wz[i, a]
-                    logits[i, t] = s
+                    logits[i, t] = 0.0
+                for a in range(d):
+                    wa = Wz[i, a]
+                    for t in range(T):
+                        logits[i, t] += XT[i, a, t] * wa
+                for t in range(T):
+                    s = logits[i, t]
                     if s > best:
                         best, at = s, t
                 top[i] = at
@@ -229,11 +253,11 @@ def advance_numba(
                     for b in range(d):
                         G[a, b] *= scale
             if code == PER_TENSOR or code == GLOBAL:
-                D = scale_safe_norm(G, q, q_kind, q_whole, smallest)
+                D = scale_safe_norm(G, q, q_kind, q_whole, smallest, scratch)
             elif code == LOSS:
                 D = L
             elif code == POLYAK:
-                norm = scale_safe_norm(G, 2.0, 1, 2, smallest)
+                norm = scale_safe_norm(G, 2.0, 1, 2, smallest, scratch)
                 gap = max(L - f_star[k], 0.0)
                 scaled = 0.0 if norm == 0.0 else c[k] * norm * (norm / gap)
                 D = max(scaled, 1.0 / cap[k]) if scaled == scaled else scaled
@@ -241,23 +265,42 @@ def advance_numba(
                 D = 1.0
             if D == 0.0:  # a zero gradient or loss: no step
                 D = math.inf
-            # u = g/D, momentum, θ ← θ − η u, w = (∇ψ)⁻¹(θ)
+            # u = g/D, momentum, θ ← θ − η u, w = (∇ψ)⁻¹(θ); each a loop of its own (vector
+            # lanes), the range check after (a failed step's state is restored by the caller)
+            rate = lr[k]
             for a in range(d):
                 for b in range(d):
                     step = G[a, b] / D
                     if has_momentum:
                         buf[k, a, b] = momentum[k] * buf[k, a, b] + step
                         step = buf[k, a, b]
-                    if not mirror:
-                        W[k, a, b] = W[k, a, b] - step * lr[k]
-                        WT[b, a] = W[k, a, b]
-                        continue
-                    theta[k, a, b] = theta[k, a, b] - step * lr[k]
-                    size = abs(theta[k, a, b])
-                    if not (size <= high and (pk <= 2.0 or size >= low)):
-                        return k
-                    W[k, a, b] = math.copysign(
-                        power(size, inverse, inverse_kind, inverse_whole), theta[k, a, b]
-                    )
+                    G[a, b] = step
+            if not mirror:
+                for a in range(d):
+                    for b in range(d):
+                        W[k, a, b] = W[k, a, b] - G[a, b] * rate
+            else:
+                for a in range(d):
+                    for b in range(d):
+                        theta[k, a, b] = theta[k, a, b] - G[a, b] * rate
+                for a in range(d):
+                    for b in range(d):
+                        size = abs(theta[k, a, b])
+                        if not (size <= high and (pk <= 2.0 or size >= low)):
+                            return k
+                if inverse_kind == 2:
+                    for a in range(d):
+                        for b in range(d):
+                            x = theta[k, a, b]
+                            W[k, a, b] = math.copysign(math.sqrt(abs(x)), x)
+                else:
+                    for a in range(d):
+                        for b in range(d):
+                            x = theta[k, a, b]
+                            W[k, a, b] = math.copysign(
+                                power(abs(x), inverse, inverse_kind, inverse_whole), x
+                            )
+            for a in range(d):
+                for b in range(d):
                     WT[b, a] = W[k, a, b]
     return -1

@@ -144,13 +144,17 @@ class Algorithm:
         if "lr" in options:
             raise FieldError("options.lr: give the step size as the algorithm's lr")
         options = {k: tuple(v) if isinstance(v, list) else v for k, v in options.items()}
+        object.__setattr__(self, "options", options)
+        if not options and torch_class.__module__.split(".")[:2] == ["torch", "optim"]:
+            # torch's own take their defaults at any lr > 0 (checked above); building one
+            # imports torch._dynamo (~2.5 s of CPU) in commands that never step one
+            return
         try:
             torch_class([torch.zeros(1, 1)], lr=self.lr, **options)
         except (TypeError, ValueError) as err:
             raise FieldError(
                 f"options are not accepted by torch's {self.optimizer}: {err}"
             ) from None
-        object.__setattr__(self, "options", options)
 
     @classmethod
     def parse(cls, spec) -> Algorithm:
