@@ -3,6 +3,8 @@ it agrees with the difference of the two losses where that is accurate, stays ac
 that difference rounds to 0, and so the uncapped Polyak step keeps moving on example1 (the
 engine's torch and compiled steps, and the optimiser class with `hand_excess`)."""
 
+import math
+
 import mpmath
 import numpy as np
 import pytest
@@ -22,7 +24,7 @@ from attnbias.model import AttentionClassifier
 from attnbias.optim import PolyakStep
 
 pytestmark = pytest.mark.usefixtures("one_thread")
-UNCAPPED = 1e300  # the experiments' stand-in for γ_b = ∞
+UNCAPPED = math.inf  # γ_b = ∞, exact (the engine's log-domain step)
 # where the naive difference is accurate (excess ≥ 1e-4·|L*|), the two agree to this relative
 # bound: the naive one's rounding, a few ulps of L* over an excess ≥ 1e-4·L*, is ≤ ~1e-11
 AGREEMENT_RTOL = 1e-9
