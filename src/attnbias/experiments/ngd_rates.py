@@ -277,7 +277,7 @@ def stops_before(groups, name: str, window, fitted, cap: float) -> list[str]:
     binds = (
         "its cap binds there (c‖∇L‖²/(L − L*) below 1/γ_b), so it is no longer the uncapped "
         "step; a larger cap, or γ_b = ∞, would decide it"
-        if cap < math.inf
+        if math.isfinite(cap)
         else "with γ_b = ∞ the step cannot bind, so the method itself (or the arithmetic) "
         "stalled; runs that keep the pace through the window would decide it"
     )

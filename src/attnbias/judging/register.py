@@ -835,7 +835,7 @@ def reexamination_entries() -> list[PaperClaim]:
                    "after it"),
         PaperClaim("reexamine-polyak/larger-cap-ends-closer", "ours", REEXAMINE, "artefact "
                    "named: the cap γ_b (late Polyak is GD with step γ_b) decides how far Polyak "
-                   "gets (NGD still ends ahead of every finite cap: ngd-ends-ahead-*); "
+                   "gets (whether NGD ends ahead, per cap: ngd-ends-ahead-*); "
                    "supported = each larger cap "
                    "ends closer (c = 1), compared at the end, over the caps 1e2 < 1e4 < 1e6 "
                    "< ∞ (uncapped, exact)",
