@@ -84,7 +84,7 @@ def loss_excess(u_star, delta, loss):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def log_expm1_of_log(a):
+def log_expm1_of_log_number(a):
     """log(e^x − 1) for x = e^a (`losses.log_expm1_of_log`)."""
     x = math.exp(a)
     if a < LOG_SMALL:
@@ -97,7 +97,7 @@ def log_loss_excess(u_star, log_drop, loss):
     """log(ℓ(u* + δ) − ℓ(u*)) from log(−δ) (`losses.MarginLoss.log_excess`)."""
     if loss == CORRELATION:
         return log_drop
-    a = log_expm1_of_log(log_drop)
+    a = log_expm1_of_log_number(log_drop)
     if loss == EXPONENTIAL:
         return a - u_star
     a -= softplus(u_star)  # log log1p(e^a), `losses.log_log1p_of_log`
@@ -107,7 +107,7 @@ def log_loss_excess(u_star, log_drop, loss):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def polyak_log_step(log_norm, log_gap, c, cap):
+def polyak_log_step_of_run(log_norm, log_gap, c, cap):
     """`optim.divisors.polyak_log_step` of one run."""
     log_cap = math.log(cap)
     if log_norm == -math.inf:
@@ -296,7 +296,7 @@ def advance_numba(
                         for i in range(n):
                             acc += math.exp(log_drop[i] - largest)
                     log_gap = largest + math.log(acc) - log_n
-                exponent = polyak_log_step(log_norm, log_gap, c[k], cap[k]) + m
+                exponent = polyak_log_step_of_run(log_norm, log_gap, c[k], cap[k]) + m
                 D = 0.0 if exponent == math.inf else max(math.exp(-exponent), tiny)
             else:
                 D = 1.0
