@@ -268,7 +268,11 @@ def rate_overrides(name: str, scale: float) -> dict:
     if "lrs" in written:  # ngd-rates: lrs holds lr
         out["lrs"] = [x * scale for x in written["lrs"]]
     if isinstance(written.get("algorithms"), list):
-        out["algorithms"] = [{**a, "lr": a["lr"] * scale} for a in written["algorithms"]]
+        # (an uncapped Polyak table keeps lr "inf", JSON's ∞: ∞ × scale is ∞)
+        out["algorithms"] = [
+            {**a, "lr": a["lr"] if a["lr"] == "inf" else a["lr"] * scale}
+            for a in written["algorithms"]
+        ]
     return out
 
 

@@ -102,7 +102,8 @@ CONFIG_KEYS = {
     "text-finetune": ("fa22c87abe97c39d", "5f760b3a1ece9479"),
     # 20 seeds: at 10, adam-little-mnist and norm-growth-mnist straddled their lines
     "vision": ("f405b819de2065f9", "eceb4f58a047da25"),  # device field
-    "ngd-rates": ("4e0fd04d2584906b", "5882ebaee9c4b771"),  # the geometry margin sweep
+    # the geometry margin sweep; Thm 7 on γ_b = ∞ (exact) over Thm 1's window
+    "ngd-rates": ("b6ba9e98cbfb5ff8", "90cf1cc41b2ae095"),
     # issue 29: 40 seeds (the starts clustered by seed), Assumption 1 on 1,000 problems
     # issue 29: local_radii (64, 256; quick 64) for local-gaussian, whose R₀ lay beyond R = 16
     # issue 29: 120 seeds, as the power estimate from the 40 seeds' spread asked
@@ -124,7 +125,8 @@ CONFIG_KEYS = {
     # issue 29: `uncapped` (1e300) leaves the float64-stopped step out of the cap ladder;
     # NGD's η tuned on selection seeds (rate_factors, rate_extensions, selection_seeds)
     # issue 29: NGD's grid grown up to 10 times (rate_extensions), its best η bracketed
-    "reexamine-polyak": ("7b2348977e1bdf51", "2d196c584a701035"),
+    # γ_b = ∞ exact (caps [1e2, 1e4, 1e6, inf]; `uncapped`, the 1e300 stand-in, gone)
+    "reexamine-polyak": ("dc5e099ffea2c25b", "3f8d156da51b9322"),
 }
 
 

@@ -53,7 +53,7 @@ SPECS = {
     PolyakStep: (
         dict(lr=0.5, f_star=0.0, c=1.0),
         {
-            "lr": ("lr", BAD_LR),
+            "lr": ("lr", [x for x in BAD_LR if x is not INF]),  # γ_b = ∞: uncapped
             "f_star": ("f_star", [NAN, INF, -INF, True, "0", None]),
             "c": ("c", [0.0, -1.0, NAN, INF, True, "1", None]),
         },
@@ -595,7 +595,8 @@ def accepted(cls, key, x) -> bool:
     if key == "lr":
         if isinstance(x, torch.Tensor):
             x = x.item() if x.numel() == 1 and not x.is_complex() else None
-        return is_number(x) and math.isfinite(x) and x > 0
+        uncapped = cls is PolyakStep and is_number(x) and x == math.inf  # γ_b = ∞
+        return is_number(x) and (math.isfinite(x) or uncapped) and x > 0
     if key == "p":
         return is_number(x) and math.isfinite(x) and x > 1
     if key == "norm" and cls is SteepestDescent:
@@ -672,9 +673,12 @@ def test_any_configuration_is_refused_or_steps_to_finite_values(cls, data):
     try:
         optimizer.step(lambda: torch.tensor(1.0, dtype=torch.float64))
     except FloatingPointError:  # only where the exact result leaves float64
+        assert all(torch.equal(w.detach(), b) for w, b in zip(params, before))
+        if cls is PolyakStep:  # uncapped: η_t = (L − L*)/(c‖g‖²) beyond float64
+            assert any(group.get("lr", arguments.get("lr")) == math.inf for group in effective)
+            return
         assert cls is MirrorDescent
         assert not all(fits_float64(arguments, *case) for case in zip(groups, weights, gradients))
-        assert all(torch.equal(w.detach(), b) for w, b in zip(params, before))
         return
     assert all(bool(torch.isfinite(w).all()) for w in params)
 

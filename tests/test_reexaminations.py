@@ -135,8 +135,10 @@ def test_engine_keeps_the_schedule_when_runs_leave_the_batch():
         ),
         ("reexamine-polyak", {"paper_cap": 1e5}, "paper_cap 100000 is not one of caps"),
         ("reexamine-polyak", {"paper_c": 3.0}, "paper_c 3 is not one of cs"),
-        ("reexamine-polyak", {"caps": [1e2, float("inf")]}, r"caps\[1\]"),
-        ("reexamine-polyak", {"caps": [1e6, 1e300]}, "at least two caps below uncapped"),
+        ("reexamine-polyak", {"caps": [1e2, float("nan")]}, r"caps\[1\]"),
+        ("reexamine-polyak", {"caps": [1e2, "infinite"]}, r"caps\[1\]"),
+        ("reexamine-polyak", {"caps": [1e6, 1e6]}, "at least two caps"),
+        ("reexamine-polyak", {"uncapped": 1e300}, "uncapped"),
     ],
 )
 def test_bad_reexamination_configs_are_refused(name, overrides, message):

@@ -8,6 +8,7 @@ a comparison against its stalled arm) prints the stall beside its verdict."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict
 
 import numpy as np
@@ -452,36 +453,40 @@ def test_polyak_figure_gives_each_cap_one_colour_and_every_panel_two_ticks(tmp_p
 
 
 def test_an_uncapped_polyak_compared_at_its_float64_stop_is_inconclusive():
-    """Issue 29: uncapped Polyak stops where L − L* rounds to 0 in float64. Ahead of NGD while
-    it moves, it stops at a misalignment NGD passes later. Its final value would say NGD ends
-    ahead; the last step at which both moved, that Polyak is. Neither is where the runs end: a
-    comparison at a float64 stop is an artefact, so those parts are inconclusive and say
-    where float64 stopped the run; the capped comparison still decides its part."""
+    """A run float64 froze (before issue 29's log-domain step, uncapped Polyak stopped where
+    L − L* rounded to 0). Ahead of NGD while it moves, it stops at a misalignment NGD passes
+    later. Its final value would say NGD ends ahead; the last step at which both moved, that
+    Polyak is. Neither is where the runs end: a comparison at a float64 stop is an artefact,
+    so those parts are inconclusive and say where float64 stopped the run; the capped
+    comparisons still decide theirs."""
     from attnbias.judging.claims import verdict_text
     from claim_cases_reexamine import reexamine_cases
 
     (stopped,) = [args[0] for _, args, _ in reexamine_cases()["reexamine.ends_ahead"]
                   if args[2] == ["Polyak"]]  # fmt: skip
-    groups = {**polyak_groups(), "Polyak γ_b=1e300 c=1": scale_safe(stopped["Polyak"])}
+    groups = {**polyak_groups(), "Polyak γ_b=∞ c=1": scale_safe(stopped["Polyak"])}
     polyak = load_config("reexamine-polyak", quick=True,
-                         overrides={"caps": [1e2, 1e6, 1e300], "cs": [1.0]})  # fmt: skip
+                         overrides={"caps": [1e2, 1e6, "inf"], "cs": [1.0]})  # fmt: skip
     claims = {c.id: c for c in reexamine_polyak.claims(groups, polyak, polyak_tuned(groups))}
-    ahead = claims["reexamine-polyak/ngd-ends-ahead-cap-1e300"]
+    ahead = claims["reexamine-polyak/ngd-ends-ahead-cap-inf"]
     assert letters(ahead) == "I/I"
-    # the ladder compares the finite caps only: the uncapped run is not one of its links
-    ladder = claims["reexamine-polyak/larger-cap-ends-closer"]
-    assert letters(ladder) == "S/S" and "1e300" not in ladder.claim
     why = verdict_text(asdict(ahead))
-    assert "compared at a float64 stop" in why and "Polyak γ_b=1e300 c=1 stopped moving" in why
+    assert "compared at a float64 stop" in why and "Polyak γ_b=∞ c=1 stopped moving" in why
+    # the ladder's links: 1e2 < 1e6 decided, 1e6 < ∞ at the frozen run's stop
+    ladder = claims["reexamine-polyak/larger-cap-ends-closer"]
+    assert "∞" in ladder.claim or any("∞" in str(p.rule) for p in ladder.parts)
+    assert letters(ladder) == "I/SI"
 
 
-def test_only_the_stand_in_for_an_infinite_cap_is_judged_at_its_pace():
-    """reexamine-polyak's 1e300 stands in for γ_b = ∞: its runs are compared where they leave
-    the uncapped pace (`ahead_while_moving`'s `paced`); every finite cap as run (issue 29)."""
+def test_an_infinite_cap_is_swept_exactly_and_keyed_as_inf():
+    """Issue 29: γ_b = ∞ is exact (the engine's log-domain step), so reexamine-polyak sweeps it
+    as a cap like the others: the last link of the cap ladder, keyed "inf" (JSON has no ∞),
+    its runs judged as run (no stand-in, no pace to keep)."""
     polyak = load_config("reexamine-polyak")
-    assert list(polyak.stand_ins) == [polyak.uncapped]
-    assert all(cap not in polyak.stand_ins for cap in polyak.ladder_caps)
-    assert len(polyak.stand_ins[polyak.uncapped]) == len(polyak.cs)
+    assert polyak.ladder_caps[-1] == math.inf and polyak["caps"][-1] == "inf"
+    uncapped = [a for a in polyak.algorithms if a.optimizer == "polyak" and a.lr == math.inf]
+    assert len(uncapped) == len(polyak.cs)
+    assert all(a.to_dict()["lr"] == "inf" for a in uncapped)
 
 
 def test_every_muon_row_prints_the_eta_each_arm_is_judged_at():

@@ -2,6 +2,7 @@
 writers go, one writer at a time, non-finite runs are stored as diverged, JSON is strict."""
 
 import json
+import math
 import os
 import random
 import signal
@@ -309,6 +310,18 @@ def test_save_record_is_what_load_reads(tmp_path):
     )
     arrays["a"][0, 0] = 99.0  # the caller's arrays are not the record's
     assert_same_record(record, store.load(record.key))
+
+
+def test_a_cap_written_inf_is_a_number_in_the_table_beside_finite_ones(tmp_path):
+    """Polyak's γ_b = ∞ is keyed "inf" (JSON has no ∞): the table's algorithm.lr column holds
+    it as the float ∞ beside the finite caps, not a string that cannot merge with them."""
+    store = ResultsStore(tmp_path)
+    keys = [
+        store.save({"algorithm": {"lr": lr}}, tidy(np.arange(2), {"loss": [1.0, 0.5]}))
+        for lr in (1e6, "inf")
+    ]
+    column = store.table(keys=keys).column("algorithm.lr")
+    assert column.type == pa.float64() and sorted(set(column.to_pylist())) == [1e6, math.inf]
 
 
 def test_the_table_repeats_each_run_s_key_status_and_config_scalars_on_its_rows(tmp_path):

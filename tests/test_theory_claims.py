@@ -522,17 +522,35 @@ def thm7_with_polyak_norm(norm_after_40):
     ]
 
 
-def test_thm7_is_inconclusive_when_float64_ends_polyaks_pace_before_thm1s_window():
-    """Uncapped Polyak still moving but at a crawl from step 40 (its stand-in cap binding once
-    the other tokens' scores fall below 1/γ_b; log–log slope ~0.003): ‖W_t‖ is not frozen, yet
-    the run left the uncapped pace, so the row is inconclusive and says from which step."""
+def test_thm7_is_inconclusive_when_polyak_leaves_its_pace_before_thm1s_window():
+    """Polyak at γ_b = ∞ still moving but at a crawl from step 40 (log–log slope ~0.003, as a
+    binding stand-in cap did before the step was exact): ‖W_t‖ is not frozen, yet the run
+    left the uncapped pace, so the row is inconclusive and says from which step and why that
+    cannot be its cap."""
     from attnbias.judging.claims import INCONCLUSIVE
 
     thm7 = thm7_with_polyak_norm(lambda at, t: at * (1.0 + 0.003 * np.log(t / 40.0)))
     assert thm7.status == INCONCLUSIVE
-    (why,) = [u for u in thm7.unmet if "float64" in u]
+    (why,) = [u for u in thm7.unmet if "stops moving" in u]
     assert "by step 38 in 3 of 3 runs" in why  # 38: the last recorded step ≤ 40
-    assert "binds" in why and "before the end of Thm 1's window 100–3,000" in why
+    assert "cannot bind" in why and "before the end of Thm 1's window 100–3,000" in why
+
+
+def test_a_finite_cap_that_leaves_the_pace_is_said_to_bind():
+    """`stops_before` names the cause by the cap: a finite one binds (a larger one, or ∞,
+    would decide it); γ_b = ∞ cannot, so the stall is the method's or the arithmetic's."""
+    import claim_cases_rates
+    from attnbias.curves import Curves
+    from attnbias.experiments import ngd_rates
+
+    groups, _, config = claim_cases_rates.ngd_rates_inputs()
+    c = groups[ngd_rates.polyak(max(config.polyak_caps)).name]
+    frozen = np.repeat(c.values["norm/2"][:, :1], c.steps.size, axis=1)
+    groups = {"P": Curves(c.steps, {**c.values, "norm/2": frozen}, seeds=c.seeds)}
+    (finite,) = ngd_rates.stops_before(groups, "P", [100, 3000], [100, 3000], 1e300)
+    (infinite,) = ngd_rates.stops_before(groups, "P", [100, 3000], [100, 3000], math.inf)
+    assert "its cap binds there" in finite and "cannot bind" not in finite
+    assert "cannot bind" in infinite and "its cap binds" not in infinite
 
 
 def test_thm7_is_judged_when_polyak_keeps_its_pace_through_thm1s_window():
@@ -557,9 +575,10 @@ def test_thm7_is_judged_when_polyak_keeps_its_pace_through_thm1s_window():
     assert thm7.status == NOT_SUPPORTED
 
 
-def test_thm7_is_inconclusive_when_float64_stops_polyak_before_thm1s_window():
-    """Uncapped Polyak frozen from step 40 (L − L* rounded to 0): its fit over the early window
-    is set by the format, not by the theorem, so Thm 7's row says so instead of a verdict."""
+def test_thm7_is_inconclusive_when_polyak_stops_before_thm1s_window():
+    """Uncapped Polyak frozen from step 40 (as when L − L* rounded to 0): its fit over the
+    window is set by that stop, not by the theorem, so Thm 7's row says so instead of a
+    verdict."""
     import claim_cases_rates
     from attnbias.curves import Curves
     from attnbias.experiments import ngd_rates
@@ -575,8 +594,8 @@ def test_thm7_is_inconclusive_when_float64_stops_polyak_before_thm1s_window():
         "ngd-rates/thm7-polyak-rate"
     ]
     assert thm7.status == INCONCLUSIVE
-    (why,) = [u for u in thm7.unmet if "float64" in u]
-    assert "stops moving" in why and "before the end of Thm 1's window 100–3,000" in why
+    (why,) = [u for u in thm7.unmet if "stops moving" in u]
+    assert "before the end of Thm 1's window 100–3,000" in why
     assert why in reasons({"status": INCONCLUSIVE, "rule": None, "unmet": thm7.unmet, "parts": []})
 
 

@@ -146,6 +146,31 @@ def _non_empty(values: tuple) -> tuple:
     return values
 
 
+def _cap(value):
+    """Polyak's cap γ_b: ∞ as TOML's inf or "inf" (as JSON keeps it), else a finite number."""
+    if value == "inf" or (isinstance(value, float) and value == math.inf):
+        return math.inf
+    return _scalar(float)(value)
+
+
+def _keyed_caps(values):
+    """Caps as results are keyed by them: ∞ written "inf" (JSON has no ∞; one key for both)."""
+    if not isinstance(values, (list, tuple)):
+        return values
+    return ["inf" if isinstance(v, float) and v == math.inf else v for v in values]
+
+
+# Polyak's caps γ_b > 0, ∞ (uncapped, exact: `optim.divisors.polyak_log_step`) among them
+Caps = Annotated[
+    tuple[Annotated[float, Field(gt=0), BeforeValidator(_cap)], ...],
+    AfterValidator(_non_empty),
+    AsWritten(_keyed_caps),
+    WithJsonSchema(
+        {"type": "array", "items": {"anyOf": [{"type": "number"}, {"const": "inf"}]}, "minItems": 1}
+    ),
+]
+
+
 # --- value objects: algorithms, optimiser tables, norms, seed lists
 
 

@@ -1617,9 +1617,11 @@ def _verified_file(publication: int, name: str, shown: Path) -> bytes:
 
 
 def _scalars(config: Mapping, prefix: str = ""):
-    """(name, value) of the scalar fields of a config, nested tables flattened to "a.b"."""
+    """(name, value) of the scalar fields of a config, nested tables flattened to "a.b"; "inf",
+    JSON's spelling of ∞ (a Polyak cap γ_b, an ℓ∞ norm), as the number, so that its column
+    holds numbers beside the finite values."""
     for name, value in config.items():
         if isinstance(value, Mapping):
             yield from _scalars(value, f"{prefix}{name}.")
         elif isinstance(value, (int, float, str, bool)):
-            yield f"{prefix}{name}", value
+            yield f"{prefix}{name}", math.inf if value == "inf" else value

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from ..config import Positive, PositiveInt, numbers
+from ..config import Caps, Positive, PositiveInt, numbers
 from ..theory_measures import Window, check_window
 from .sweep import OptimalTokenConfig
 
@@ -19,8 +19,8 @@ class Config(OptimalTokenConfig):
     short_steps: PositiveInt = Field(description="steps of the η sweep and the margin sweep")
     lr: Positive = Field(description="the reference NGD step size η")
     lrs: numbers(float, 0.0, strict=True) = Field(description="step sizes of the η sweep")
-    polyak_caps: numbers(float, 0.0, strict=True) = Field(
-        description="Polyak's caps γ_b: a practical one and one too large ever to bind"
+    polyak_caps: Caps = Field(
+        description="Polyak's caps γ_b: a practical one and the largest, inf (uncapped, exact)"
     )
     scales: numbers(float, 0.0, strict=True) = Field(
         description="token scales c of the symmetry check (margin ∝ c²; 1 is example1 itself)"
@@ -34,7 +34,7 @@ class Config(OptimalTokenConfig):
         description="two consecutive windows whose fitted exponents must agree"
     )
     polyak_window: Window = window_field(
-        "misalignment exponent of the uncapped Polyak runs (before float64 ends its pace)"
+        "misalignment exponent of the Polyak runs at the largest cap (Thm 7)"
     )
     growth_window: Window = window_field("slope of ‖W_t‖ in t (η sweep)")
     saturation_window: Window = window_field("slope of log(1 − s_opt) in ‖W_t‖ (margin sweep)")

@@ -14,6 +14,7 @@ reports it per seed): the Theorem 1 rows test beyond the theorem.
 
 from __future__ import annotations
 
+import math
 import warnings
 from pathlib import Path
 
@@ -260,29 +261,31 @@ def moving(groups, name: str, window, what: str) -> list[str]:
 
 
 def stops_before(groups, name: str, window, fitted, cap: float) -> list[str]:
-    """The precondition that the runs of `name` (Polyak with the stand-in cap `cap` for
-    γ_b = ∞) still move at the uncapped step's pace through `window`, where the theorem's rate
-    is judged (Thm 1's row fits there): ‖W_t‖ grows like t (log–log slope above 1/2, as in
-    `moving`) up to its end. Their step moves the smallest logit gap about one unit a step;
-    once the other tokens' scores (≈ e^−gap) bring c‖∇L‖²/(L − L*) below 1/γ_b the cap binds
-    (float64 holds no larger one) and ‖W_t‖ barely grows, and by gap ~745 the scores
-    underflow. A run stopped so is fitted only over the steps before (`fitted`), a window set
-    by the format, not by the theorem, and too short to judge a rate that holds from some
-    step on (the constants are lost)."""
+    """The precondition that the runs of `name` (Polyak at the cap `cap`, ∞: uncapped) still
+    move at the uncapped step's pace through `window`, where the theorem's rate is judged
+    (Thm 1's row fits there): ‖W_t‖ grows like t (log–log slope above 1/2, as in `moving`)
+    up to its end. A finite cap binds once c‖∇L‖²/(L − L*) (≈ e^−gap) falls below 1/γ_b, and
+    ‖W_t‖ then barely grows (a stand-in 1e300 did so at logit gaps ~691); γ_b = ∞ is exact
+    (`optim.divisors.polyak_log_step`) and never binds. A run stopped so is judged only over
+    the steps before (`fitted`): too short to judge a rate that holds from some step on."""
     until = growing_until(groups[name], PACE_SLOPE)
     stopped = ~(until >= window[-1])
     if not stopped.any():
         return []
     where = until[stopped & np.isfinite(until)]
     at = f"by step {np.max(where):.0f}" if where.size else "from the start"
+    binds = (
+        "its cap binds there (c‖∇L‖²/(L − L*) below 1/γ_b), so it is no longer the uncapped "
+        "step; a larger cap, or γ_b = ∞, would decide it"
+        if math.isfinite(cap)
+        else "with γ_b = ∞ the step cannot bind, so the method itself (or the arithmetic) "
+        "stalled; runs that keep the pace through the window would decide it"
+    )
     return [
-        f"{name} stops moving at the uncapped step's pace (float64: ‖W_t‖'s log–log slope "
-        f"falls to ≤ 0.5) {at} in {int(stopped.sum())} of {until.size} runs, before the end "
-        f"of Thm 1's window {span(window)}: there the other tokens' scores (≈ e^−gap at "
-        f"logit gaps ~700) bring c‖∇L‖²/(L − L*) below 1/γ_b = {1 / cap:g}, so the stand-in "
-        "for γ_b = ∞ binds, and by gaps ~745 they underflow; the fit over steps "
-        f"{span(fitted)} is set by that stop, not by the theorem, and cannot judge its rate; "
-        "only arithmetic with a wider exponent range than float64's would decide it"
+        f"{name} stops moving at the uncapped step's pace (‖W_t‖'s log–log slope falls to "
+        f"≤ 0.5) {at} in {int(stopped.sum())} of {until.size} runs, before the end of Thm 1's "
+        f"window {span(window)}: {binds}; the fit over steps {span(fitted)} is set by that "
+        "stop, not by the theorem, and cannot judge its rate"
     ]
 
 
@@ -339,21 +342,21 @@ def claims(groups, saturation: dict, config: Config, assumed=ASSUMPTION1_EXAMPLE
     uncapped, capped = (
         polyak(cap).name for cap in (max(config.polyak_caps), min(config.polyak_caps))
     )
-    # float64 ends the uncapped step's pace within hundreds of steps (`stops_before`): its
-    # rate is fitted before that, against the same order over that window
+    # the uncapped step is exact (log domain): its rate is fitted over its own window, against
+    # the same order over that window; a run that left the pace before its end is named
     early_fit = list(config.polyak_window)
     polyak_bound = thm1_bound(early_fit)
     thm7 = rules.exponent_below(
         misalignment_exponents(groups, uncapped, early_fit),
         polyak_bound,
         f"Theorem 7: under the Polyak step ({uncapped}) the misalignment falls at least like "
-        f"log t / t (fitted over steps {span(early_fit)}, before float64 stops the step; "
-        f"log t / t itself fits t^{polyak_bound:.3g} there)",
+        f"log t / t (fitted over steps {span(early_fit)}, where log t / t itself fits "
+        f"t^{polyak_bound:.3g})",
         f"fitted exponent of 1 − cos(W_t, W_mm) in t, {uncapped}",
         "derived: Thm 7 is Thm 1's analogue for the Polyak step (same order), whose own "
         "exponent over the window is the bound",
         unmet=[
-            *moving(groups, uncapped, early_fit, "stalled before float64's end of the step"),
+            *moving(groups, uncapped, early_fit, "stalled"),
             *stops_before(groups, uncapped, fit, early_fit, max(config.polyak_caps)),
         ],
     )  # fmt: skip

@@ -14,16 +14,16 @@ selection runs set the levels beside NGD's.
 
 Claims: one per distinct setting (`polyak-faster-cap-…`: a cap at which c has no effect on the
 speed ratios is one setting, judged at the paper's c; `polyak-faster-cap-…-c-…` each c of a cap
-where it matters, as for the stand-in for ∞), "at some setting" (Holm across the distinct
+where it matters, as for γ_b = ∞), "at some setting" (Holm across the distinct
 settings), "at the paper's setting" (ngd-fixed's γ_b, the paper's own value being lost in
 extraction, and c = 1), who is ahead when the runs end, per cap (`ngd-ends-ahead-cap-…`:
 ngd-fixed's "NGD ends 30× better"; NGD at its η tuned for the misalignment), and whether the cap
 decides that (`larger-cap-ends-closer`: the artefact). Those two compare each seed's runs at the
 last recorded step at which both still moved (a run float64 froze is compared where it stopped:
-inconclusive). Polyak's L − L* is computed scale-safely (`losses.optimal_token_excess`), so the
-uncapped step keeps its pace until the other tokens' scores (≈ e^−gap) bring c‖∇L‖²/(L − L*)
-below 1/γ_b (1e-300: a smallest logit gap of ~ln γ_b ≈ 691, about step 700); from there the
-stand-in cap binds and the run is Polyak capped at γ_b = 1e300 (‖W_t‖ barely grows).
+inconclusive). The uncapped step γ_b = ∞ is exact: the engine takes η_t∇L from the logs of
+‖∇L‖ and of L − L* (`optim.divisors.polyak_log_step`, L − L* a logsumexp of the other tokens'
+scores), so no float64 limit ends its pace (a finite stand-in cap, 1e300, bound at logit gaps
+~691 before).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from typing import Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from ..config import AlgorithmTable, Positive, PositiveInt, numbers, real
+from ..config import AlgorithmTable, Caps, Positive, PositiveInt, numbers, real
 from ..curves import Curves
 from ..engine import Algorithm
 from ..experiment_configs.sweep import OptimalTokenConfig
@@ -57,18 +57,13 @@ class Config(OptimalTokenConfig, TuningConfig):
     data: Literal["example1", "antipodal"] = Field(description="data generator")
     steps: PositiveInt = Field(description="steps of every run")
     reference: AlgorithmTable = Field(description="the normalized GD run Polyak is compared with")
-    caps: numbers(float, 0.0, strict=True) = Field(description="the caps γ_b swept (finite)")
+    caps: Caps = Field(description="the caps γ_b swept (inf: uncapped, exact)")
     cs: numbers(float, 0.0, strict=True) = Field(description="the constants c swept")
     paper_cap: Positive = Field(
         description="the cap of the 'paper's setting' reading (one of caps): ngd-fixed's, the "
         "paper's own value being lost in extraction"
     )
     paper_c: Positive = Field(description="the c of the paper's setting (one of cs)")
-    uncapped: Positive = Field(
-        description="a cap this large stands for ∞ (JSON has no ∞): larger-cap-ends-closer "
-        "leaves it out, since it binds too once the scores of the other tokens fall below ~1/γ_b "
-        "(a logit gap of ~ln γ_b), which float64 cannot postpone past gaps of ~709"
-    )
     rate_start: real(gt=0, lt=1) = Field(
         description="‖W_t‖'s log–log slope, and whether a run stopped, are read over steps ≥ "
         "this · last step"
@@ -82,24 +77,17 @@ class Config(OptimalTokenConfig, TuningConfig):
             raise ValueError(f"paper_cap {self.paper_cap:g} is not one of caps {list(self.caps)}")
         if self.paper_c not in self.cs:
             raise ValueError(f"paper_c {self.paper_c:g} is not one of cs {list(self.cs)}")
-        if len(self.ladder_caps) < 2:
+        if len(set(self.caps)) < 2:
             raise ValueError(
-                f"caps must hold at least two caps below uncapped ({self.uncapped:g}) for "
-                f"larger-cap-ends-closer, got {list(self.caps)}"
+                f"caps must hold at least two caps for larger-cap-ends-closer, got "
+                f"{list(self.caps)}"
             )
         return self
 
     @property
     def ladder_caps(self) -> list[float]:
-        """The finite caps, increasing: those larger-cap-ends-closer compares."""
-        return sorted(cap for cap in self.caps if cap < self.uncapped)
-
-    @property
-    def stand_ins(self) -> dict[float, list[str]]:
-        """The caps standing in for γ_b = ∞ (≥ uncapped) → their Polyak runs (every c): they
-        move as the method would only while they keep the uncapped pace."""
-        return {cap: [polyak_name(cap, c) for c in self.cs] for cap in self.caps
-                if cap >= self.uncapped}  # fmt: skip
+        """The caps, increasing (∞ last): those larger-cap-ends-closer compares."""
+        return sorted(set(self.caps))
 
     @property
     def settings(self) -> dict[str, tuple[float, float]]:
@@ -117,9 +105,16 @@ class Config(OptimalTokenConfig, TuningConfig):
 
 
 def short(x: float) -> str:
-    """A power of ten as 1e6 (not 1e+06), anything else as :g."""
+    """A power of ten as 1e6 (not 1e+06), ∞ as ∞, anything else as :g."""
+    if x == math.inf:
+        return "∞"
     exponent = math.log10(x)
     return f"1e{round(exponent)}" if x >= 1e3 and exponent == round(exponent) else f"{x:g}"
+
+
+def slug(cap: float) -> str:
+    """A cap as the claims' ids spell it: `short`, ∞ as inf."""
+    return "inf" if cap == math.inf else short(cap)
 
 
 def polyak_name(cap: float, c: float) -> str:
@@ -188,7 +183,6 @@ def claims(groups: dict[str, Curves], config: Config, tuned: Tuned) -> list[Clai
                 [polyak_name(cap, c) for c in config.cs],
                 f"Polyak at γ_b = {short(cap)} (every c)",
                 doubts,
-                paced=config.stand_ins.get(cap, ()),
             )
             for cap in config.caps
         ),
@@ -197,11 +191,11 @@ def claims(groups: dict[str, Curves], config: Config, tuned: Tuned) -> list[Clai
         ),
     ]
     slugs = [
-        *(f"polyak-faster-cap-{short(cap)}" + ("" if c is None else f"-c-{c:g}")
+        *(f"polyak-faster-cap-{slug(cap)}" + ("" if c is None else f"-c-{c:g}")
           for cap, c in speed),
         "faster-at-some-setting",
         "faster-at-paper-setting",
-        *(f"{reference.lower()}-ends-ahead-cap-{short(cap)}" for cap in config.caps),
+        *(f"{reference.lower()}-ends-ahead-cap-{slug(cap)}" for cap in config.caps),
         "larger-cap-ends-closer",
     ]  # fmt: skip
     return identified(config.experiment, out, slugs)
@@ -210,14 +204,12 @@ def claims(groups: dict[str, Curves], config: Config, tuned: Tuned) -> list[Clai
 def speed_rows(config: Config, tuned: Tuned) -> dict[tuple[float, float | None], Claim]:
     """The speed claims, one per distinct setting: (γ_b, None) → a cap's claim where c has no
     effect on it (`knob_effect`: once the cap binds, Polyak's step is γ_b whatever c), judged
-    at the paper's c; else (γ_b, c) → each c's. Each part's quantity names the check. A stand-
-    in for γ_b = ∞ is timed only where it reaches a level before it binds (`setting_faster`)."""
+    at the paper's c; else (γ_b, c) → each c's. Each part's quantity names the check."""
     reference = config.reference.name
     rows = {}
     for cap in config.caps:
-        paced = config.stand_ins.get(cap, ())
-        by_c = {c: rules.setting_faster(tuned, polyak_name(cap, c), reference, paced,
-                                        ngd_rules.SCALE_SAFE_LABELS)
+        by_c = {c: rules.setting_faster(tuned, polyak_name(cap, c), reference,
+                                        labels=ngd_rules.SCALE_SAFE_LABELS)
                 for c in config.cs}  # fmt: skip
         check = rules.knob_effect(by_c, "c")
         if check.status == SUPPORTED:

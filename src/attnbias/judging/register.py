@@ -27,7 +27,7 @@ from .claims import (
     verdict_columns,
 )
 from .report import verdict_mark
-from .verdicts.reexamine import KNOB_RESOLUTION, PACE_SLOPE
+from .verdicts.reexamine import KNOB_RESOLUTION
 
 PAPERS = {
     "MD": "Julistiono, Tarzanagh, Azizan (2024), *Optimizing Attention with Mirror Descent: "
@@ -482,7 +482,8 @@ EQUAL_NORM = (
 POLYAK = (
     "ngd-fixed's problem (example1 n=4, T=4, d=64, logistic loss, W₀ ~ N(0, 0.1²), 10 seeds, "
     "2,000 steps, NGD's config η = 0.1); Polyak with L* of the optimal tokens, γ_b ∈ {1e2, 1e4, "
-    "1e6, 1e300 (= ∞: JSON has no ∞)} × c ∈ {0.5, 1, 2}"
+    "1e6, ∞ (uncapped, exact: the step is taken from the logs of ‖∇L‖ and L − L*)} × "
+    "c ∈ {0.5, 1, 2}"
 )
 # reexamine-polyak's rate_extensions: NGD's best η sat at the largest of a grid grown twice
 POLYAK_GROWN = "ten times"
@@ -497,9 +498,9 @@ POLYAK_AS_SET = (
     "larger budget of knobs (its best of ≥ 5 steps against one Polyak setting): a support "
     "would hold against NGD at its best, a refutation says this setting is slower than NGD at "
     "its best step; Polyak's own choice of (γ_b, c) is faster-at-some-setting (the best of the "
-    "distinct settings, Holm-corrected); a stand-in for γ_b = ∞ is timed as the method only "
-    "where it reaches a level before it leaves the uncapped pace (‖W_t‖'s log–log slope above "
-    f"{PACE_SLOPE:g}; the stand-in binds at logit gaps ~691), else that part is inconclusive"
+    "distinct settings, Holm-corrected); a level that float64 rounds to 0 (a metric of "
+    "the other tokens' scores, ≈ e^−gap, once uncapped Polyak passes logit gaps ~745) times "
+    "the rounding, not the method: that part is inconclusive, the others decide"
 )
 POLYAK_TUNED = "; ".join(
     [
@@ -640,11 +641,10 @@ def theory_entries() -> list[PaperClaim]:
                    "the rate rows, not a paper's claim): listed apart", consistency=True),
         PaperClaim("ngd-rates/thm7-polyak-rate", "NGD", "Thm 7 (App. A)", "the Polyak step has "
                    "Thm 1's rate", f"{ngd_rates}; uncapped Polyak (γ_b = "
-                   f"{max(rates.polyak_caps):g}), fitted over steps {span(rates.polyak_window)} "
-                   "only: float64 ends the uncapped pace (the stand-in cap binds at logit gaps "
-                   f"~691, the scores underflow by ~745) before Thm 1's window "
-                   f"{span(rates.fit_window)}, so the fit cannot judge the rate: "
-                   f"inconclusive, the step named in the verdict; {BEYOND_THM1}"),
+                   f"{max(rates.polyak_caps):g}, exact: its step is taken from the logs of "
+                   f"‖∇L‖ and L − L*), fitted over steps {span(rates.polyak_window)}; a run "
+                   "that leaves the uncapped pace before the window's end is named and leaves "
+                   f"the row inconclusive; {BEYOND_THM1}"),
         PaperClaim("ngd-rates/polyak-cap-slows", "NGD", "§3 'Extension to Polyak step-size'",
                    "with the cap γ_b 'the rates are much faster in the beginning, but slow down "
                    "as training progresses'",
@@ -894,20 +894,17 @@ def reexamination_entries() -> list[PaperClaim]:
         PaperClaim("reexamine-polyak/ngd-ends-ahead", "ours", REEXAMINE, "the earlier result "
                    "(ngd-fixed: NGD ends ~30× better): NGD, at its η tuned for the "
                    "misalignment, ends with the smaller misalignment, "
-                   "per cap γ_b, at the end (paired by seed); uncapped Polyak (γ_b = 1e300, a "
-                   "stand-in for ∞) leaves the uncapped pace where its stand-in binds (logit "
-                   "gaps ~691), so its comparison falls at that step: an artefact of float64's "
-                   "range, inconclusive (the verdict names the step)",
+                   "per cap γ_b (∞ included: exact, it moves to the end), at the end (paired "
+                   "by seed); a run float64 froze is compared where it stopped: inconclusive "
+                   "(the verdict names the step)",
                    POLYAK_ENDS + "; a run still moves at a recorded step if its ‖W_t‖ changes "
                    "after it"),
         PaperClaim("reexamine-polyak/larger-cap-ends-closer", "ours", REEXAMINE, "artefact "
                    "named: the cap γ_b (late Polyak is GD with step γ_b) decides how far Polyak "
-                   "gets (NGD still ends ahead of every finite cap: ngd-ends-ahead-*); "
+                   "gets (whether NGD ends ahead, per cap: ngd-ends-ahead-*); "
                    "supported = each larger cap "
-                   "ends closer (c = 1), compared at the end, over the finite caps 1e2 < 1e4 "
-                   "< 1e6: the uncapped step's stand-in (1e300) binds as a cap itself once the "
-                   "logit gaps reach ~691, so no float64 run compares ∞ at the end (the "
-                   "config's `uncapped`)",
+                   "ends closer (c = 1), compared at the end, over the caps 1e2 < 1e4 < 1e6 "
+                   "< ∞ (uncapped, exact)",
                    POLYAK),
     ]  # fmt: skip
 
