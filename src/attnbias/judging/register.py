@@ -373,13 +373,7 @@ JOINT_CAP = (
     "inconclusive, the cap's artefact; a cap sweep as reexamine-polyak's would decide it"
 )
 NGD_JOINT_TUNED = (
-    NGD_JOINT
-    + "; "
-    + tuned_protocol(
-        "GD η = 0.5, NGD and joint-NGD η = 0.1, Polyak c = 1",
-        grown="eight times (GD's best step for the loss sat at "
-        "the largest of the grid grown twice)",
-    )
+    NGD_JOINT + "; " + tuned_protocol("GD η = 0.5, NGD and joint-NGD η = 0.1, Polyak c = 1")
 )
 KQ = (
     "example1 data (n=4, T=4, d=16), 20 seeds, NGD (η = 0.1) for 2,000 steps instead of GD to "
