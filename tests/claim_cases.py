@@ -469,6 +469,8 @@ def cases() -> dict[str, list]:
             (SUPPORTED, capped("Polyak", 1e100), {}),  # the cap never binds: the verdict stands
             (NOT_SUPPORTED, capped("GD", 1e100), {}),
             (INCONCLUSIVE, capped("Polyak", 1e-3), {}),  # binds from step 0: the cap's artefact
+            # the same runs uncapped (γ_b = ∞): no cap to bind, the verdict stands
+            (SUPPORTED, capped("Polyak", 1e-3, cap=np.inf), {}),
             (INCONCLUSIVE, capped("GD", 1e-3), {}),
             (SUPPORTED, capped("Polyak", np.nan), {}),  # moving to the end: binds at it only
             (INCONCLUSIVE, capped("Polyak", np.nan, frozen_from=3), {}),
@@ -869,11 +871,11 @@ def joint(groups: dict[str, Curves]) -> dict[str, Curves]:
     }
 
 
-def capped(fast: str, kappa: float, frozen_from: int | None = None) -> tuple:
+def capped(fast: str, kappa: float, frozen_from: int | None = None, cap: float = 1e6) -> tuple:
     """Arguments of `ngd.unless_cap_binds`: `fastest(fast)` over GD and Polyak (Polyak at its
     best factor 2, 1/c = 0.2, γ_b = 1e6), each Polyak run's final ‖∇L‖/L `kappa` (1e-3: the cap
     binds from step 0; 1e100: never; NaN: where the loss stops changing), its loss frozen
-    from recorded step `frozen_from` on."""
+    from recorded step `frozen_from` on; `cap`: the γ_b the claim is judged at (∞: uncapped)."""
     from attnbias.judging.verdicts import ngd
 
     g = ngd_groups()
@@ -887,7 +889,7 @@ def capped(fast: str, kappa: float, frozen_from: int | None = None) -> tuple:
     ratios = np.full(len(runs.seed_ids()), kappa)
     onsets = {2.0: ngd.cap_onsets(runs, ratios, 1 / 0.2, 1e6)}
     pairs = ngd.fastest_pairs(t, fast)
-    return ngd.fastest(t, fast), t, pairs, ngd.JOINT_METRICS, "Polyak", 1e6, onsets
+    return ngd.fastest(t, fast), t, pairs, ngd.JOINT_METRICS, "Polyak", cap, onsets
 
 
 def local_global_inputs():

@@ -724,7 +724,10 @@ def unless_cap_binds(
     """`claim`, a `tuned_comparison` over `pairs` × `metrics` (in that order), with each part
     that times `name` (Polyak) inconclusive where its cap binds before it reaches the part's
     level on a run (`cap_doubt`; `onsets`: step factor → per evaluation run, `cap_onsets`),
-    whatever the interval says: a binding cap is an artefact (docs/REFEREE.md)."""
+    whatever the interval says: a binding cap is an artefact (docs/REFEREE.md). An infinite
+    cap (uncapped Polyak) never binds: the claim stands as it is."""
+    if np.isinf(cap):
+        onsets = {}
     parts, binds = [], {}
     for part, ((slow, fast), metric) in zip(claim.parts, product(pairs, metrics), strict=True):
         factor = tuned.chosen(name, metric) if name in (slow, fast) else None
