@@ -864,9 +864,11 @@ def tuned_pair(slow=1e-2, fast=1e-4, best=None, stalled=None, diverged="", evalu
 
 
 def joint(groups: dict[str, Curves]) -> dict[str, Curves]:
-    """ngd-joint's metrics: the head's alignment too (here: the same as W's)."""
+    """ngd-joint's metrics: the head's alignment and W's late increment's too (here: the same
+    as W's)."""
+    same = ("alignment_v/2", "increment_alignment/2")
     return {
-        name: Curves(c.steps, {**c.values, "alignment_v/2": c.values["alignment/2"]})
+        name: Curves(c.steps, {**c.values, **dict.fromkeys(same, c.values["alignment/2"])})
         for name, c in groups.items()
     }
 

@@ -4,6 +4,7 @@ the saturation rate of Lemma 1."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, replace
 from itertools import product
 
@@ -726,7 +727,7 @@ def unless_cap_binds(
     level on a run (`cap_doubt`; `onsets`: step factor → per evaluation run, `cap_onsets`),
     whatever the interval says: a binding cap is an artefact (docs/REFEREE.md). An infinite
     cap (uncapped Polyak) never binds: the claim stands as it is."""
-    if np.isinf(cap):
+    if cap is not None and math.isinf(cap):
         onsets = {}
     parts, binds = [], {}
     for part, ((slow, fast), metric) in zip(claim.parts, product(pairs, metrics), strict=True):
