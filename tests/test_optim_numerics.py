@@ -364,7 +364,10 @@ def test_the_engine_keeps_moving_for_20000_steps(name):
     batch = RunBatch.from_specs([RunSpec({}, problem, algorithm, 20_000, {"W": W0})])
     for t in range(20_000):
         before = batch.params[0].clone()
-        loss, grads, scales = batch.gradients()
-        update.step(batch.params, batch.duals, grads, scales, batch.buffers, loss, batch.hyper)
+        loss, grads, scales, log_risk = batch.gradients()
+        update.step(
+            batch.params, batch.duals, grads, scales, batch.buffers, loss, batch.hyper,
+            log_risk=log_risk,
+        )  # fmt: skip
         assert not torch.equal(before, batch.params[0]), f"{name} froze at step {t}"
     assert bool(torch.isfinite(batch.params[0]).all())

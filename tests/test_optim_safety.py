@@ -53,7 +53,7 @@ SPECS = {
     PolyakStep: (
         dict(lr=0.5, f_star=0.0, c=1.0),
         {
-            "lr": ("lr", BAD_LR),
+            "lr": ("lr", [x for x in BAD_LR if x is not INF]),  # γ_b = ∞: uncapped
             "f_star": ("f_star", [NAN, INF, -INF, True, "0", None]),
             "c": ("c", [0.0, -1.0, NAN, INF, True, "1", None]),
         },

@@ -10,7 +10,14 @@ import torch
 
 from attnbias.data import example1
 from attnbias.engine import Algorithm, RunBatch, RunSpec, compiled, simulate
-from attnbias.losses import LOSSES, get_loss, optimal_token_excess, risk
+from attnbias.losses import (
+    LOSSES,
+    get_loss,
+    log_optimal_token_excess,
+    margins_ordered,
+    optimal_token_excess,
+    risk,
+)
 from attnbias.model import AttentionClassifier
 from attnbias.optim import PolyakStep
 
@@ -72,15 +79,21 @@ def exact_excess(logits: np.ndarray, gamma: np.ndarray, opt: np.ndarray, loss: s
         return total / len(opt)
 
 
+def far_case(seed: int, gap: float):
+    """Margins γ (3, 4), optimal tokens, and logits whose optimal token leads by `gap`."""
+    rng = np.random.default_rng(seed)
+    gamma, opt = margins(rng, 3, 4)
+    logits = rng.uniform(0.0, 1.0, (3, 4))
+    logits[np.arange(3), opt] += gap
+    return gamma, opt, logits
+
+
 @pytest.mark.parametrize("loss", sorted(LOSSES))
 @pytest.mark.parametrize("gap", [40.0, 200.0, 700.0])
 def test_the_stable_excess_is_accurate_where_the_naive_difference_is_zero(loss, gap):
     """Logit gaps of 40 to 700 (other tokens' scores ~1e-18 to ~1e-304): the difference of the
     two losses is 0, the stable excess is within ACCURACY_RTOL of the 400-digit one."""
-    rng = np.random.default_rng(1)
-    gamma, opt = margins(rng, 3, 4)
-    logits = rng.uniform(0.0, 1.0, (3, 4))
-    logits[np.arange(3), opt] += gap
+    gamma, opt, logits = far_case(1, gap)
     scores = torch.softmax(torch.as_tensor(logits), -1)
     g, o = torch.as_tensor(gamma), torch.as_tensor(opt)
     assert naive_excess(scores, g, o, loss) == 0.0, "the naive difference is not 0 here"
@@ -88,6 +101,24 @@ def test_the_stable_excess_is_accurate_where_the_naive_difference_is_zero(loss, 
     exact = exact_excess(logits, gamma, opt, loss)
     assert stable > 0.0
     assert abs(stable - exact) <= ACCURACY_RTOL * abs(exact), (stable, float(exact))
+
+
+@pytest.mark.parametrize("loss", sorted(LOSSES))
+@pytest.mark.parametrize("gap", [0.5, 40.0, 700.0, 800.0, 5000.0])
+def test_the_log_excess_is_the_log_of_the_exact_one_beyond_the_float_range(loss, gap):
+    """log(L − L*) from the scores' logs (`log_optimal_token_excess`) against the log of the
+    400-digit excess, to 1e-12 (a relative error of the excess of 1e-12), also at logit gaps
+    of 800 and 5,000 where L − L* itself (~e^−gap) underflows to 0 in float64."""
+    gamma, opt, logits = far_case(2, gap)
+    log_s = torch.log_softmax(torch.as_tensor(logits), -1)
+    g, o = torch.as_tensor(gamma), torch.as_tensor(opt)
+    assert bool(margins_ordered(g, o))
+    value = float(log_optimal_token_excess(log_s, g, o, loss))
+    with mpmath.workdps(400):
+        exact = mpmath.log(exact_excess(logits, gamma, opt, loss))
+    assert abs(value - float(exact)) <= ACCURACY_RTOL * max(1.0, abs(float(exact))), (value, exact)
+    if gap >= 800.0:
+        assert float(optimal_token_excess(log_s.exp(), g, o, loss)) == 0.0
 
 
 def test_each_loss_excess_is_its_difference_of_values():

@@ -7,6 +7,7 @@ log scale where ℓ'(u) itself underflows), and its excess ℓ(u* + δ) − ℓ(
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -25,6 +26,8 @@ class MarginLoss:
     log_abs_derivative: Callable[[torch.Tensor], torch.Tensor]  # log|ℓ'(u)|, ℓ' < 0 for all three
     # (u*, δ) ↦ ℓ(u* + δ) − ℓ(u*) from δ, accurate where ℓ(u) − ℓ(u*) rounds to 0
     excess: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+    # (u*, log(−δ)) ↦ log(ℓ(u* + δ) − ℓ(u*)) for δ ≤ 0, finite where the excess underflows
+    log_excess: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
     def __call__(self, u: torch.Tensor) -> torch.Tensor:
         return self.value(u)
@@ -67,15 +70,46 @@ def _correlation_excess(u_star, delta):
     return -delta
 
 
+# below this log, log(expm1(x)) and log(log1p(x)) are taken as log x ± x/2 (exact in float64)
+_LOG_SMALL = -30.0
+
+
+def log_expm1_of_log(a):
+    """log(e^x − 1) for x = e^a > 0, finite however small x is."""
+    x = torch.exp(a)
+    return torch.where(a < _LOG_SMALL, a + x / 2, x + torch.log(-torch.expm1(-x)))
+
+
+def log_log1p_of_log(a):
+    """log(log(1 + x)) for x = e^a > 0, finite however small x is."""
+    return torch.where(a < _LOG_SMALL, a - torch.exp(a) / 2, torch.log(F.softplus(a)))
+
+
+def _logistic_log_excess(u_star, log_drop):
+    # log log1p(σ(−u*)·expm1(−δ)), log σ(−u*) = −softplus(u*)
+    return log_log1p_of_log(log_expm1_of_log(log_drop) - F.softplus(u_star))
+
+
+def _exponential_log_excess(u_star, log_drop):
+    return log_expm1_of_log(log_drop) - u_star
+
+
+def _correlation_log_excess(u_star, log_drop):
+    return log_drop
+
+
 logistic = MarginLoss(
-    "logistic", _logistic, _logistic_grad, lambda u: -F.softplus(u), _logistic_excess
-)
+    "logistic", _logistic, _logistic_grad, lambda u: -F.softplus(u), _logistic_excess,
+    _logistic_log_excess,
+)  # fmt: skip
 exponential = MarginLoss(
-    "exponential", _exponential, _exponential_grad, lambda u: -u, _exponential_excess
-)
+    "exponential", _exponential, _exponential_grad, lambda u: -u, _exponential_excess,
+    _exponential_log_excess,
+)  # fmt: skip
 correlation = MarginLoss(
-    "correlation", _correlation, _correlation_grad, torch.zeros_like, _correlation_excess
-)
+    "correlation", _correlation, _correlation_grad, torch.zeros_like, _correlation_excess,
+    _correlation_log_excess,
+)  # fmt: skip
 
 LOSSES = {loss.name: loss for loss in (logistic, exponential, correlation)}
 
@@ -113,6 +147,33 @@ def optimal_token_excess(
     gamma_opt = gamma.gather(-1, index)
     shortfall = (scores * (gamma - gamma_opt)).sum(-1)  # the opt token's term is exactly 0
     return loss.excess(gamma_opt.squeeze(-1), shortfall).mean(-1)
+
+
+def log_optimal_token_excess(
+    log_scores: torch.Tensor, gamma: torch.Tensor, opt: torch.Tensor, loss: str | MarginLoss
+) -> torch.Tensor:
+    """log(L − L*) of `optimal_token_excess`, from the scores' logs (log s = a − logsumexp a):
+    finite however far the other tokens' scores, and L − L* with them, lie below float64's
+    range (logit gaps beyond ~745), so Polyak's step (`optim.divisors.polyak_log_step`) never
+    sees a gap of 0 while the run still moves.
+
+    Each sample's margin drop −δ_i = Σ_{t≠opt} s_t (γ_opt − γ_t) is a logsumexp of
+    log s_t + log(γ_opt − γ_t). Needs γ_opt ≥ γ_t for every token (the problems' optimal
+    tokens have the largest margins: `margins_ordered`); where a token's margin exceeds the
+    optimal one's, δ_i may have either sign and its log is not this."""
+    loss = get_loss(loss)
+    gamma_opt = gamma.gather(-1, opt.unsqueeze(-1))
+    drops = (gamma_opt - gamma).clamp(min=0.0)  # 0 at opt itself: log 0 = −∞, no term
+    log_drop = torch.logsumexp(log_scores + torch.log(drops), -1)
+    per_sample = loss.log_excess(gamma_opt.squeeze(-1), log_drop)
+    return torch.logsumexp(per_sample, -1) - math.log(per_sample.shape[-1])
+
+
+def margins_ordered(gamma: torch.Tensor, opt: torch.Tensor) -> torch.Tensor:
+    """Whether every sample's optimal token has the largest margin γ (over the sample axis,
+    the last but one): `log_optimal_token_excess`'s condition."""
+    gamma_opt = gamma.gather(-1, opt.unsqueeze(-1))
+    return (gamma <= gamma_opt).flatten(-2).all(-1)
 
 
 def log_exponential_risk(u: torch.Tensor) -> torch.Tensor:

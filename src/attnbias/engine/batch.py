@@ -116,24 +116,28 @@ class RunBatch:
 
     def gradients(
         self, fused_kernel: bool = False
-    ) -> tuple[torch.Tensor | None, list[torch.Tensor], list[torch.Tensor]]:
+    ) -> tuple[torch.Tensor | None, list[torch.Tensor], list[torch.Tensor], torch.Tensor | None]:
         """Each run's risk (R,) (None when no rule of the batch reads it), the closed-form
-        gradient of every parameter in log scale, G̃, and its log scale m: ∂L/∂θ = exp(m)·G̃.
-        fused_kernel: by `fused.scaled_gradients` (valid until the next fused call).
+        gradient of every parameter in log scale, G̃, its log scale m: ∂L/∂θ = exp(m)·G̃, and
+        the log of the risk, scale-safe for the runs whose risk is their excess over the
+        optimal tokens (None without them: `Stack.log_risk`). fused_kernel: by
+        `fused.scaled_gradients` (valid until the next fused call).
 
         For W = K Qᵀ with G = ∂L/∂W: ∂L/∂K = G Q and ∂L/∂Q = Gᵀ K (the scale of G)."""
         p = self.named()
         W = p["K"] @ p["Q"].mT if "K" in p else p["W"]
         if fused_kernel:
-            loss, grads, scales = fused.scaled_gradients(
+            loss, grads, scales, log_risk = fused.scaled_gradients(
                 self.data, self.fused_step_buffers(), W, p.get("v"), self.hyper.needs_loss
             )
         else:
-            loss, grads, scales = self.data.scaled_gradients(W, p.get("v"), self.hyper.needs_loss)
+            loss, grads, scales, log_risk = self.data.scaled_gradients(
+                W, p.get("v"), self.hyper.needs_loss
+            )
         if "K" in p:
             grads = [grads[0] @ p["Q"], grads[0].mT @ p["K"], *grads[1:]]
             scales = [scales[0], *scales]
-        return loss, grads, scales
+        return loss, grads, scales, log_risk
 
     def fused_step_buffers(self) -> fused.StepBuffers:
         if self.fused_buffers is None:
@@ -144,7 +148,7 @@ class RunBatch:
         """One step of every run, in place (fused_step=False: the unfused reference path).
         range_ok: defer mirror descent's range check (`optim.functional.step_`; only
         `defers_range_check` batches look at it)."""
-        loss, grads, scales = self.gradients(fused_step)
+        loss, grads, scales, log_risk = self.gradients(fused_step)
         if self.stepper is not None:
             self.stepper.step(self.params, grads, scales, self.buffers)
         else:
@@ -154,7 +158,7 @@ class RunBatch:
                 fused_in = dict(norms=fused.workspace_norms(ws), scratch=ws.scratch)
             update.step(
                 self.params, self.duals, grads, scales, self.buffers, loss, self.hyper, range_ok,
-                **fused_in,
+                log_risk=log_risk, **fused_in,
             )  # fmt: skip
 
     def stepping(self, fused_step: bool = True, deferred: bool = False) -> Callable[[], None]:

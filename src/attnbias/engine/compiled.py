@@ -118,6 +118,6 @@ def advance(batch, steps: int) -> bool:
         array(data.X), array(data.z), array(yh), array(hp.rule, np.int64),
         *(array(x, np.float64) for x in (hp.p, hp.lr, hp.cap, hp.momentum, hp.c, hp.f_star)),
         LOSS_CODES[data.loss.name], int(steps), mirror, hp.has_momentum,
-        info.tiny * info.eps, info.tiny / info.eps, info.max, opt, excess,
+        info.tiny * info.eps, info.tiny / info.eps, info.max, opt, excess, info.tiny,
     )  # fmt: skip
     return failed < 0

@@ -82,8 +82,8 @@ class StepBuffers:
 
 
 def scaled_gradients(data: Stack, ws: StepBuffers, W: torch.Tensor, v=None, risk=True):
-    """`Stack.scaled_gradients`, fused: (L or None, [G̃_W, G̃_v], [m_W, m_v]). The gradients
-    live in the workspace until the next call."""
+    """`Stack.scaled_gradients`, fused: (L or None, [G̃_W, G̃_v], [m_W, m_v], log(L − L*) or
+    None). The gradients live in the workspace until the next call."""
     R, n = data.R, data.n
     h = data.h if v is None else data.values(v)
     bmm(W, ws.zT, out=ws.Wz)
@@ -114,7 +114,13 @@ def scaled_gradients(data: Stack, ws: StepBuffers, W: torch.Tensor, v=None, risk
     if v is not None:
         grads.append(bmm(data.XfT, weights.view(R, -1, 1), out=ws.g_v).squeeze(-1))
         log_scales.append(m_v)
-    return data.risk(u, s, yh) if risk else None, grads, log_scales
+    if not risk:
+        return None, grads, log_scales, None
+    value = data.risk(u, s, yh)
+    log_risk = None
+    if data.excess is not None:  # (total holds log Σ_t e by now)
+        log_risk = data.log_risk(value, shifted - total, yh)
+    return value, grads, log_scales, log_risk
 
 
 def bmm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> torch.Tensor:

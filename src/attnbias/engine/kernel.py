@@ -18,7 +18,7 @@ import math
 
 import torch
 
-from ..losses import get_loss, optimal_token_excess
+from ..losses import get_loss, log_optimal_token_excess, margins_ordered, optimal_token_excess
 from ..model import centered_scores
 from ..norms import per_run
 
@@ -43,6 +43,12 @@ class Stack:
         self.Xf = X.reshape(self.R, self.n * self.T, self.d)
         self.XfT = self.Xf.mT.contiguous()
         self.h = None if v is None else self.values(v)
+        # the excess runs whose log(L − L*) is taken in the log domain (their optimal tokens
+        # have the largest margins: `losses.log_optimal_token_excess`); None: all of them
+        self.log_domain = None
+        if self.excess is not None:
+            ordered = margins_ordered(y.unsqueeze(-1) * self.h, self.opt)
+            self.log_domain = None if bool(ordered.all()) else ordered
 
     def take(self, rows: torch.Tensor) -> Stack:
         v = None if self.v is None else self.v[rows]
@@ -57,6 +63,20 @@ class Stack:
             return value
         return torch.where(self.excess, optimal_token_excess(s, yh, self.opt, self.loss), value)
 
+    def log_risk(
+        self, risk: torch.Tensor, log_s: torch.Tensor, yh: torch.Tensor
+    ) -> torch.Tensor | None:
+        """(R,) the log of each run's `risk`; for the `excess` runs log(L − L*) from the
+        scores' logs log_s (R, n, T), finite where L − L* underflows
+        (`losses.log_optimal_token_excess`; where a token's margin exceeds the optimal one's:
+        the log of the risk). None without excess runs (nothing to add to the risk itself)."""
+        if self.excess is None:
+            return None
+        direct = risk.clamp(min=0.0).log()
+        exact = log_optimal_token_excess(log_s, yh, self.opt, self.loss)
+        keep = self.excess if self.log_domain is None else self.excess & self.log_domain
+        return torch.where(keep, exact, direct)
+
     def values(self, v: torch.Tensor) -> torch.Tensor:
         """h_{i,t} = vᵀ x_{i,t}, (R, n, T)."""
         return torch.bmm(self.Xf, v.unsqueeze(-1)).view(self.R, self.n, self.T)
@@ -64,13 +84,14 @@ class Stack:
     def risk_and_gradients(self, W: torch.Tensor, v: torch.Tensor | None = None, risk=True):
         """(L (R,) or None if not `risk`, ∂L/∂W (R, d, d), ∂L/∂v (R, d) or None when the head
         is fixed), in true scale (entries may underflow: see `scaled_gradients`)."""
-        loss, grads, log_scales = self.scaled_gradients(W, v, risk)
+        loss, grads, log_scales, _ = self.scaled_gradients(W, v, risk)
         true = [g * per_run(torch.exp(m), g) for g, m in zip(grads, log_scales)]
         return loss, true[0], true[1] if v is not None else None
 
     def scaled_gradients(self, W: torch.Tensor, v: torch.Tensor | None = None, risk=True):
-        """(L or None, [G̃_W, G̃_v], [m_W, m_v]) with ∂L/∂W = exp(m_W)·G̃_W, ∂L/∂v = exp(m_v)·G̃_v
-        per run, and each G̃ of order one (v's only when the head is trained).
+        """(L or None, [G̃_W, G̃_v], [m_W, m_v], log(L − L*) or None) with ∂L/∂W = exp(m_W)·G̃_W,
+        ∂L/∂v = exp(m_v)·G̃_v per run, and each G̃ of order one (v's only when the head is
+        trained), and `log_risk` (None without `risk`).
 
         Late in a run the gradient is far below the float64 range (its terms are c_i s_{i,t}
         with scores s_{i,t} = e^{−margin}), but its direction, which is all a normalised step
@@ -103,8 +124,11 @@ class Stack:
             grads.append(torch.bmm(self.XfT, weights.view(R, n * T, 1)).squeeze(-1))
             log_scales.append(m_v)
         if not risk:
-            return None, grads, log_scales
-        return self.risk(u, s, self.y.unsqueeze(-1) * h), grads, log_scales
+            return None, grads, log_scales, None
+        yh = self.y.unsqueeze(-1) * h
+        value = self.risk(u, s, yh)
+        log_s = shifted - torch.log(total)
+        return value, grads, log_scales, self.log_risk(value, log_s, yh)
 
 
 def finite_max(log_terms: torch.Tensor) -> torch.Tensor:

@@ -18,6 +18,7 @@ from numba import njit
 # global, loss, polyak)
 LOGISTIC, EXPONENTIAL, CORRELATION = 0, 1, 2
 NONE, PER_TENSOR, GLOBAL, LOSS, POLYAK = 0, 1, 2, 3, 4
+LOG_SMALL = -30.0  # losses._LOG_SMALL
 # (every function with error_model="numpy": x/0 is ±inf or NaN as in torch, not a Python
 # ZeroDivisionError; Polyak's L − L* = 0 divides by it)
 
@@ -83,6 +84,38 @@ def loss_excess(u_star, delta, loss):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
+def log_expm1_of_log(a):
+    """log(e^x − 1) for x = e^a (`losses.log_expm1_of_log`)."""
+    x = math.exp(a)
+    if a < LOG_SMALL:
+        return a + x / 2
+    return x + math.log(-math.expm1(-x))
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def log_loss_excess(u_star, log_drop, loss):
+    """log(ℓ(u* + δ) − ℓ(u*)) from log(−δ) (`losses.MarginLoss.log_excess`)."""
+    if loss == CORRELATION:
+        return log_drop
+    a = log_expm1_of_log(log_drop)
+    if loss == EXPONENTIAL:
+        return a - u_star
+    a -= softplus(u_star)  # log log1p(e^a), `losses.log_log1p_of_log`
+    if a < LOG_SMALL:
+        return a - math.exp(a) / 2
+    return math.log(softplus(a))
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def polyak_log_step(log_norm, log_gap, c, cap):
+    """`optim.divisors.polyak_log_step` of one run."""
+    log_cap = math.log(cap)
+    if log_norm == -math.inf:
+        return log_cap
+    return min(log_gap - math.log(c) - 2.0 * log_norm, log_cap) if log_gap == log_gap else log_gap
+
+
+@njit(cache=True, inline="always", error_model="numpy")
 def log_abs_derivative(u, loss):
     if loss == LOGISTIC:
         return -softplus(u)
@@ -114,14 +147,15 @@ def scale_safe_norm(G, q, kind, k, smallest):
 @njit(cache=True, error_model="numpy")
 def advance_numba(
     W, theta, buf, X, z, yh, rule, p, lr, cap, momentum, c, f_star, loss, steps, mirror,
-    has_momentum, smallest, low, high, opt, excess,
+    has_momentum, smallest, low, high, opt, excess, tiny,
 ):  # fmt: skip
     """`steps` steps of every run, in place (W, θ, the momentum buffer; θ is W's when not
     `mirror`). Runs with `excess` take L − L* over their optimal tokens `opt` (R, n) as
     their loss (`losses.optimal_token_excess`; their f_star is 0). Returns -1, or the first
     run whose dual iterate θ⁺ left the range the torch step redoes in the log domain (p > 2:
     not a normal number in [low, high]; any p: not finite), after which the caller restores
-    the state and steps with torch."""
+    the state and steps with torch. tiny: the dtype's smallest normal number (Polyak's
+    smallest divisor, `optim.divisors.polyak_divisors`)."""
     R, n, T, d = X.shape
     Wz = np.empty((n, d))
     logits = np.empty((n, T))
@@ -129,6 +163,7 @@ def advance_numba(
     r = np.empty((n, T))
     u = np.empty(n)
     shortfall = np.empty(n)  # δ_i = Σ_{t≠opt} s_t (γ_t − γ_opt) of the excess runs
+    log_drop = np.empty(n)  # log(−δ_i), `losses.log_optimal_token_excess`
     top = np.empty(n, dtype=np.int64)
     xr = np.empty((n, d))
     G = np.empty((d, d))
@@ -145,6 +180,7 @@ def advance_numba(
         for a in range(d):
             for b in range(d):
                 WT[b, a] = W[k, a, b]
+        ordered = True  # every optimal token has its sample's largest margin
         for _ in range(steps):
             # logits a_{i,t} = x_{i,t}ᵀ W z_i, softmax, u_i = y_i f_i. Every sum here runs
             # over its index in ascending order (as a dot product would), but with the other
@@ -181,6 +217,21 @@ def advance_numba(
                     for t in range(T):
                         delta += terms[i, t] / total * (yh[k, i, t] - yh[k, i, o])
                     shortfall[i] = delta
+                    # log(−δ_i) = logsumexp_t (log s_t + log(γ_opt − γ_t)), over drops > 0
+                    largest = -math.inf
+                    for t in range(T):
+                        drop = yh[k, i, o] - yh[k, i, t]
+                        if drop < 0.0:
+                            ordered = False
+                        elif drop > 0.0:
+                            largest = max(largest, logits[i, t] + math.log(drop))
+                    acc = 0.0
+                    if largest > -math.inf:
+                        for t in range(T):
+                            drop = yh[k, i, o] - yh[k, i, t]
+                            if drop > 0.0:
+                                acc += math.exp(logits[i, t] + math.log(drop) - largest)
+                    log_drop[i] = largest + math.log(acc) - math.log(total)
                 # log|c_i s_{i,t}|: shifted − log Σ e + log|ℓ'(u_i)| − log n
                 offset = log_abs_derivative(f, loss) - log_n - math.log(total)
                 for t in range(T):
@@ -223,7 +274,7 @@ def advance_numba(
                     else:
                         L += loss_value(u[i], loss)
                 L /= n
-            if code != PER_TENSOR and code != GLOBAL:
+            if code != PER_TENSOR and code != GLOBAL and code != POLYAK:
                 scale = math.exp(m)
                 for a in range(d):
                     for b in range(d):
@@ -232,14 +283,24 @@ def advance_numba(
                 D = scale_safe_norm(G, q, q_kind, q_whole, smallest)
             elif code == LOSS:
                 D = L
-            elif code == POLYAK:
-                norm = scale_safe_norm(G, 2.0, 1, 2, smallest)
-                gap = max(L - f_star[k], 0.0)
-                scaled = 0.0 if norm == 0.0 else c[k] * norm * (norm / gap)
-                D = max(scaled, 1.0 / cap[k]) if scaled == scaled else scaled
+            elif code == POLYAK:  # G in its own scale: D = exp(−(log η_t + m))
+                log_norm = m + math.log(scale_safe_norm(G, 2.0, 1, 2, smallest))
+                log_gap = math.log(max(L - f_star[k], 0.0)) if L == L else L
+                if excess[k] and ordered:  # logsumexp over the samples
+                    largest = -math.inf
+                    for i in range(n):
+                        log_drop[i] = log_loss_excess(yh[k, i, opt[k, i]], log_drop[i], loss)
+                        largest = max(largest, log_drop[i])
+                    acc = 0.0
+                    if largest > -math.inf:
+                        for i in range(n):
+                            acc += math.exp(log_drop[i] - largest)
+                    log_gap = largest + math.log(acc) - log_n
+                exponent = polyak_log_step(log_norm, log_gap, c[k], cap[k]) + m
+                D = 0.0 if exponent == math.inf else max(math.exp(-exponent), tiny)
             else:
                 D = 1.0
-            if D == 0.0:  # a zero gradient or loss: no step
+            if D == 0.0:  # a zero gradient or loss (Polyak's: an infinite η_t e^m): no step
                 D = math.inf
             # u = g/D, momentum, θ ← θ − η u, w = (∇ψ)⁻¹(θ)
             for a in range(d):

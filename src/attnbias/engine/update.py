@@ -86,19 +86,22 @@ def step(
     hp: Hyper,
     range_ok: torch.Tensor | None = None,
     *,
+    log_risk: torch.Tensor | None = None,
     norms: Norms = gradient_norms,
     scratch: list[torch.Tensor] | None = None,
 ) -> None:
     """In place: one step of every run (parameters, dual iterates and momentum buffers), from
     gradients given in log scale (∂L/∂θ_k = exp(m_k)·G̃_k, see `Stack.scaled_gradients`);
-    range_ok: as `optim.functional.step_`'s. norms, scratch: how the divisors' norms are
-    computed (`optim.divisors.divisors`) and buffers for the step's temporaries (the fused
-    step's workspace)."""
+    range_ok: as `optim.functional.step_`'s. log_risk: the log of `loss`, scale-safe where
+    the risk underflows (`Stack.log_risk`), or None. norms, scratch: how the divisors' norms
+    are computed (`optim.divisors.divisors`) and buffers for the step's temporaries (the
+    fused step's workspace)."""
     grads = in_rule_scale(grads, log_scales, hp)
     p = 2.0 if hp.mirror_p is None else hp.mirror_p
     d = divisors(
-        grads, hp.step_rules, p=p, loss=loss, f_star=hp.f_star, c=hp.c, cap=hp.cap, norms=norms
-    )
+        grads, hp.step_rules, p=p, loss=loss, f_star=hp.f_star, c=hp.c, cap=hp.cap, norms=norms,
+        log_scales=log_scales, log_risk=log_risk,
+    )  # fmt: skip
     step_(
         params,
         grads,
@@ -117,10 +120,11 @@ def in_rule_scale(
     grads: list[torch.Tensor], log_scales: list[torch.Tensor], hp: Hyper
 ) -> list[torch.Tensor]:
     """Each gradient at the scale its run's rule needs (`optim.divisors.GRADIENT_SCALE`).
-    "own" (per_tensor: each tensor divided by its own norm): G̃ as it is, so the direction is
-    exact however small ∂L/∂θ is. "shared" (global): all tensors of a run relative to the
-    largest scale among them. "true" (none, loss, polyak): the gradient itself, exp(m)·G̃,
-    which underflows as the true one does."""
+    "own" (per_tensor: each tensor divided by its own norm; polyak, whose divisor carries each
+    tensor's scale, `optim.divisors.polyak_divisors`): G̃ as it is, so the step is exact
+    however small ∂L/∂θ is. "shared" (global): all tensors of a run relative to the largest
+    scale among them. "true" (none, loss): the gradient itself, exp(m)·G̃, which underflows
+    as the true one does."""
     scale = GRADIENT_SCALE.get(hp.uniform_rule)
     if scale == "own" or (scale == "shared" and len(grads) == 1):
         return grads

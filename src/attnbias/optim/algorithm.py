@@ -26,22 +26,29 @@ from .steepest import METHODS, MOMENTUM_ON
 def keyed_tables(tables, optimizer_tables: bool = False):
     """Config tables (`[[algorithms]]`, or `[[optimizers]]` with `optimizer_tables`) as
     results are keyed by them: as written, except a normalisation given as true, written as
-    the mode it means (`NORMALIZE_TRUE`). True meant "per_tensor" before, so a run stored then
-    must not be found under a key that now means "global". Anything else is left as it is
-    (the tables were validated already)."""
+    the mode it means (`NORMALIZE_TRUE`), and an infinite lr (Polyak's γ_b = ∞, TOML `inf`)
+    as "inf", as `Algorithm.to_dict` writes it (JSON has no ∞; both spellings one key). True
+    meant "per_tensor" before, so a run stored then must not be found under a key that now
+    means "global". Anything else is left as it is (the tables were validated already)."""
     if not isinstance(tables, (list, tuple)):
         return tables
     out = []
     for table in tables:
         if isinstance(table, Mapping):
             spelling = TABLE_NAMES.get(table.get("name")) if optimizer_tables else None
-            keys = spelling.keys if spelling else {"normalize": "normalize"}
-            table = {
-                k: NORMALIZE_TRUE if v is True and keys.get(k) == "normalize" else v
-                for k, v in table.items()
-            }
+            keys = spelling.keys if spelling else {"normalize": "normalize", "lr": "lr"}
+            table = {k: keyed_value(keys.get(k), v) for k, v in table.items()}
         out.append(table)
     return out
+
+
+def keyed_value(field: str | None, value):
+    """A table's value as `keyed_tables` keys it (field: the Algorithm field it sets)."""
+    if value is True and field == "normalize":
+        return NORMALIZE_TRUE
+    if field == "lr" and isinstance(value, float) and value == math.inf:
+        return "inf"
+    return value
 
 
 class FieldError(ValueError):
@@ -57,7 +64,8 @@ class Algorithm:
     (normalized GD), "polyak" (capped Polyak step), "sign" (SignGD), "spectral"
     (SpectralDescent), "steepest" (ℓp SteepestDescent), or torch's own "adam", "muon" and
     "sgd" (`RULES`).
-    lr: the step size η (for "polyak" the cap γ_b).  p: mirror exponent ("md").  normalize:
+    lr: the step size η (for "polyak" the cap γ_b, which may be ∞: uncapped, written "inf"
+    in JSON, `inf` or "inf" in TOML).  p: mirror exponent ("md").  normalize:
     one of its rule's normalisations (`UpdateRule.normalize`); True is "global" (the papers' ‖∇L‖
     over all parameters, as in MirrorDescent), False is None (plain).  momentum: β ("ngd" and the
     steepest-descent ones).  nesterov, momentum_on: the steepest-descent ones' momentum,
@@ -105,7 +113,9 @@ class Algorithm:
         for key in HYPER_FIELDS:
             if key not in rule.reads and getattr(self, key) != _DEFAULTS[key]:
                 raise FieldError(f"{key} applies only to optimizer {' or '.join(readers(key))}")
-        _number(self, "lr", low=0.0, include_low=False)
+        if rule.lr_is_cap and self.lr == "inf":  # as to_dict writes ∞ for JSON
+            object.__setattr__(self, "lr", math.inf)
+        _number(self, "lr", low=0.0, include_low=False, allow_inf=rule.lr_is_cap)
         _number(self, "p", low=1.0, include_low=False)
         _number(self, "momentum", low=0.0, high=1.0, include_high=False)
         _number(self, "c", low=0.0, include_low=False)
@@ -225,8 +235,9 @@ class Algorithm:
         for key in ("lr_decay", "nesterov", "momentum_on"):
             if key in out and out[key] == _DEFAULTS[key]:  # runs stored before them keep keys
                 del out[key]
-        if "norm" in out and math.isinf(out["norm"]):
-            out["norm"] = "inf"  # JSON has no infinity
+        for key in ("norm", "lr"):
+            if key in out and math.isinf(out[key]):
+                out[key] = "inf"  # JSON has no infinity
         return out
 
     def lr_at(self, t: int) -> float:

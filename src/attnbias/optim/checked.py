@@ -96,6 +96,8 @@ class CheckedOptimizer(Optimizer):
     # (DeprecationWarning) and a checkpoint's old keys are renamed as it loads; a param group
     # must use the new one.
     RENAMED: ClassVar[dict[str, str]] = {}
+    # whether lr may be +∞ (a cap that never binds: Polyak's γ_b)
+    LR_MAY_BE_INFINITE: ClassVar[bool] = False
     # the keyword-only constructor arguments, name → default, declared once (a subclass may add
     # its own): they stand in each class's signature in place of its constructor's **keywords,
     # so that inspect.signature and help() list them as torch's classes do
@@ -152,8 +154,13 @@ class CheckedOptimizer(Optimizer):
         start of a warm-up, the end of an annealing); where they enter, lr > 0."""
         name = cls.__name__
         lr = check_scalar(
-            hyper["lr"], f"{name}: lr{where}", low=0.0, include_low=running, allow_tensor=True
-        )  # a positive finite number or a one-element tensor
+            hyper["lr"],
+            f"{name}: lr{where}",
+            low=0.0,
+            include_low=running,
+            allow_tensor=True,
+            allow_inf=cls.LR_MAY_BE_INFINITE,
+        )  # a positive finite number (∞ where allowed) or a one-element tensor
         torch_keys = check_torch_keywords(hyper, name, where)
         return {**cls.check_hyper(hyper, where), **torch_keys, "lr": lr}
 
@@ -475,6 +482,8 @@ def decay_factor(optimizer: str, index: int, group: dict) -> float:
     """1 − η·λ, the factor decoupled weight decay multiplies the weights by before a step
     (1 when weight_decay is 0); ValueError unless it is > 0 (η·λ ≥ 1 would flip or zero
     the weights)."""
+    if group["weight_decay"] == 0:  # (also for lr = ∞, an uncapped Polyak step)
+        return 1.0
     shrink = 1.0 - float(group["lr"]) * group["weight_decay"]
     if not shrink > 0:
         raise ValueError(

@@ -7,7 +7,8 @@ each named step rule of `STEP_RULES` says what D is —
     "per_tensor"  ‖g‖_q of each tensor, q = p/(p−1) the dual exponent of the mirror potential
     "global"      ‖(g_1, …, g_k)‖_q of all the tensors together (the papers' ‖∇L‖_q)
     "loss"        the loss L (η/L steps)
-    "polyak"      1/η_t with Polyak's capped step size η_t (`polyak_divisor`)
+    "polyak"      1/η_t with Polyak's capped step size η_t, from its log (`polyak_log_step`;
+                  the optimiser class: `polyak_divisor`)
 
 `divisors` computes them for every run, one rule for all or a rule per run (the engine mixes
 algorithms in one batch), with the norms computed as its caller's `norms` computes them (the
@@ -47,7 +48,7 @@ GRADIENT_SCALE = {
     "per_tensor": "own",
     "global": "shared",
     "loss": "true",
-    "polyak": "true",
+    "polyak": "own",  # its divisor carries each tensor's scale (`polyak_divisors`)
 }
 # What normalize=True means wherever it is taken (the optimiser classes, the engine's
 # Algorithm): the papers' ‖∇L‖ over all parameters (it meant "per_tensor" before; CHANGELOG).
@@ -66,6 +67,60 @@ def gradient_norms(grads: list[torch.Tensor], q: Number, scratch=None) -> list[t
 def global_norm(norms: list[torch.Tensor], q: Number) -> torch.Tensor:
     """‖(g_1, …, g_k)‖_q per run from the tensors' norms (equal to the norm of all entries)."""
     return norms[0] if len(norms) == 1 else lp_norm(torch.stack(norms, 1), q, dim=(1,))
+
+
+def polyak_log_step(
+    log_norm: torch.Tensor, log_gap: torch.Tensor, c: Number, cap: Number
+) -> torch.Tensor:
+    """log η_t = min{log γ_b, log(L − L*) − log c − 2 log‖g‖}: Polyak's capped step size
+    (SPS_max) from the logs of ‖g‖ and of L − L*, so neither their underflow nor η_t's
+    overflow (beyond ~1e308 once logit gaps pass ~700) decides it: γ_b = ∞ is exact. A zero
+    gradient (log‖g‖ = −∞) takes the cap: its step is 0 whatever η_t; L ≤ L* (log = −∞)
+    gives −∞, no step; NaN stays NaN."""
+    like = {"dtype": log_norm.dtype, "device": log_norm.device}
+    log_cap = torch.as_tensor(cap, **like).log()
+    uncapped = log_gap - torch.as_tensor(c, **like).log() - 2.0 * log_norm
+    uncapped = torch.where(log_norm == -math.inf, log_cap, uncapped)
+    return torch.minimum(uncapped, log_cap)
+
+
+def polyak_log_gap(
+    loss: torch.Tensor, f_star: Number, log_risk: torch.Tensor | None = None
+) -> torch.Tensor:
+    """log(L − L*) per run (clamped at 0: −∞): from log_risk, the log of the risk taken
+    scale-safely (`engine.kernel.Stack.log_risk`), for the runs whose L* is 0 (the ones whose
+    risk is L − L* already among them), else from the difference L − L*."""
+    direct = (loss - f_star).clamp(min=0.0).log()
+    if log_risk is None:
+        return direct
+    return torch.where(torch.as_tensor(f_star, device=loss.device) == 0, log_risk, direct)
+
+
+def polyak_divisors(
+    grads: list[torch.Tensor],
+    log_gap: torch.Tensor,
+    c: Number,
+    cap: Number,
+    norms: Norms,
+    log_scales: list[torch.Tensor] | None = None,
+) -> list[torch.Tensor]:
+    """Polyak's divisor of each tensor, (R,) each, for gradients ∂L/∂θ_k = exp(m_k)·G̃_k
+    (grads: the G̃_k; log_scales: the m_k, None for 0): D_k = exp(−(log η_t + m_k)), so that
+    G̃_k/D_k = η_t ∂L/∂θ_k is formed from logs, O(1) however small ∂L/∂θ and L − L* are
+    (`polyak_log_step`, with log‖g‖ = ½ logsumexp_k 2(m_k + log‖G̃_k‖)). D_k = 0 (no step)
+    only where η_t e^{m_k} = ∞ (a zero gradient with γ_b = ∞); a finite step beyond the
+    dtype's range takes its smallest normal divisor (and overflows as it would)."""
+    scales = log_scales or [0.0] * len(grads)
+    logs = [m + n.log() for m, n in zip(scales, norms(grads, 2.0))]
+    log_norm = logs[0] if len(logs) == 1 else 0.5 * torch.logsumexp(2.0 * torch.stack(logs), 0)
+    log_step = polyak_log_step(log_norm, log_gap, c, cap)
+    tiny = torch.finfo(log_step.dtype).tiny
+    out = []
+    for m in scales:
+        exponent = log_step + m
+        d = torch.exp(-exponent).clamp_(min=tiny)
+        out.append(torch.where(exponent == math.inf, 0.0, d))
+    return out
 
 
 def polyak_divisor(
@@ -110,6 +165,8 @@ def divisors(
     c: Number = 1.0,
     cap: Number = math.inf,
     norms: Norms = gradient_norms,
+    log_scales: list[torch.Tensor] | None = None,
+    log_risk: torch.Tensor | None = None,
 ) -> list[torch.Tensor] | None:
     """The divisor D of each tensor, (R,) each; None for plain steps (D = 1). D = 0 (a zero
     gradient or loss) is passed on as it is: `functional.step_` takes no step there.
@@ -118,8 +175,10 @@ def divisors(
     take it} for a batch that mixes rules (its runs of "none" get D = 1). p: mirror
     exponent, whose dual exponent q = p/(p−1) is the norm of "per_tensor" and "global"
     (q = 2 for gradient descent). loss: (R,) losses, needed by "loss" and "polyak"; f_star,
-    c, cap: Polyak's L*, c and γ_b. norms: how the tensors' norms are computed (default
-    `gradient_norms`)."""
+    c, cap: Polyak's L*, c and γ_b (∞: uncapped). norms: how the tensors' norms are computed
+    (default `gradient_norms`). log_scales: Polyak's gradients are exp(m_k)·grads[k] with
+    these m_k (`polyak_divisors`; None: grads in true scale). log_risk: the log of `loss`,
+    scale-safe (`polyak_log_gap`), or None."""
     if isinstance(rule, str):
         if rule not in STEP_RULES:
             raise ValueError(f"rule must be one of {STEP_RULES}, got {rule!r}")
@@ -145,8 +204,8 @@ def divisors(
         elif name == "loss":
             values = [loss] * len(grads)
         else:  # "polyak": ‖g‖ over all tensors, ℓ2 whatever the potential
-            sq_root = global_norm(norms(grads, 2.0), 2.0)
-            values = [polyak_divisor(sq_root, loss, f_star, c, cap)] * len(grads)
+            log_gap = polyak_log_gap(loss, f_star, log_risk)
+            values = polyak_divisors(grads, log_gap, c, cap, norms, log_scales)
         for k, value in enumerate(values):
             out[k] = value if where is None else torch.where(where, value, out[k])
     return out

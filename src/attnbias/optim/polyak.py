@@ -37,7 +37,8 @@ class PolyakStep(CheckedOptimizer):
     """Args:
     params: parameters or parameter groups.
     lr: the cap γ_b > 0 on the step size (the group's "lr", which learning-rate schedulers
-        scale). (Called `lr_max` before: still taken, with a DeprecationWarning.)
+        scale); math.inf: uncapped. (Called `lr_max` before: still taken, with a
+        DeprecationWarning.)
     f_star: the optimal loss L*, finite (0 on separable / real data; the all-optimal-token
         loss for a fixed head). Default 0.
     c: the constant c > 0, finite. Default 1.
@@ -50,6 +51,13 @@ class PolyakStep(CheckedOptimizer):
     differentiable: False only (see `CheckedOptimizer`).
 
     State: none (the step size taken is left in each group's "step_size").
+
+    The step is computed from the gradient autograd gives, in true scale: the divisor
+    c‖g‖²/(L − L*) (`divisors.polyak_divisor`) is exact for γ_b = ∞ while it is a normal
+    number; where it underflows (η_t beyond the dtype's range: a gradient that has itself
+    nearly underflowed, logit gaps of ~700 in float64) the uncapped step raises
+    FloatingPointError rather than take no step. The batched engine takes the same rule
+    from log-scale gradients (`divisors.polyak_log_step`), with no such limit.
 
     L − L* computed as the difference of two losses is 0 once it falls below L*'s float
     resolution (~1e-16·L*), and the step with it. A caller that can compute the excess itself,
@@ -76,6 +84,7 @@ class PolyakStep(CheckedOptimizer):
     """
 
     RENAMED: ClassVar[dict[str, str]] = {"lr_max": "lr"}
+    LR_MAY_BE_INFINITE: ClassVar[bool] = True  # γ_b = ∞: uncapped
 
     def __init__(
         self,
@@ -198,13 +207,21 @@ class PolyakStep(CheckedOptimizer):
                 d = torch.tensor([number], dtype=value.dtype)
             else:
                 d = polyak_divisor(sq_root, value, *hyper)
-            group["step_size"] = 1.0 / d.item()
+            size, norm = d.item(), sq_root.item()
+            if size == 0.0 and norm > 0.0:  # γ_b = ∞ and η_t beyond the dtype's range
+                raise FloatingPointError(
+                    f"PolyakStep: the uncapped step size (L − L*)/(c‖g‖²) of param group "
+                    f"{index} exceeds {str(value.dtype).removeprefix('torch.')}'s range "
+                    f"(‖g‖ = {norm:.3g}); its parameters were not changed. A finite lr (γ_b), or "
+                    "the engine's log-scale step (attnbias.engine), computes it"
+                )
+            group["step_size"] = math.inf if size == 0.0 else 1.0 / size
             if not group_params:
                 continue
             part = slice(start, start + len(group_params))
             start = part.stop
-            # |η_t g| ≤ η_t ‖g‖
-            bound = group["step_size"] * sq_root.item()
+            # |η_t g| ≤ η_t ‖g‖ (0 for a zero gradient, whatever η_t)
+            bound = 0.0 if norm == 0.0 else group["step_size"] * norm
             yield StepBatch(
                 index, group, group_params, group_grads, stepped[part], weights[part], foreach,
                 shrinks[index], rows[part], dict(g=g[part], divisor=d, number=number, bound=bound),
