@@ -88,10 +88,11 @@ CONFIG_KEYS = {
     "md-local": ("15e77d2e929d41b6", "addc1762441b6d0e"),
     "md-joint": ("869963a8e1d99e1b", "a11ab0b512f04db9"),
     # issue 29: GD vs NGD and NGD vs Polyak at tuned steps (grid, extensions, selection seeds)
-    "ngd-fixed": ("48b48889c08db490", "c4eefbb9f03f1778"),
+    # Polyak uncapped (γ_b = ∞, issue 29)
+    "ngd-fixed": ("3ae03705c556ea27", "965fa0c9c7caeea4"),
     # small random start; issue 29: speed at tuned steps (grid, extensions, selection seeds)
-    "ngd-joint": ("93c6145ec3c6fc59", "b0be6b479a4bb396"),
-    "antipodal": ("36abd570128b7ce8", "09803682ad4fa5ae"),  # as ngd-fixed
+    "ngd-joint": ("5644b82947eef226", "3b57f4ca9ec34908"),  # Polyak uncapped
+    "antipodal": ("cbe61ecb7a363386", "4e868d22a563f88e"),  # as ngd-fixed
     "kq-nuclear": ("cbba58face019893", "c864d0512e0f2cf8"),
     # issue 29 (one policy for Adam and Muon): the Adam row judged on an Adam-decay arm, as_run
     "atlas": ("eb696d719cfab88a", "efdf33af03c3feac"),

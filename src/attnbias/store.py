@@ -1017,6 +1017,8 @@ class ResultsStore:
                 continue
             t = rec.metrics
             fields = [("run", rec.key), ("status", rec.status), *_scalars(rec.config)]
+            fields = [(n, math.inf if n in INFINITE_NUMBERS and v == "inf" else v)
+                      for n, v in fields]  # fmt: skip
             for name, value in fields:  # (one value repeated: built in arrow, not as a list)
                 t = t.append_column(name, pa.repeat(pa.scalar(value), t.num_rows))
             parts.append(t)
@@ -1614,6 +1616,11 @@ def _verified_file(publication: int, name: str, shown: Path) -> bytes:
     if hashlib.sha256(data).hexdigest() != expected["sha256"]:
         raise UnsafeStore(f"{shown} does not match the sha256 in its publication's manifest")
     return data
+
+
+# number fields a config writes as "inf" where they are ∞ (JSON has none; Algorithm.to_dict):
+# a float ∞ in the table, so that a column mixing them with finite values keeps one type
+INFINITE_NUMBERS = ("algorithm.lr",)
 
 
 def _scalars(config: Mapping, prefix: str = ""):

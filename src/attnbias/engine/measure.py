@@ -69,6 +69,17 @@ def optimal_token_measures(W, v, X, z, y, opt, loss) -> tuple[torch.Tensor, torc
     return optimal_token_excess(s, gamma, opt, loss), (s * others).sum(-1).mean(-1)
 
 
+def half_steps(specs: list[RunSpec], grid: np.ndarray) -> torch.Tensor:
+    """(runs, len(grid)): for each run and recorded step t, the index in `grid` of the run's
+    own recorded step nearest t/2 (`RunSpec.late_increment`)."""
+    out = []
+    for spec in specs:
+        own = log_grid(spec.steps, spec.grid_points)
+        nearest = np.abs(own[None, :] - grid[:, None] / 2.0).argmin(axis=1)
+        out.append(np.searchsorted(grid, own[nearest]))
+    return torch.as_tensor(np.stack(out))
+
+
 def measure(specs: list[RunSpec], done: Finished, refs: References) -> list[Measured]:
     problems = [s.problem for s in specs]
     X, z, y = (_stack([getattr(p, k) for p in problems]).unsqueeze(1) for k in "Xzy")
@@ -91,6 +102,8 @@ def measure(specs: list[RunSpec], done: Finished, refs: References) -> list[Meas
         opt = torch.as_tensor(np.stack([s.optimal_tokens() for s in specs])).unsqueeze(1)
         m["excess/opt"], m["rest/opt"] = optimal_token_measures(W, v, X, z, y, opt, specs[0].loss)
     m["margin"] = normalized_margin(W, X, z, alpha)
+    if specs[0].late_increment:  # a batch shares it (RunSpec.structure)
+        increments = W - W[torch.arange(len(specs)).unsqueeze(1), half_steps(specs, done.grid)]
     info = [{"alpha": s.alpha, "svm": {}, "head_svm": {}} for s in specs]
     arrays = [{"alpha": a} for a in alphas]
     for norm in specs[0].norms:
@@ -100,6 +113,8 @@ def measure(specs: list[RunSpec], done: Finished, refs: References) -> list[Meas
         W_mm = _references(solutions, W.shape[-2:])
         m[f"norm/{label}"] = matrix_norm(W, norm)
         m[f"alignment/{label}"] = alignment(W, W_mm)
+        if specs[0].late_increment:
+            m[f"increment_alignment/{label}"] = alignment(increments, W_mm)
         if parsed.is_lp and not math.isinf(parsed.p):
             m[f"divergence/{label}"] = directional_bregman(W_mm, W, parsed.p)
         optimum = [s.info["norm"] if s.value is not None else math.nan for s in solutions]

@@ -33,6 +33,10 @@ class RunSpec:
     ("excess/opt") and the other tokens' softmax mass ("rest/opt"), each from those tokens'
     scores, which float64 holds down to ~1e-308 where 1 − score and a difference of losses
     round to 0 below ~1e-16 (engine.measure).
+    late_increment: also record, at each recorded step t, the alignment of the increment
+    W_t − W_s with each Att-SVM, s the run's recorded step nearest t/2
+    ("increment_alignment/<norm>"): the late increment cancels the part of W₀ no gradient
+    reaches, which the iterate's own alignment carries for as long as ‖W_t‖ stays small.
     """
 
     config: dict
@@ -46,6 +50,7 @@ class RunSpec:
     grid_points: int = 60
     keep_trajectory: bool = False
     optimal_excess: bool = False
+    late_increment: bool = False
     record: dict = field(init=False)
 
     def __post_init__(self):
@@ -67,12 +72,18 @@ class RunSpec:
             "keep_trajectory": self.keep_trajectory,
             "engine_version": ENGINE_VERSION,
         }
-        if not isinstance(self.optimal_excess, bool):
-            raise TypeError(f"optimal_excess must be a bool, got {self.optimal_excess!r}")
-        if self.optimal_excess:  # runs stored without these metrics are not reused
+        for flag in ("optimal_excess", "late_increment"):
+            if not isinstance(getattr(self, flag), bool):
+                raise TypeError(f"{flag} must be a bool, got {getattr(self, flag)!r}")
+        measures = []  # runs stored without these metrics are not reused
+        if self.optimal_excess:
             if self.train_head:
                 raise ValueError("optimal_excess needs a fixed head (init without v)")
-            self.record["measures"] = ["excess/opt", "rest/opt"]
+            measures += ["excess/opt", "rest/opt"]
+        if self.late_increment:
+            measures += ["increment_alignment"]
+        if measures:
+            self.record["measures"] = measures
         if self.excess_over_optimal:
             # its L − L* is computed scale-safely (losses.optimal_token_excess); runs stored
             # before, from the difference of two losses, are not reused
@@ -104,6 +115,7 @@ class RunSpec:
             self.parameterization,
             self.train_head,
             self.optimal_excess,  # measured for a whole batch
+            self.late_increment,
             self.loss,
             *shapes,
             *family,

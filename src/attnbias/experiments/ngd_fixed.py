@@ -10,6 +10,7 @@ optimal-token softmax score and the alignment of W_t with the Frobenius Att-SVM 
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Literal
 
@@ -62,6 +63,11 @@ class Config(OptimalTokenConfig, TuningConfig):
         return self
 
 
+# the metrics each tuned step is chosen for: ngd-beats-gd's (loss, misalignment, score) and
+# polyak-faster's (the loss and the score in their scale-safe forms)
+TUNING_METRICS = tuple(dict.fromkeys(rules.FIXED_HEAD_METRICS + rules.SCALE_SAFE_METRICS))
+
+
 def shape_of(config: Config) -> dict:
     return {"n": config.n, "T": config.T, "d": config.d, "opt_score": config.opt_score}
 
@@ -89,11 +95,17 @@ def run(config: Config, out: Path) -> dict:
     # also run at every step of their grid (ngd-beats-gd compares their rates at each)
     tuned_names = (config.reference, config.baseline, config.fast)
     every = (config.reference, config.baseline)
+    # NGD also runs at momentum's effective step η/(1 − β): momentum-improves compares there
+    factor = effective_factor(config)
+    also = {config.reference: [factor]} if factor is not None else {}
+    # every run records L − L* and the other tokens' mass, which polyak-faster times (a loss
+    # near L* and a score near 1 round to their float64 floor)
     report, groups, tuned = tuned_sweep(
-        config, out, specs, rules.FIXED_HEAD_METRICS, tuned_names, every_factor=every
-    )
+        config, out, partial(specs, optimal_excess=True), TUNING_METRICS, tuned_names,
+        every_factor=every, also_at=also,
+    )  # fmt: skip
     outside = assumption1_by_seed(GENERATORS[config.data], shape_of(config), config)
-    effective, effective_step = at_effective_step(config, tuned)
+    effective = at_effective_step(config, tuned)
     # Polyak's cap binds where ‖W_t‖ leaves the uncapped pace (reexamine-polyak's reading)
     onsets = {f: growing_until(c, PACE_SLOPE) for f, c in tuned.evaluation[config.fast].items()}
     cap = next(a.lr for a in config.algorithms if a.name == config.fast)
@@ -105,10 +117,9 @@ def run(config: Config, out: Path) -> dict:
             report.records,
             outside,
             effective,
-            effective_step,
             (cap, onsets),
         ),
-        "tuned_steps": chosen_steps(tuned, rules.FIXED_HEAD_METRICS),
+        "tuned_steps": chosen_steps(tuned, TUNING_METRICS),
         "slopes": slopes(groups),
         **sweep_summary(report),
     }
@@ -134,20 +145,26 @@ def svm_norms(records, c: Curves) -> np.ndarray:
     return np.array([by_seed[int(s)] for s in seeds_of(c)])
 
 
-def at_effective_step(config: Config, tuned: Tuned) -> tuple[dict, float]:
-    """The reference's (NGD's) runs at the steps of its grid nearest momentum's effective step
-    η/(1 − β) from below and from above, labelled by step ("NGD at η = 0.8" → (runs, 0.8)),
-    and that effective step; ({}, 0) without a momentum algorithm."""
+def effective_factor(config: Config) -> float | None:
+    """The factor of the reference's (NGD's) config step at which its η is the momentum
+    algorithm's effective step η/(1 − β), to 12 significant digits (1 − β's float noise off);
+    None without a momentum algorithm."""
     mom = next((a for a in config.algorithms if a.name == config.momentum), None)
     if mom is None or not mom.momentum:
-        return {}, 0.0
+        return None
+    reference = next(a for a in config.algorithms if a.name == config.reference)
+    return float(f"{mom.lr / (1.0 - mom.momentum) / reference.lr:.12g}")
+
+
+def at_effective_step(config: Config, tuned: Tuned) -> dict[str, Curves]:
+    """The reference's (NGD's) evaluation runs at momentum's effective step η/(1 − β),
+    labelled by that step ("NGD at η = 1" → runs); {} without a momentum algorithm."""
+    factor = effective_factor(config)
+    if factor is None:
+        return {}
     name, step = tuned.steps[config.reference]
-    effective = mom.lr / (1.0 - mom.momentum)
-    by_step = {step * f: c for f, c in tuned.evaluation[config.reference].items()}
-    below = [s for s in by_step if s <= effective]
-    above = [s for s in by_step if s >= effective]
-    chosen = sorted({max(below, default=None), min(above, default=None)} - {None})
-    return {f"{config.reference} at {name} = {s:.3g}": (by_step[s], s) for s in chosen}, effective
+    runs = tuned.evaluation[config.reference][factor]
+    return {f"{config.reference} at {name} = {step * factor:.3g}": runs}
 
 
 def claims(
@@ -156,19 +173,17 @@ def claims(
     tuned: Tuned,
     records=(),
     outside: dict | None = None,
-    effective: dict | None = None,
-    effective_step: float = 0.0,
+    effective: dict[str, Curves] | None = None,
     cap_binds: tuple[float, dict] | None = None,
 ) -> list[Claim]:
     """The NGD paper's claims on this data (verdicts: judging/verdicts/ngd.py): the speed
     rows compare `tuned` runs, each algorithm at its tuned step; the others the config's steps
     (`groups`). `outside`: Assumption 1 per seed (runs.assumption1_by_seed), put in the
     evidence of the rows citing Theorem 1 or its lemmas, which test beyond the theorem where
-    it fails. `effective`, `effective_step`: the reference's runs at the steps bracketing
-    momentum's effective step, and that step (`at_effective_step`), which momentum-improves
-    compares too. `cap_binds`: Polyak's cap γ_b and, per step factor, the step from which it
-    binds on each evaluation run; polyak-faster's parts timed past it are inconclusive
-    (`rules.unless_cap_binds`)."""
+    it fails. `effective`: the reference's runs at momentum's effective step η/(1 − β),
+    labelled (`at_effective_step`), which momentum-improves compares too. `cap_binds`:
+    Polyak's cap γ_b and, per step factor, the step from which it binds on each evaluation
+    run; polyak-faster's parts timed past it are inconclusive (`rules.unless_cap_binds`)."""
     reference, baseline = config["reference"], config["baseline"]
     start = config["early_fraction"]  # fits leave out the steps before this fraction of the run
     out = [
@@ -178,14 +193,14 @@ def claims(
             rules.tuned_polyak_faster(tuned, config["fast"], reference),
             tuned,
             [(reference, config["fast"])],
-            rules.FIXED_HEAD_METRICS,
+            rules.SCALE_SAFE_METRICS,
             config["fast"],
             *(cap_binds or (0.0, {})),
             rules.PLACED_BY_PACE,
         ),
         rules.norm_growth(groups, reference, baseline, start),
         rules.norm_growth_bound(groups, reference, start),
-        rules.momentum_improves(groups, config["momentum"], reference, effective, effective_step),
+        rules.momentum_improves(groups, config["momentum"], reference, effective),
         rules.score_saturation(groups, reference, svm_norms(records, groups[reference]), start),
     ]
     slugs = ("global-convergence", "ngd-beats-gd", "polyak-faster", "norm-growth",

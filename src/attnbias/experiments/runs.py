@@ -56,10 +56,12 @@ def optimal_token_specs(
     run_seeds=None,
     algorithms=None,
     optimal_excess: bool = False,
+    late_increment: bool = False,
 ) -> list[RunSpec]:
     """One run per algorithm × seed on the seed's problem make(**shape, seed=seed), from the
     initial weights init(seed), with metrics about the optimal tokens (ℓ2 norm; with
-    `optimal_excess` also L − L* and the other tokens' mass, `RunSpec.optimal_excess`).
+    `optimal_excess` also L − L* and the other tokens' mass, `RunSpec.optimal_excess`; with
+    `late_increment` the alignment of W_t − W_{t/2}, `RunSpec.late_increment`).
     run_seeds and algorithms default to the config's."""
     run_seeds = seeds(config) if run_seeds is None else run_seeds
     algorithms = config.algorithms if algorithms is None else algorithms
@@ -80,6 +82,7 @@ def optimal_token_specs(
             alpha="optimal",
             grid_points=config.grid_points,
             optimal_excess=optimal_excess,
+            late_increment=late_increment,
         )
         for algorithm in algorithms
         for seed in run_seeds

@@ -134,17 +134,21 @@ def tuned_sweep(
     score: str = "rate",
     fixed: Collection[str] = (),
     every_factor: Collection[str] = (),
+    also_at: dict[str, Collection[float]] | None = None,
 ):
     """The config's runs, and the named algorithms' (all: `names` empty) tuned for `metrics`
     by `score` (`tune`) and run at their chosen steps on the evaluation seeds, beside the
-    `fixed` ones at their config steps, and those in `every_factor` at every factor of the
-    grid they were tuned over (a comparison at every step, not only the best): the sweep's
-    report, each algorithm's runs at its config step (name → Curves) and the Tuned runs (of
-    the named and the fixed algorithms)."""
+    `fixed` ones at their config steps, those in `every_factor` at every factor of the
+    grid they were tuned over (a comparison at every step, not only the best) and those in
+    `also_at` (name → factors) at those factors too (a reference run at a step a claim
+    names): the sweep's report, each algorithm's runs at its config step (name → Curves) and
+    the Tuned runs (of the named and the fixed algorithms)."""
     names = [*(names or [a.name for a in config.algorithms]), *fixed]
     selection_tags, chosen = tune(config, out, specs, metrics, names, score, fixed)
     grid = {name: {f for _, (_, n, f) in selection_tags if n == name} for name in every_factor}
-    run_at = {name: found | grid.get(name, set()) for name, found in chosen.items()}
+    also_at = also_at or {}
+    run_at = {name: found | grid.get(name, set()) | set(also_at.get(name, ()))
+              for name, found in chosen.items()}  # fmt: skip
     tuned_factors = {name: sorted(found - {1.0}) for name, found in run_at.items()}
     evaluation_tags = tagged(config, specs, tuned_factors, "evaluation")
     base = [(spec, ("evaluation", spec.algorithm.name, 1.0)) for spec in specs(config)]
