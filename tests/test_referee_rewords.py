@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnbias.experiments import md_joint, md_local
+from attnbias.experiments import md_local
 from attnbias.judging import papers, register
 from attnbias.judging.claims import is_consistency_check
 from test_claims import synthetic_claims
@@ -24,15 +24,16 @@ def units(claim) -> set[str]:
 
 
 def test_the_runs_from_zero_count_data_sets_not_deterministic_runs(made):
-    """md-local/zero-init and md-joint: n = 1 is one problem (md-joint's of d = 2), and the
-    rows say what one problem can and cannot show."""
+    """md-local/zero-init: n = 1 is one problem, and the row says what one problem can and
+    cannot show. md-joint starts small and random: n counts its seeds on its one d = 3 toy,
+    and its rows say so."""
     assert units(made["md-local/zero-init"]) == {md_local.ONE_PROBLEM}
     assert "n = 1 data set" in ENTRIES["md-local/zero-init"].differences
     assert "not how often it holds across problems" in ENTRIES["md-local/zero-init"].differences
     for slug in ("W-own-p-svm", "v-own-p-svm", "selects-and-classifies"):
-        assert units(made[f"md-joint/{slug}"]) == {md_joint.TOY}, slug
+        assert units(made[f"md-joint/{slug}"]) == {"seeds"}, slug
         assert "one toy problem" in ENTRIES[f"md-joint/{slug}"].differences
-        assert "d = 2" in ENTRIES[f"md-joint/{slug}"].differences
+        assert "d = 3 problem" in ENTRIES[f"md-joint/{slug}"].differences
 
 
 @pytest.mark.parametrize(
