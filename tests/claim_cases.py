@@ -523,18 +523,6 @@ def cases() -> dict[str, list]:
                 (joint_groups(div=0.02), {"ℓ2-MD": "divergence/2"}, 0.01, "W"),
                 {"exact": True},
             ),
-            # with `fall`: a level met after the first step is not applicable, the fall decides
-            (SUPPORTED, (joint_v(0.005, 1e-5), V_OWN, 0.01, "v"), {"exact": True, "fall": 10.0}),
-            (
-                NOT_SUPPORTED,
-                (joint_v(0.005, 0.002), V_OWN, 0.01, "v"),
-                {"exact": True, "fall": 10.0},
-            ),
-            # above the level after the first step: the level is judged beside the fall
-            (NOT_SUPPORTED, (joint_v(0.9, 0.02), V_OWN, 0.01, "v"), {"exact": True, "fall": 10.0}),
-            (SUPPORTED, (joint_v(0.9, 0.001), V_OWN, 0.01, "v"), {"exact": True, "fall": 10.0}),
-            # seeds whose fall straddles 10×
-            (INCONCLUSIVE, (joint_v(0.005, 5e-4, SEEDS, 0.5), V_OWN, 0.01, "v"), {"fall": 10.0}),
         ],
         "md.own_p_apart": [
             # ℓ2's SVM 0.0045 from ℓ1.75's: the threshold ¼ of it tells them apart
@@ -552,6 +540,14 @@ def cases() -> dict[str, list]:
                 {"exact": True},
             ),
             (INCONCLUSIVE, (joint_groups(), JOINT_OWN, {}, "W"), {"exact": True}),
+            # v against the head SVMs, over seeds: the level ¼ · 0.0045 ≈ 0.0011
+            (SUPPORTED, (joint_v(0.1, 1e-5, SEEDS, 0.3), V_OWN, JOINT_APART, "v"), {}),
+            # every seed's v ends at the nearest other p's head SVM
+            (NOT_SUPPORTED, (joint_v(0.1, 0.0045, SEEDS, 0.3), V_OWN, JOINT_APART, "v"), {}),
+            # seeds whose ends straddle the level
+            (INCONCLUSIVE, (joint_v(0.1, 0.0011, SEEDS, 0.5), V_OWN, JOINT_APART, "v"), {}),
+            # below the level already after the first step: it tests no convergence
+            (INCONCLUSIVE, (joint_v(0.001, 1e-6, SEEDS, 0.3), V_OWN, JOINT_APART, "v"), {}),
         ],
         "md.own_p_nearest": [
             (SUPPORTED, (md_groups(), md_own()), {}),

@@ -30,7 +30,8 @@ def curves(steps=STEPS, **metrics) -> Curves:
 def ngd_rates_inputs():
     """ngd-rates' quick config with: NGD's misalignment ∝ t^-2 and ‖W_t‖ = κt with κ just
     below η at every η; the uncapped Polyak step's misalignment ∝ t^-3 (fast, early); the
-    capped one's ∝ t^-0.1 late (slowing down); Lemma 1's rate ∝ the margin across numbers of
+    capped one's ∝ t^-3 up to step 30, then ∝ t^-0.1 (faster than NGD early, then slowing
+    down); Lemma 1's rate ∝ the margin across numbers of
     samples (scale 1) and ∝ √margin across token scales (n = 4, scale ≠ 1), so the symmetry
     check fails and the geometry claim holds: which cases each takes decides its verdict."""
     from attnbias.experiments import ngd_rates
@@ -51,7 +52,7 @@ def ngd_rates_inputs():
     slow, fast = (ngd_rates.polyak(cap).name for cap in sorted(config.polyak_caps))
     groups[fast] = curves(misalignment=lambda t: 0.5 * per_seed(seed=7) * (1.0 + t) ** -3.0,
                           norm__2=lambda t: 0.1 + per_seed(seed=8) * t)  # fmt: skip
-    groups[slow] = curves(misalignment=lambda t: 0.1 * per_seed(seed=9) * (1.0 + t) ** -0.1,
+    groups[slow] = curves(misalignment=lambda t: per_seed(seed=9) * fast_then_slow(t),
                           norm__2=lambda t: 0.1 + per_seed(seed=10) * t)  # fmt: skip
     rows = []
     for seed in range(1, SEEDS + 1):
@@ -64,6 +65,14 @@ def ngd_rates_inputs():
     seed, n, scale, margin, rate = (np.array(column) for column in zip(*rows))
     saturation = {"seed": seed, "n": n, "scale": scale, "margin": margin, "rate": rate}
     return groups, saturation, config
+
+
+def fast_then_slow(t, early=-3.0, late=-0.1, switch=30.0):
+    """0.5 (1 + t)^early up to step `switch`, then continued as ∝ (1 + t)^late."""
+    at = (1.0 + switch) ** early
+    return 0.5 * np.where(
+        t <= switch, (1.0 + t) ** early, at * ((1.0 + t) / (1.0 + switch)) ** late
+    )
 
 
 def joint_rates_inputs():

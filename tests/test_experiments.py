@@ -86,7 +86,8 @@ def test_shipped_configs_are_valid(name, quick):
 # stored runs and publications are found by these, so they must never change by accident.
 CONFIG_KEYS = {
     "md-local": ("15e77d2e929d41b6", "addc1762441b6d0e"),
-    "md-joint": ("869963a8e1d99e1b", "a11ab0b512f04db9"),
+    # issue 29: d = 3 toy whose head SVMs differ by p; small random start, 10 seeds
+    "md-joint": ("12fb87c46075dc4f", "bd641942675b5880"),
     # issue 29: GD vs NGD and NGD vs Polyak at tuned steps (grid, extensions, selection seeds)
     # Polyak uncapped (γ_b = ∞, issue 29)
     "ngd-fixed": ("3ae03705c556ea27", "965fa0c9c7caeea4"),

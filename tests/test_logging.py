@@ -17,9 +17,9 @@ from attnbias.cli import main
 
 SRC = Path(attnbias.__file__).resolve().parent
 
-# "md-joint: 1/3 runs done, 1,200/2,000 steps (60 %), 85.2 steps/s, 0:00:14 elapsed, ETA 0:00:09"
+# "md-joint: 1/6 runs done, 1,200/2,000 steps (60 %), 85.2 steps/s, 0:00:14 elapsed, ETA 0:00:09"
 PERIODIC = re.compile(
-    r"^attnbias: md-joint: \d+/3 runs done, [\d,]+/[\d,]+ steps \(\d+ %\), [\d.]+k? steps/s, "
+    r"^attnbias: md-joint: \d+/6 runs done, [\d,]+/[\d,]+ steps \(\d+ %\), [\d.]+k? steps/s, "
     r"\d+:\d\d:\d\d elapsed, ETA \d+:\d\d:\d\d$"
 )
 
@@ -49,19 +49,19 @@ def run_cli(tmp_path, *args, seconds="0.05"):
 @pytest.mark.slow  # a subprocess and a real sweep: ~10 s; the fake-clock tests below are fast
 def test_redirected_stderr_gets_periodic_progress_lines_and_phases(tmp_path, capsys):
     config = tmp_path / "small.toml"
-    config.write_text('experiment = "md-joint"\nsteps = 600\n')
+    config.write_text('experiment = "md-joint"\nseeds = 2\nsteps = 600\n')
     args = ["run", str(config), "--out", str(tmp_path / "res")]
     code, out, err = run_cli(tmp_path, *args, seconds="0.02")
     assert code == 0, err
     periodic = [line for line in err if PERIODIC.match(line)]
     assert len(periodic) >= 2, err
-    assert err[0] == "attnbias: md-joint: starting: 3 runs, 600 steps", err
+    assert err[0] == "attnbias: md-joint: starting: 6 runs, 600 steps", err
     (end,) = [line for line in err if re.search(r", done in \d+:\d\d:\d\d$", line)]
-    assert end.startswith("attnbias: md-joint: 3/3 runs done, 600/600 steps (100 %), "), end
+    assert end.startswith("attnbias: md-joint: 6/6 runs done, 600/600 steps (100 %), "), end
     # each phase after the loop is said, in order
     order = [
         periodic[-1],
-        "attnbias: md-joint: solving Att-SVMs and measuring the last 3 runs",
+        "attnbias: md-joint: solving Att-SVMs and measuring the last 6 runs",
         end,  # runs trained here come back as saved: no reading back (store.save_record)
         "attnbias: md-joint: computing curves and claims",
         "attnbias: drawing figure md-joint (png)",
@@ -73,7 +73,7 @@ def test_redirected_stderr_gets_periodic_progress_lines_and_phases(tmp_path, cap
     # a rerun reuses everything: no progress at all, and it says so
     assert main(args) == 0
     out, err = capsys.readouterr()
-    assert err == "" and "reused 3 runs and their published outputs" in out
+    assert err == "" and "reused 6 runs and their published outputs" in out
 
 
 @pytest.fixture

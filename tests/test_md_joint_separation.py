@@ -13,7 +13,7 @@ from attnbias.experiments import md_joint
 from attnbias.judging.claims import NOT_SUPPORTED, SUPPORTED
 from attnbias.metrics import directional_bregman
 from attnbias.store import RunRecord
-from attnbias.svm import att_svm
+from attnbias.svm import att_svm, head_svm
 
 LABELS = ("1.75", "2", "3")
 NAMES = {f"ℓ{p}-MD": p for p in LABELS}
@@ -46,19 +46,45 @@ def test_the_separation_is_the_divergence_from_the_nearest_other_svm(solutions):
 
 def test_a_run_at_the_other_svm_fails_the_rule_and_one_at_its_own_passes(solutions):
     apart = md_joint.svm_separation(records(solutions), NAMES)
-    at_own = claim_cases.joint_groups(div=1e-6)
-    (own, *_) = md_joint.claims(at_own, NAMES, 0.01, apart)
+    at_own = claim_cases.joint_groups(div=1e-5, runs=3)
+    (own, *_) = md_joint.claims(at_own, NAMES, apart, apart)
     assert own.status == SUPPORTED
     for part, name in zip(own.parts, NAMES):
         assert part.rule.threshold == pytest.approx(0.25 * apart[name][1])
         assert f"{apart[name][1]:.3g}" in part.rule.source
     # every run ended at its nearest other p's SVM: its divergence is their separation
-    elsewhere = claim_cases.joint_groups(div=min(d for _, d in apart.values()))
-    (other, *_) = md_joint.claims(elsewhere, NAMES, 0.01, apart)
+    elsewhere = claim_cases.joint_groups(div=min(d for _, d in apart.values()), runs=3)
+    (other, *_) = md_joint.claims(elsewhere, NAMES, apart, apart)
     assert other.status == NOT_SUPPORTED
 
 
 def test_an_unsolved_svm_leaves_no_separation(solutions):
-    unsolved = dict(solutions, **{"2": np.full((2, 2), np.nan), "3": np.full((2, 2), np.nan)})
+    unsolved = dict(solutions, **{q: np.full_like(solutions[q], np.nan) for q in ("2", "3")})
     apart = md_joint.svm_separation(records(unsolved), NAMES)
     assert apart["ℓ1.75-MD"][0] == "" and np.isnan(apart["ℓ1.75-MD"][1])
+
+
+def test_the_toys_head_svms_differ_by_p_and_v_is_judged_against_them():
+    """On the toy the ℓ1.75, ℓ2 and ℓ3 head SVMs are apart, so v's level (¼ of the nearest
+    other p's divergence) fails a v that ended at another p's head SVM; the separation of
+    vectors is computed entrywise like the matrices'."""
+    problem = joint_toy()
+    heads = {p: np.asarray(head_svm(problem.X, problem.y, problem.opt, float(p)).v).ravel()
+             for p in LABELS}  # fmt: skip
+    arrays = {f"v_mm_{p}": v for p, v in heads.items()}
+    stored = [RunRecord(n, {"algorithm": {"name": n}}, None, arrays, {}) for n in NAMES]
+    apart_v = md_joint.svm_separation(stored, NAMES, "v_mm")
+    for name, p in NAMES.items():
+        other, separation = apart_v[name]
+        q = other.removeprefix("ℓ")
+        assert separation == pytest.approx(
+            float(directional_bregman(heads[p], heads[q], float(p), dim=-1))
+        )
+        assert separation > 1e-3  # apart, not the same direction for every p
+    groups = claim_cases.joint_groups(div=1e-5, runs=3)
+    (_, v_own, _) = md_joint.claims(groups, NAMES, apart_v, apart_v)
+    assert v_own.status == SUPPORTED
+    assert v_own.parts[0].effect.n == 3  # n = seeds
+    at_other = claim_cases.joint_groups(div=min(d for _, d in apart_v.values()), runs=3)
+    (_, v_other, _) = md_joint.claims(at_other, NAMES, apart_v, apart_v)
+    assert v_other.status == NOT_SUPPORTED

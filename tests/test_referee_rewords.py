@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnbias.experiments import md_joint, md_local, ngd_fixed
+from attnbias.experiments import md_local, ngd_fixed
 from attnbias.judging import papers, register
 from attnbias.judging.claims import is_consistency_check
 from test_claims import synthetic_claims
@@ -24,15 +24,16 @@ def units(claim) -> set[str]:
 
 
 def test_the_runs_from_zero_count_data_sets_not_deterministic_runs(made):
-    """md-local/zero-init and md-joint: n = 1 is one problem (md-joint's of d = 2), and the
-    rows say what one problem can and cannot show."""
+    """md-local/zero-init: n = 1 is one problem, and the row says what one problem can and
+    cannot show. md-joint starts small and random: n counts its seeds on its one d = 3 toy,
+    and its rows say so."""
     assert units(made["md-local/zero-init"]) == {md_local.ONE_PROBLEM}
     assert "n = 1 data set" in ENTRIES["md-local/zero-init"].differences
     assert "not how often it holds across problems" in ENTRIES["md-local/zero-init"].differences
     for slug in ("W-own-p-svm", "v-own-p-svm", "selects-and-classifies"):
-        assert units(made[f"md-joint/{slug}"]) == {md_joint.TOY}, slug
+        assert units(made[f"md-joint/{slug}"]) == {"seeds"}, slug
         assert "one toy problem" in ENTRIES[f"md-joint/{slug}"].differences
-        assert "d = 2" in ENTRIES[f"md-joint/{slug}"].differences
+        assert "d = 3 problem" in ENTRIES[f"md-joint/{slug}"].differences
 
 
 @pytest.mark.parametrize(
@@ -100,7 +101,7 @@ def test_statements_beyond_the_papers_are_ours_and_say_what_was_read_where(row, 
         ("ngd-joint/loss-to-zero", "convergence, not speed"),
         ("ngd-joint/v-aligns", register.V_MET_EARLY),
         ("ngd-joint/v-aligns", "below 0.05 already at step 2"),
-        ("md-joint/v-own-p-svm", register.MD_JOINT_SAME_HEAD),
+        ("md-joint/v-own-p-svm", "small and random, 10 seeds: n = 10 seeds"),
         ("joint-rates/thm3-slower", register.ZERO_START),
         ("joint-rates/thm3-slower", "starts from zero"),
         ("local-global/not-global-gaussian", "not that convergence is never global"),
@@ -131,26 +132,39 @@ def test_the_lemma_rows_number_the_lemmas_as_the_ngd_paper_does(row, where):
 
 
 def test_md_joint_states_what_of_the_toy_is_checked_and_it_holds():
-    """The row's account of the toy, recomputed: the optimal tokens are separable by a head
-    whose ℓp SVM is (1, 0) for every p, the other tokens' label scores are the ones printed and
-    below the margin 1, and each ℓp Att-SVM of the optimal tokens is feasible."""
+    """The row's account of the toy, recomputed: both optimal tokens lie on the margin of every
+    ℓp head SVM, whose directions differ by p and are the ones printed; the other tokens'
+    label scores are the ones printed and below the margin 1; each ℓp Att-SVM of the optimal
+    tokens is feasible; and the config runs what the row says."""
     from attnbias.data import joint_toy
+    from attnbias.experiment_registry import load_config
     from attnbias.svm import att_svm, head_svm
 
     toy = joint_toy()
-    text = ENTRIES["md-joint/W-own-p-svm"].differences
+    text = ENTRIES["md-joint/v-own-p-svm"].differences
+    config = load_config("md-joint")
+    assert f"d={toy.X.shape[-1]}" in text and f"{config.steps:,} steps" in text
+    assert f"N(0, {config.init_scale:g}²)" in text and f"{config.seeds} seeds" in text
     others = np.ones(toy.X.shape[:2], dtype=bool)
     others[np.arange(len(toy.y)), toy.opt] = False
+    directions = []
     for p in (1.75, 2.0, 3.0):
         head = np.asarray(head_svm(toy.X, toy.y, toy.opt, p).v).ravel()
-        assert head == pytest.approx([1.0, 0.0], abs=1e-9), p
+        directions.append(head / np.linalg.norm(head))
+        printed = "(" + ", ".join(f"{x:.3f}".replace("-", "−") for x in head) + ")"
+        assert printed in text, p
         scores = toy.y[:, None] * np.einsum("itd,d->it", toy.X, head)
         assert scores[~others] == pytest.approx(1.0)
         assert np.all(scores[others] < 1.0)
+        label = f"{p:g}"
+        listed = " and ".join(", ".join(f"{v:.3g}".replace("-", "−") for v in row)
+                              for row in scores[others].reshape(len(toy.y), -1))  # fmt: skip
+        assert f"{listed} (ℓ{label})" in text
         assert att_svm(toy.X, toy.z, toy.opt, p).status == "optimal"
-    printed = " and ".join(", ".join(f"{v:g}".replace("-", "−") for v in row)
-                           for row in scores[others].reshape(len(toy.y), -1))  # fmt: skip
-    assert f"({printed})" in text and "v_mm = (1, 0)" in text
+    # the head SVMs differ by p: at least 2° apart pairwise
+    for i in range(3):
+        for j in range(i):
+            assert np.degrees(np.arccos(directions[i] @ directions[j])) > 2.0
     assert "not the theorem under its premises" in text
 
 

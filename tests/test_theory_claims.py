@@ -18,7 +18,13 @@ from attnbias.data import example1, gaussian_unit
 from attnbias.engine import Algorithm, RunSpec
 from attnbias.engine.single_run import run_reference
 from attnbias.engine.sweep import run_sweep
-from attnbias.judging.claims import NOT_SUPPORTED, SUPPORTED, mean_effect, verdict_columns
+from attnbias.judging.claims import (
+    INCONCLUSIVE,
+    NOT_SUPPORTED,
+    SUPPORTED,
+    mean_effect,
+    verdict_columns,
+)
 from attnbias.judging.verdicts import theory as rules
 from attnbias.model import attention_scores
 from attnbias.store import ResultsStore
@@ -486,10 +492,57 @@ def test_slower_rules_name_their_arms_and_window():
     assert f"steps {span(joint.fit_window)}" in quantity
     groups, saturation, rates = claim_cases_rates.ngd_rates_inputs()
     cap = {c.id: c for c in ngd_rates.claims(groups, saturation, rates)}
-    quantity = cap["ngd-rates/polyak-cap-slows"].rule.quantity
+    early, late = (part.rule.quantity for part in cap["ngd-rates/polyak-cap-slows"].parts)
     capped = ngd_rates.polyak(min(rates.polyak_caps)).name
-    assert capped in quantity and ngd_rates.ngd(rates.lr).name in quantity
-    assert f"steps {span(rates.windows[1])}" in quantity
+    assert capped in early and ngd_rates.ngd(rates.lr).name in early
+    assert f"steps {span(rates.polyak_window)}" in early
+    assert capped in late and f"steps {span(rates.windows[1])}" in late
+    assert f"steps {span(rates.polyak_window)}" in late
+
+
+def polyak_cap_slows(misalignment):
+    """ngd-rates/polyak-cap-slows on the rates cases with the capped Polyak step's
+    misalignment replaced by `misalignment`(t) (SEEDS runs)."""
+    import claim_cases_rates
+    from attnbias.experiments import ngd_rates
+
+    groups, saturation, config = claim_cases_rates.ngd_rates_inputs()
+    capped = ngd_rates.polyak(min(config.polyak_caps)).name
+    norm = groups[capped].values["norm/2"]
+    groups[capped] = claim_cases_rates.curves(misalignment=misalignment, norm__2=lambda t: norm)
+    found = {c.id: c for c in ngd_rates.claims(groups, saturation, config)}
+    return found["ngd-rates/polyak-cap-slows"]
+
+
+@pytest.mark.parametrize(
+    "shape, verdict, parts",
+    [
+        # the cases' own: ∝ t^-3 to step 30 (NGD's ∝ t^-2), then ∝ t^-0.1
+        ("fast, then slow", SUPPORTED, [SUPPORTED, SUPPORTED]),
+        # slow from the start: the late comparison with NGD alone would have passed it
+        ("slow from the start", NOT_SUPPORTED, [NOT_SUPPORTED, NOT_SUPPORTED]),
+        # faster than NGD early and never slowing down (steeper late)
+        ("never slows", NOT_SUPPORTED, [SUPPORTED, NOT_SUPPORTED]),
+        # the seeds' late exponents scatter around the early one
+        ("straddles", INCONCLUSIVE, [SUPPORTED, INCONCLUSIVE]),
+    ],
+)
+def test_polyak_cap_slows_needs_faster_early_and_slower_late(shape, verdict, parts):
+    import claim_cases_rates
+    from claim_cases_rates import fast_then_slow
+
+    late = np.array([-2.4, -3.6, -3.1])[:, None]
+    misalignment = {
+        "fast, then slow": lambda t: fast_then_slow(t) * np.ones((3, 1)),
+        "slow from the start": lambda t: (
+            0.1 * claim_cases_rates.per_seed(seed=9) * (1.0 + t) ** -0.1
+        ),
+        "never slows": lambda t: fast_then_slow(t, -3.0, -4.0) * np.ones((3, 1)),
+        "straddles": lambda t: fast_then_slow(t, -3.0, late),
+    }[shape]
+    claim = polyak_cap_slows(misalignment)
+    assert [p.status for p in claim.parts] == parts
+    assert claim.status == verdict
 
 
 def test_norm_growth_quote_is_attributed_to_footnote_1():

@@ -114,20 +114,22 @@ def dm(
 
 
 def joint_toy() -> Problem:
-    """MD paper's joint-training toy, our own instance: n=2, T=3, d=2, self-attention.
+    """MD paper's joint-training toy, our own instance: n=2, T=3, d=3, self-attention.
 
     Each sample's first token is the query; the last token of sample 1 and the second of
-    sample 2 carry the label, the others are distractors. The head v = 0 is trained jointly;
-    the stored v = (1, 0) is only the direction used to name the optimal tokens.
+    sample 2 carry the label, the others are distractors. Both optimal tokens lie on the
+    margin of every ℓp head-SVM, whose directions differ by p (in d = 2 both on the margin
+    would fix one head for every p). The head is trained jointly; the stored v (near the ℓ2
+    head-SVM) is only the direction used to name the optimal tokens.
     """
     X = np.array(
         [
-            [[0.2, 1.0], [-0.3, 0.4], [1.0, -0.2]],
-            [[-0.4, 0.8], [-1.0, -0.3], [0.5, 0.6]],
+            [[0.2, 1.0, 0.3], [-0.3, 0.4, -0.5], [1.0, 0.8, 0.2]],
+            [[-0.4, 0.8, -0.2], [-0.3, -1.0, 0.4], [-0.5, 0.6, -0.6]],
         ]
     )
     y = np.array([1.0, -1.0])
-    v = np.array([1.0, 0.0])
+    v = np.array([0.4, 0.8, -0.2])
     opt = np.array([2, 1])
     return Problem(X, X[:, 0].copy(), y, v, "self", "joint_toy", opt=opt)
 

@@ -12,7 +12,7 @@ import numpy as np
 from ..curves import without_diverged
 from ..figures import save_figure
 from ..judging.claims import Claim, mean_effect, not_applicable
-from ..judging.verdicts.real import Arm, norm_grows
+from ..judging.verdicts.real import GROWS, SOURCE_GROWS, Arm, norm_grows
 from ..store import DIVERGED
 from . import plotting
 from .real_runs import RateSearch, mean_std, series, smooth
@@ -170,9 +170,11 @@ def arms(rows, dataset: str) -> dict[str, Arm]:
 NGD_PAPER_OPTIMIZERS = ("SGD", "SNGD", "SPS", "Adam")
 
 
-def norm_growth_claim(rows, dataset: str, only: tuple[str, ...] | None = None) -> Claim:
+def norm_growth_claim(
+    rows, dataset: str, only: tuple[str, ...] | None = None, paper_line: bool = False
+) -> Claim:
     """Every layer's norm grows on `dataset`, for every optimiser, or for those named in `only`
-    (verdicts/real.py)."""
+    (verdicts/real.py): by ≥ 1 % (ours), or with `paper_line` above the paper's 0."""
     who = "every optimiser" if only is None else ", ".join(only)
     text = f"every layer's parameter norm grows during training, for {who} ({dataset})"
     found = arms(rows, dataset)
@@ -180,7 +182,8 @@ def norm_growth_claim(rows, dataset: str, only: tuple[str, ...] | None = None) -
         found = {label: arm for label, arm in found.items() if label in only}
     if not found:
         return not_applicable(text, "no runs")
-    return norm_grows(found, layers_of(rows, dataset), text)
+    line = {"above": GROWS, "source": SOURCE_GROWS} if paper_line else {}
+    return norm_grows(found, layers_of(rows, dataset), text, **line)
 
 
 def layers_of(rows, dataset: str) -> list[str]:

@@ -27,7 +27,8 @@ CAPTIONS = {
     f"{BAND}. Look at the diagonal: each algorithm approaches the SVM of its own p, while "
     "off the diagonal the divergence levels off. Bottom row: one run from W₀ = 0; its two "
     "largest normalised entries (solid) approach the SVM's (dashed).",
-    "md-joint": "ℓp mirror descent trains W and the head v jointly from zero, one run per p. "
+    "md-joint": "ℓp mirror descent trains W and the head v jointly from a small random start "
+    f"({BAND}). "
     "Top: attention moves onto the optimal tokens and the head's probability σ(y f) tends to "
     "1. Look at the divergence and angle panels: W and v both turn towards the ℓp SVM of their "
     "own p (angle → 0).",

@@ -17,7 +17,6 @@ from ..claims import (
     Claim,
     Rule,
     decide,
-    exact_effect,
     float_floor_note,
     mean_effect,
     not_applicable,
@@ -361,31 +360,17 @@ def still_falling(c: Curves, metric: str, target: float, order, rate: str) -> li
     return []
 
 
-def falls(
-    c: Curves,
-    name: str,
-    metric: str,
-    factor: float,
-    unmet=(),
-    column: int | None = None,
-    exact_unit: str | None = None,
-) -> Claim:
-    """`metric` falls by `factor` from the second recorded step (or `column`) to the end
-    (per-seed ratio, geometric mean): the run converges, not only starts near the limit.
-    `unmet`: failed preconditions (runs that end while still falling). `exact_unit`: one
-    deterministic run, its ratio exact (n = 1 of that unit)."""
-    if column is None:
-        column = second_column(c) or 0  # no step after 0: the first recorded one
+def falls(c: Curves, name: str, metric: str, factor: float, unmet=()) -> Claim:
+    """`metric` falls by `factor` from the second recorded step to the end (per-seed ratio,
+    geometric mean): the run converges, not only starts near the limit. `unmet`: failed
+    preconditions (runs that end while still falling)."""
+    column = second_column(c) or 0  # no step after 0: the first recorded one
     label = LABELS.get(metric, metric)
     early, at, ending = values(c, metric)[:, column], c.steps[column], final(c, metric)
     source = f"ours: converging, not only near: it keeps falling, by {factor:g}×"
-    one_run = exact_unit is not None and early.size == 1
-    per_seed = "" if one_run else ", per seed"
-    rule = Rule(f"{label} of {name} at step {at} over its final value{per_seed}", ">", factor,
+    rule = Rule(f"{label} of {name} at step {at} over its final value, per seed", ">", factor,
                 source, 1.0)  # fmt: skip
-    effect = exact_effect(early[0] / ending[0], unit=exact_unit) if one_run else ratio_effect(
-        early, ending)  # fmt: skip
-    return Claim("", rule=rule, effect=effect, unmet=unmet)
+    return Claim("", rule=rule, effect=ratio_effect(early, ending), unmet=unmet)
 
 
 def joint_convergence(
