@@ -41,6 +41,7 @@ TINY = {
     "atlas": {"seeds": 2, "steps": 60},
     "ngd-rates": {
         "seeds": 2, "long_steps": 60, "short_steps": 60, "fit_window": [5, 60],
+        "polyak_window": [5, 60], "early_window": [4, 30],
         "windows": [[5, 20], [20, 60]], "growth_window": [5, 60], "saturation_window": [5, 60],
     },
     "md-plain": {"seeds": 2, "steps": 60, "fit_window": [16, 60], "windows": [[16, 30], [30, 60]]},
@@ -105,7 +106,7 @@ CONFIG_KEYS = {
     # 20 seeds: at 10, adam-little-mnist and norm-growth-mnist straddled their lines
     "vision": ("f405b819de2065f9", "eceb4f58a047da25"),  # device field
     # the geometry margin sweep; Thm 7 on γ_b = ∞ (exact) over Thm 1's window
-    "ngd-rates": ("b6ba9e98cbfb5ff8", "90cf1cc41b2ae095"),
+    "ngd-rates": ("42781b277dd2cdf9", "34aa648cfc5dbd94"),  # early_window (issue 29)
     # issue 29: 40 seeds (the starts clustered by seed), Assumption 1 on 1,000 problems
     # issue 29: local_radii (64, 256; quick 64) for local-gaussian, whose R₀ lay beyond R = 16
     # issue 29: 120 seeds, as the power estimate from the 40 seeds' spread asked

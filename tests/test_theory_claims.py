@@ -495,9 +495,9 @@ def test_slower_rules_name_their_arms_and_window():
     early, late = (part.rule.quantity for part in cap["ngd-rates/polyak-cap-slows"].parts)
     capped = ngd_rates.polyak(min(rates.polyak_caps)).name
     assert capped in early and ngd_rates.ngd(rates.lr).name in early
-    assert f"steps {span(rates.polyak_window)}" in early
+    assert f"steps {span(rates.early_window)}" in early
     assert capped in late and f"steps {span(rates.windows[1])}" in late
-    assert f"steps {span(rates.polyak_window)}" in late
+    assert f"steps {span(rates.early_window)}" in late
 
 
 def polyak_cap_slows(misalignment):

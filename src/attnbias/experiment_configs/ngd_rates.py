@@ -36,6 +36,10 @@ class Config(OptimalTokenConfig):
     polyak_window: Window = window_field(
         "misalignment exponent of the Polyak runs at the largest cap (Thm 7)"
     )
+    early_window: Window = window_field(
+        "the early exponents of the capped Polyak runs and NGD (the paper's 'faster in the "
+        "beginning')"
+    )
     growth_window: Window = window_field("slope of ‖W_t‖ in t (η sweep)")
     saturation_window: Window = window_field("slope of log(1 − s_opt) in ‖W_t‖ (margin sweep)")
     tolerance: Positive = Field(description="relative tolerance of the ratio claims")
@@ -45,6 +49,7 @@ class Config(OptimalTokenConfig):
         for name, steps in [
             ("fit_window", self.long_steps),
             ("polyak_window", self.long_steps),
+            ("early_window", self.long_steps),
             ("growth_window", self.short_steps),
             ("saturation_window", self.short_steps),
         ]:

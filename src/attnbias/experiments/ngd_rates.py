@@ -361,26 +361,27 @@ def claims(groups, saturation: dict, config: Config, assumed=ASSUMPTION1_EXAMPLE
         ],
     )  # fmt: skip
     # the paper's remark has two parts, each judged per seed: faster than NGD in the
-    # beginning (the early window, before float64 ends the uncapped pace), slower late
+    # beginning (before the cap binds: early_window), slower late
     remark = ("the paper (§3, 'Extension to Polyak step-size'): 'the rates are much faster in "
               "the beginning, but slow down as training progresses'")  # fmt: skip
-    ngd_early, capped_early = paired_exponents(groups, ref, capped, early_fit)
+    beginning = list(config.early_window)  # before the cap binds
+    ngd_early, capped_early = paired_exponents(groups, ref, capped, beginning)
     capped_late = misalignment_exponents(groups, capped, late)
     slows = Claim(
         f"The capped Polyak step ({capped}) is faster than {ref} in the beginning (steps "
-        f"{span(early_fit)}: its misalignment falls with the steeper exponent) and then slows "
-        f"down (its exponent over steps {span(late)} is smaller than its own early one), as "
+        f"{span(beginning)}: its misalignment falls with the steeper exponent) and then slows "
+        f"down (its exponent over steps {span(late)} is smaller than its own beginning one), as "
         "the paper remarks (once the cap binds its steps are GD steps of size γ_b)",
         parts=[
             rules.slower(
-                ngd_early, capped_early, f"{capped} faster than {ref} early", remark,
-                quantity=rules.slower_exponents(ref, capped, early_fit),
+                ngd_early, capped_early, f"{capped} faster than {ref} beginning", remark,
+                quantity=rules.slower_exponents(ref, capped, beginning),
             ),
             rules.slower(
-                capped_late, misalignment_exponents(groups, capped, early_fit),
+                capped_late, misalignment_exponents(groups, capped, beginning),
                 f"{capped} slows down", remark,
                 quantity=f"|fitted exponent of 1 − cos(W_t, W_mm) in t| of {capped}, over "
-                f"steps {span(late)} over steps {span(early_fit)}, per seed",
+                f"steps {span(late)} over steps {span(beginning)}, per seed",
             ),
         ],
     )  # fmt: skip

@@ -649,8 +649,8 @@ def theory_entries() -> list[PaperClaim]:
                    "as training progresses'",
                    f"{ngd_rates}; γ_b = {min(rates.polyak_caps):g}; two parts, each per seed, "
                    "Holm over the two: 'faster in the beginning', the capped step's exponent "
-                   f"steeper than NGD η = {rates.lr:g}'s over steps {span(rates.polyak_window)} "
-                   "(the early window, before float64 ends the uncapped pace), and 'slow down', "
+                   f"steeper than NGD η = {rates.lr:g}'s over steps {span(rates.early_window)} "
+                   "(the early window, before the cap binds), and 'slow down', "
                    f"its own exponent over the late window {late} smaller than over that early "
                    f"one; {BEYOND_THM1}"),
         PaperClaim("ngd-rates/eq12-norm-growth", "NGD", "Eq. 12 (Lemma 7)", "‖W_t‖ grows "
