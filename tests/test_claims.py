@@ -3,6 +3,8 @@ is supported where the numbers bear it out, not supported where they do not, and
 applicable" where there is nothing to compare. Inverting any comparison in a claim fails the
 "holds" case (every conjunct is true there) or the "fails" case."""
 
+from dataclasses import asdict
+
 import numpy as np
 import pytest
 
@@ -368,3 +370,31 @@ def test_an_experiment_not_run_says_why_where_that_is_known_and_is_counted_as_no
     assert text_md and all(r[6].startswith(register.NOT_RUN_WORDS + " (") for r in text_md)
     assert "1 h 16 min" in text_md[0][6] and all(r[6] == register.NOT_RUN_WORDS for r in others)
     assert register.counts(register.register_rows({})) == f"{len(rows)} {register.NOT_RUN_WORDS}"
+
+
+def test_a_summary_with_unbounded_and_unmeasured_effects_reads_back_as_computed(tmp_path):
+    """JSON has no ±inf or NaN (the store writes null): a one-unit effect (no interval) and a
+    part with nothing measured read back as computed, so the summary is readable and each
+    part keeps its cause (a single seed once made the summary unreadable)."""
+    from attnbias.experiments.base import read_summary
+    from attnbias.judging.claims import (
+        NOTHING_MEASURED,
+        ONE_UNIT,
+        Claim,
+        Rule,
+        leaf_cause,
+        median_effect,
+    )
+    from attnbias.store import json_text
+
+    rule = Rule("q", "<", 1.0, "ours")
+    parts = [
+        Claim("one seed", rule=rule, effect=median_effect([0.5])),
+        Claim("nothing", rule=rule, effect=median_effect([])),
+    ]
+    claim = Claim("both", parts=parts, evidence={})
+    data = json_text({"claims": [asdict(claim)], "figures": []}).encode()
+    read = read_summary(data, tmp_path / "summary.json")["claims"][0]
+    one, nothing = read["parts"]
+    assert one["effect"]["low"] == -np.inf and one["effect"]["high"] == np.inf
+    assert [leaf_cause(one), leaf_cause(nothing)] == [ONE_UNIT, NOTHING_MEASURED]

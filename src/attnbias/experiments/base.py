@@ -17,7 +17,15 @@ from .. import __version__
 from ..config import ExperimentConfig, read_toml
 from ..engine.cluster import using
 from ..experiment_registry import find_experiment, validate_config
-from ..judging.claims import STATUSES, Claim, reasons, status_of, verdict_columns, verdict_word
+from ..judging.claims import (
+    STATUSES,
+    Claim,
+    decoded_summary,
+    reasons,
+    status_of,
+    verdict_columns,
+    verdict_word,
+)
 from ..store import (
     MAX_PUBLISHED_FILE_BYTES,
     ResultsStore,
@@ -224,7 +232,7 @@ def read_summary(data: bytes, shown: Path) -> dict:
     shape that the commands reading it (verdicts, --strict, --report) rely on (its nesting is
     bounded before it is parsed: store.parse_json)."""
     try:
-        summary = parse_json(data, shown, MAX_PUBLISHED_FILE_BYTES)
+        summary = decoded_summary(parse_json(data, shown, MAX_PUBLISHED_FILE_BYTES))
         problem = _summary_problem(summary)
     except (ValueError, TypeError, KeyError, AttributeError, IndexError) as err:
         problem = f"{type(err).__name__}: {err}"

@@ -802,6 +802,36 @@ EFFECT_FIELDS = {
 }  # fmt: skip
 
 
+def decoded(claim):
+    """A stored claim (and its parts) with its effects' numbers as they were computed: JSON
+    has no NaN or ±inf (`store.finite_json` writes null), so a null estimate is NaN and a null
+    bound is ∓inf for one unit (no interval: `ONE_UNIT`) and NaN otherwise. Anything that is
+    not a claim's shape is returned as it is, for `check_stored` to name."""
+    if not isinstance(claim, dict):
+        return claim
+    out = dict(claim)
+    effect = claim.get("effect")
+    if isinstance(effect, dict):
+        one_unit = effect.get("method") == ONE_UNIT
+        unbounded = {"estimate": math.nan, "low": -math.inf, "high": math.inf}
+        out["effect"] = {
+            key: (unbounded[key] if one_unit and key != "estimate" else math.nan)
+            if key in unbounded and value is None
+            else value
+            for key, value in effect.items()
+        }
+    if isinstance(claim.get("parts"), list):
+        out["parts"] = [decoded(part) for part in claim["parts"]]
+    return out
+
+
+def decoded_summary(summary):
+    """A stored summary with its claims `decoded`; anything else as it is."""
+    if isinstance(summary, dict) and isinstance(summary.get("claims"), list):
+        return {**summary, "claims": [decoded(claim) for claim in summary["claims"]]}
+    return summary
+
+
 def check_stored(claim, where: str = "claim") -> None:
     """ValueError naming the field (`where`: the claim's place, "claims[3]") if a stored claim
     is not in the shape attnbias writes: a status of STATUSES (or, in summaries from before

@@ -21,6 +21,7 @@ from .claims import (
     CHECK_WORDS,
     STATUSES,
     check_stored,
+    decoded_summary,
     is_consistency_check,
     measured_parts,
     status_of,
@@ -1133,7 +1134,7 @@ def summaries(root: Path) -> dict[str, dict]:
             data = store.current_file("summary.json")
             if data is None:
                 continue
-            summary = parse_json(data, "its JSON")  # bounded: size and nesting
+            summary = decoded_summary(parse_json(data, "its JSON"))  # bounded: size, nesting
             if not isinstance(summary, dict) or not isinstance(summary.get("claims"), list):
                 raise ValueError("not a JSON object with a list of claims")
             for i, claim in enumerate(summary["claims"]):
