@@ -94,7 +94,7 @@ CONFIG_KEYS = {
     "ngd-fixed": ("3ae03705c556ea27", "965fa0c9c7caeea4"),
     # small random start; issue 29: speed at tuned steps (grid, extensions, selection seeds)
     "ngd-joint": ("5644b82947eef226", "3b57f4ca9ec34908"),  # Polyak uncapped
-    "antipodal": ("cbe61ecb7a363386", "4e868d22a563f88e"),  # as ngd-fixed
+    "antipodal": ("cfae5182fdd90dfb", "4e868d22a563f88e"),  # 30 seeds (issue 29)
     "kq-nuclear": ("cbba58face019893", "c864d0512e0f2cf8"),
     # issue 29 (one policy for Adam and Muon): the Adam row judged on an Adam-decay arm, as_run
     "atlas": ("eb696d719cfab88a", "efdf33af03c3feac"),
