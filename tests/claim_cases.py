@@ -490,8 +490,13 @@ def cases() -> dict[str, list]:
             (SUPPORTED, in_rate(ngd_groups(), "Polyak", claim="fastest"), {}),
             # GD's loss falls with the steeper power of t (its W and v still the slower)
             (NOT_SUPPORTED, in_rate(swapped_losses(), "NGD"), {}),
-            # NGD's loss at float64's 0 over the late window: no exponent to fit
-            (INCONCLUSIVE, in_rate(ngd_groups(), "NGD", loss_from=20), {}),
+            # NGD's loss frozen at a float64 value from recorded step 20 (its step stops
+            # there): read up to that step, not over the frozen stretch (slope 0)
+            (SUPPORTED, in_rate(ngd_groups(), "NGD", frozen_from=20), {}),
+            # and 0 from there: left out, read before it
+            (SUPPORTED, in_rate(ngd_groups(), "NGD", frozen_from=20, to=0.0), {}),
+            # at 0 from recorded step 2: fewer than 3 values to fit
+            (INCONCLUSIVE, in_rate(ngd_groups(), "NGD", frozen_from=2, to=0.0), {}),
             # the same power of t for both losses: the interval straddles 0
             (INCONCLUSIVE, in_rate(swapped_losses(same=True), "NGD"), {}),
             # runs at the chosen steps only: the other steps of the grid are not judged
@@ -903,17 +908,18 @@ def loss_best_at_largest(t: Tuned) -> Tuned:
     return t
 
 
-def in_rate(groups, fast: str, claim="all_beat", loss_from=None, every=True) -> tuple:
+def in_rate(groups, fast: str, claim="all_beat", frozen_from=None, to=None, every=True):
     """Arguments of `ngd.loss_in_rate`: GD and `fast` of `groups`, `claim` ("all_beat" or
     "fastest", as ngd-joint judges them) over their tuned runs (evaluated at every step, or
     at the best only), GD's best loss step the largest tried (`loss_best_at_largest`),
-    `fast`'s loss 0 (float64's floor) from recorded step `loss_from` on."""
+    `fast`'s loss frozen from recorded step `frozen_from` on at its value there (or at `to`:
+    0, float64's floor)."""
     from attnbias.judging.verdicts import ngd
 
     g = {"GD": groups["GD"], fast: groups[fast]}
-    if loss_from is not None:
+    if frozen_from is not None:
         loss = g[fast].values["loss"].copy()
-        loss[:, loss_from:] = 0.0
+        loss[:, frozen_from:] = loss[:, [frozen_from]] if to is None else to
         g[fast] = Curves(g[fast].steps, {**g[fast].values, "loss": loss})
     t = loss_best_at_largest((every_step if every else tuned)(joint(g)))
     if claim == "fastest":

@@ -5,7 +5,7 @@ the saturation rate of Lemma 1."""
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from itertools import product
 
 import numpy as np
@@ -516,16 +516,33 @@ DECAY_SOURCE = (
 )
 
 
-def decay_exponents(
-    c: Curves, start: float, metric: str = MISALIGNMENT, floor: float = FLOAT_FLOOR
-) -> np.ndarray:
-    """Per run: the log–log slope in t of `metric` (the misalignment) over the steps from
-    `start` × the last, from the values above `floor` (NaN with fewer than 3 such points)."""
-    values_of, steps = values(c, metric), c.steps
-    out = np.full(values_of.shape[0], np.nan)
-    window = steps >= max(start * steps[-1], 1)
-    for k, row in enumerate(values_of):
-        keep = window & (row > floor) & np.isfinite(row)
+@dataclass(frozen=True)
+class Reading:
+    """What a late exponent reads: `metric`, its values above `floor`, over the steps from
+    `start` × the last (`moving`: the last step at which the run's value still changed; after
+    it float64 stopped the run, e.g. a loss-normalised step with the loss at its floor)."""
+
+    metric: str = MISALIGNMENT
+    floor: float = FLOAT_FLOOR
+    moving: bool = False
+
+    def name(self) -> str:
+        return "misalignment" if self.metric == MISALIGNMENT else LABELS[self.metric]
+
+
+LOSS_READING = Reading("loss", 0.0, moving=True)
+
+
+def decay_exponents(c: Curves, start: float, read: Reading = Reading()) -> np.ndarray:
+    """Per run: the log–log slope in t of `read`'s metric (the misalignment) over the steps
+    from `start` × the last (or the last it moved) to it, from the values above its floor
+    (NaN with fewer than 3 such points)."""
+    rows, steps = values(c, read.metric), c.steps
+    out = np.full(rows.shape[0], np.nan)
+    for k, row in enumerate(rows):
+        end = last_moving_step(row, steps) if read.moving else steps[-1]
+        window = (steps >= max(start * end, 1)) & (steps <= end)
+        keep = window & (row > read.floor) & np.isfinite(row)
         if keep.sum() >= 3:
             out[k] = np.polyfit(np.log(steps[keep]), np.log(row[keep]), 1)[0]
     return out
@@ -537,18 +554,17 @@ def decays_faster_at(
     fast: str,
     factor: float,
     start: float,
-    metric: str = MISALIGNMENT,
-    floor: float = FLOAT_FLOOR,
+    read: Reading = Reading(),
     source: str = DECAY_SOURCE,
     decides: str = "",
 ) -> Claim:
-    """One step factor of the grid: per seed, `slow`'s late exponent of `metric` (the
-    misalignment) read above `floor` minus `fast`'s, each at `factor` × its config step, is
-    above 0 (paired t interval). No runs of either at that factor, a diverged run or a run
-    without a finite exponent: inconclusive, named (`decides`: what would decide the last)."""
+    """One step factor of the grid: per seed, `slow`'s late exponent (`read`: of the
+    misalignment) minus `fast`'s, each at `factor` × its config step, is above 0 (paired t
+    interval). No runs of either at that factor, a diverged run or a run without a finite
+    exponent: inconclusive, named (`decides`: what would decide the last)."""
     steps = {m: f"{tuned.steps[m][0]} = {tuned.steps[m][1] * factor:.3g}" for m in (slow, fast)}
-    name = "misalignment" if metric == MISALIGNMENT else LABELS.get(metric, metric)
-    quantity = (f"late log–log slope in t of the {name} (steps ≥ {start:g} × the last): "
+    last = "the last step it moved" if read.moving else "the last"
+    quantity = (f"late log–log slope in t of the {read.name()} (steps ≥ {start:g} × {last}): "
                 f"{slow} at {steps[slow]} minus {fast} at {steps[fast]}, per seed")  # fmt: skip
     rule = Rule(quantity, ">", 0.0, source)
     runs = {m: tuned.evaluation[m].get(factor) for m in (slow, fast)}
@@ -556,28 +572,26 @@ def decays_faster_at(
     if missing:
         unmet = [f"no evaluation runs of {m} at {steps[m]}" for m in missing]
         return Claim("", rule=rule, effect=None, unmet=unmet)
-    exponents = {m: decay_exponents(c, start, metric, floor) for m, c in runs.items()}
+    exponents = {m: decay_exponents(c, start, read) for m, c in runs.items()}
     unmet = [f"{c.diverged} {m} runs at {steps[m]} diverged" for m, c in runs.items() if c.diverged]
     for m, e in exponents.items():
-        what = f"exponent of {m} at {steps[m]} (values above {floor:g})"
+        what = f"exponent of {m} at {steps[m]} (values above {read.floor:g})"
         unmet += [f"{why}{decides}" for why in unresolved(e, what)]
     a, b = paired(runs[slow], runs[fast], exponents[slow], exponents[fast])
     return Claim("", rule=rule, effect=paired_difference(a, b), unmet=unmet,
                  evidence=described({slow: a, fast: b}))  # fmt: skip
 
 
-def mean_exponent(c: Curves, start: float, metric: str = MISALIGNMENT, floor=FLOAT_FLOOR):
+def mean_exponent(c: Curves, start: float, read: Reading = Reading()) -> float | None:
     """The mean of a group's finite `decay_exponents`; None without one (for the evidence)."""
-    e = decay_exponents(c, start, metric, floor)
+    e = decay_exponents(c, start, read)
     mean = over_runs(np.mean, e[np.isfinite(e)])
     return float(mean) if np.isfinite(mean) else None
 
 
-def exponents_by_step(
-    tuned: Tuned, names, start: float, metric: str = MISALIGNMENT, floor: float = FLOAT_FLOOR
-) -> dict:
+def exponents_by_step(tuned: Tuned, names, start: float, read: Reading = Reading()) -> dict:
     """Per named method and step of its evaluation runs: its `mean_exponent` (the evidence)."""
-    return {m: {f"{tuned.steps[m][1] * f:.3g}": mean_exponent(c, start, metric, floor)
+    return {m: {f"{tuned.steps[m][1] * f:.3g}": mean_exponent(c, start, read)
                 for f, c in sorted(tuned.evaluation[m].items())}
             for m in names}  # fmt: skip
 
@@ -678,19 +692,21 @@ LOSS_RATE_SOURCE = (
     "steeper power of t, per seed, is the difference (ours: threshold 0)"
 )
 LOSS_FLOOR_DECIDES = (
-    " (the loss is L with L* = 0: values float64 rounds to 0 are left out, and a run at 0 "
-    "before the window has none to fit); a window ending before the loss reaches 0 (a shorter "
-    "run or a later-starting window) would decide it"
+    " (the loss is L with L* = 0: values float64 rounds to 0 are left out, and the steps after "
+    "the last one the loss moved); records denser before the loss reaches its float64 floor "
+    "(more grid_points) would decide it"
 )
 
 
 def loss_decays_faster(tuned: Tuned, slow: str, fast: str, start: float) -> list[Claim]:
     """At every step factor of the grid either was tuned over: `slow`'s (GD's) late exponent
     of the training loss minus `fast`'s, per seed, above 0 (`decays_faster_at`; the loss read
-    above 0, L* = 0). On separable data GD's loss keeps falling faster as η grows, so no tuned
-    step of GD can be bracketed; a comparison at every step needs none."""
+    above 0, L* = 0, up to the last step it moved: a fast run's loss reaches its float64
+    floor, 0 or a value its step no longer changes, long before the budget ends). On
+    separable data GD's loss keeps falling faster as η grows, so no tuned step of GD can be
+    bracketed; a comparison at every step needs none."""
     grid = sorted(set(tuned.selection[slow]) | set(tuned.selection[fast]))
-    return [decays_faster_at(tuned, slow, fast, f, start, "loss", 0.0, LOSS_RATE_SOURCE,
+    return [decays_faster_at(tuned, slow, fast, f, start, LOSS_READING, LOSS_RATE_SOURCE,
                              LOSS_FLOOR_DECIDES) for f in grid]  # fmt: skip
 
 
@@ -710,7 +726,7 @@ def loss_in_rate(claim: Claim, tuned: Tuned, pairs, baseline: str, start: float)
             parts.append(part)
     names = sorted({m for pair in pairs for m in pair})
     evidence = {**claim.evidence, "loss_window_from": start,
-                "mean_loss_exponent_by_step": exponents_by_step(tuned, names, start, "loss", 0.0),
+                "mean_loss_exponent_by_step": exponents_by_step(tuned, names, start, LOSS_READING),
                 "loss_steps_to_level_at_tuned_steps": replaced}  # fmt: skip
     return replace(claim, parts=parts, evidence=evidence)
 
