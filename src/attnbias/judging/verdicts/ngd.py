@@ -525,12 +525,10 @@ class Reading:
     metric: str = MISALIGNMENT
     floor: float = FLOAT_FLOOR
     moving: bool = False
-
-    def name(self) -> str:
-        return "misalignment" if self.metric == MISALIGNMENT else LABELS[self.metric]
+    name: str = "misalignment"  # the metric in the rule's words
 
 
-LOSS_READING = Reading("loss", 0.0, moving=True)
+LOSS_READING = Reading("loss", 0.0, moving=True, name=LABELS["loss"])
 
 
 def decay_exponents(c: Curves, start: float, read: Reading = Reading()) -> np.ndarray:
@@ -564,7 +562,7 @@ def decays_faster_at(
     exponent: inconclusive, named (`decides`: what would decide the last)."""
     steps = {m: f"{tuned.steps[m][0]} = {tuned.steps[m][1] * factor:.3g}" for m in (slow, fast)}
     last = "the last step it moved" if read.moving else "the last"
-    quantity = (f"late log–log slope in t of the {read.name()} (steps ≥ {start:g} × {last}): "
+    quantity = (f"late log–log slope in t of the {read.name} (steps ≥ {start:g} × {last}): "
                 f"{slow} at {steps[slow]} minus {fast} at {steps[fast]}, per seed")  # fmt: skip
     rule = Rule(quantity, ">", 0.0, source)
     runs = {m: tuned.evaluation[m].get(factor) for m in (slow, fast)}
