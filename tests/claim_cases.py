@@ -484,6 +484,24 @@ def cases() -> dict[str, list]:
                 {},
             ),
         ],
+        "ngd.loss_in_rate": [
+            # GD's best loss step is the largest tried: the rates at every step decide
+            (SUPPORTED, in_rate(ngd_groups(), "NGD"), {}),
+            (SUPPORTED, in_rate(ngd_groups(), "Polyak", claim="fastest"), {}),
+            # GD's loss falls with the steeper power of t (its W and v still the slower)
+            (NOT_SUPPORTED, in_rate(swapped_losses(), "NGD"), {}),
+            # NGD's loss frozen at a float64 value from recorded step 20 (its step stops
+            # there): read up to that step, not over the frozen stretch (slope 0)
+            (SUPPORTED, in_rate(ngd_groups(), "NGD", frozen_from=20), {}),
+            # and 0 from there: left out, read before it
+            (SUPPORTED, in_rate(ngd_groups(), "NGD", frozen_from=20, to=0.0), {}),
+            # at 0 from recorded step 2: fewer than 3 values to fit
+            (INCONCLUSIVE, in_rate(ngd_groups(), "NGD", frozen_from=2, to=0.0), {}),
+            # the same power of t for both losses: the interval straddles 0
+            (INCONCLUSIVE, in_rate(swapped_losses(same=True), "NGD"), {}),
+            # runs at the chosen steps only: the other steps of the grid are not judged
+            (INCONCLUSIVE, in_rate(ngd_groups(), "NGD", every=False), {}),
+        ],
         "tuning.tuned_sooner": [
             (SUPPORTED, (tuned_pair(), *PAIR), {}),
             (NOT_SUPPORTED, (tuned_pair(1e-4, 1e-2), *PAIR), {}),
@@ -867,6 +885,48 @@ def joint(groups: dict[str, Curves]) -> dict[str, Curves]:
         name: Curves(c.steps, {**c.values, **dict.fromkeys(same, c.values["alignment/2"])})
         for name, c in groups.items()
     }
+
+
+def swapped_losses(same: bool = False) -> dict[str, Curves]:
+    """GD's and NGD's `ngd_groups` with their losses swapped (GD's falls the faster), or with
+    NGD's loss falling at GD's power of t (`same`; its own scatter)."""
+    g = ngd_groups()
+    gd, ngd_ = g["GD"], g["NGD"]
+    ngd_loss = anchored(1e-2, start=0.69, seed=40) if same else gd.values["loss"]
+    loss = {"GD": gd.values["loss"] if same else ngd_.values["loss"], "NGD": ngd_loss}
+    pairs = (("GD", gd), ("NGD", ngd_))
+    return {n: Curves(c.steps, {**c.values, "loss": loss[n]}) for n, c in pairs}
+
+
+def loss_best_at_largest(t: Tuned) -> Tuned:
+    """`t` with GD's selection loss falling faster the larger its step: its best loss step is
+    the largest tried (the other metrics' best stays bracketed)."""
+    top = max(t.selection["GD"])
+    loss = next(iter(t.evaluation["GD"].values())).values["loss"]
+    for f, c in t.selection["GD"].items():
+        t.selection["GD"][f] = Curves(c.steps, {**c.values, "loss": loss ** (f / top)})
+    return t
+
+
+def in_rate(groups, fast: str, claim="all_beat", frozen_from=None, to=None, every=True):
+    """Arguments of `ngd.loss_in_rate`: GD and `fast` of `groups`, `claim` ("all_beat" or
+    "fastest", as ngd-joint judges them) over their tuned runs (evaluated at every step, or
+    at the best only), GD's best loss step the largest tried (`loss_best_at_largest`),
+    `fast`'s loss frozen from recorded step `frozen_from` on at its value there (or at `to`:
+    0, float64's floor)."""
+    from attnbias.judging.verdicts import ngd
+
+    g = {"GD": groups["GD"], fast: groups[fast]}
+    if frozen_from is not None:
+        loss = g[fast].values["loss"].copy()
+        loss[:, frozen_from:] = loss[:, [frozen_from]] if to is None else to
+        g[fast] = Curves(g[fast].steps, {**g[fast].values, "loss": loss})
+    t = loss_best_at_largest((every_step if every else tuned)(joint(g)))
+    if claim == "fastest":
+        pairs = ngd.fastest_pairs(t, fast)
+        return ngd.fastest(t, fast), t, pairs, "GD", 0.1
+    pairs = ngd.beat_pairs(t, "GD")
+    return ngd.all_beat(t, "GD"), t, pairs, "GD", 0.1
 
 
 def capped(fast: str, kappa: float, frozen_from: int | None = None, cap: float = 1e6) -> tuple:

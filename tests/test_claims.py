@@ -133,7 +133,7 @@ def synthetic_claims():
         "ngd-joint": ngd_joint.claims(claim_cases.joint(g), {"baseline": "GD",
                                       "fastest": "Polyak", "target_alignment": 0.95,
                                       "target_loss": 1e-3},
-                                      claim_cases.tuned(claim_cases.joint(g))),
+                                      claim_cases.every_step(claim_cases.joint(g))),
         "kq-nuclear": kq_nuclear.claims({kq_nuclear.KQ: claim_cases.kq_alignment(),
                                          kq_nuclear.DIRECT: claim_cases.kq_alignment(0.9, 0.99)},
                                         np.linspace(-0.7, -0.3, claim_cases.SEEDS)),
@@ -182,8 +182,8 @@ SYNTHETIC_VERDICTS = {
     # the late increment's misalignment as W's: GD's ends at 0.14, falling 3×, too short at
     # Thm 3's rate to reach 0.05 or fall 10× (level, fall inconclusive); the others' by 10⁴×
     "ngd-joint/W-aligns": "I/IISSSSSS",
-    "ngd-joint/all-beat-gd": "S/SSSSSSSSS",
-    "ngd-joint/polyak-fastest": "N/SSSSSSSNN",
+    "ngd-joint/all-beat-gd": "S/SSSSSSSSSSSSSSSSSS",
+    "ngd-joint/polyak-fastest": "N/SSSSSSSSSSNN",
     "kq-nuclear/kq-nuclear-svm": "S",
     "kq-nuclear/kq-converges-nuclear": "S",
     "kq-nuclear/direct-frobenius-svm": "S",

@@ -384,6 +384,14 @@ JOINT_CAP = (
     "Polyak uncapped (γ_b = ∞), the rule the paper states, so no cap binds (at γ_b = 1e6 it "
     "bound from about step 2 on most runs: late Polyak was GD with step γ_b)"
 )
+JOINT_LOSS_IN_RATE = (
+    "the loss against GD in rate, not at tuned steps (GD's best loss step sat at the top of its "
+    "grid however far it grew: on separable data GD has no best step): every algorithm also "
+    "runs at every step factor of the grid, and at each factor GD's late log–log slope in t of "
+    "the loss minus the other's (steps ≥ 0.1 × the last step the run's loss moved; values "
+    "float64 rounds to 0 left out) is judged per seed, Holm over the factors, as "
+    "ngd-fixed/ngd-beats-gd does for the misalignment"
+)
 NGD_JOINT_TUNED = (
     NGD_JOINT + "; " + tuned_protocol("GD η = 0.5, NGD and joint-NGD η = 0.1, Polyak c = 1")
 )
@@ -981,11 +989,13 @@ def entries() -> tuple[PaperClaim, ...]:
                "summary's evidence)"),
     PaperClaim("ngd-joint/all-beat-gd", "NGD", "§4, Fig. 3",
                "'all other algorithms are faster than GD'",
-               NGD_JOINT_TUNED + "; on loss and on W and v misalignment; " + JOINT_CAP),
+               NGD_JOINT_TUNED + "; on W and v misalignment; " + JOINT_LOSS_IN_RATE + "; "
+               + JOINT_CAP),
     PaperClaim("ngd-joint/polyak-fastest", "NGD", "§4, Fig. 3",
                "'with Polyak step being the fastest'",
-               NGD_JOINT_TUNED + "; fastest = fewer steps than every other algorithm, on loss "
-               "and on W and v misalignment; " + JOINT_CAP),
+               NGD_JOINT_TUNED + "; fastest = fewer steps than every other algorithm, on W "
+               "and v misalignment, and than NGD and joint-NGD on loss; against GD on loss: "
+               + JOINT_LOSS_IN_RATE + "; " + JOINT_CAP),
     PaperClaim("kq-nuclear/kq-nuclear-svm", "ours", KQ_WHERE,
                "W = KQᵀ trained by normalized GD for finite steps ends closer to the "
                "nuclear-norm Att-SVM than to the Frobenius one", KQ,
