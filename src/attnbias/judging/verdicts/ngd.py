@@ -870,8 +870,8 @@ def increment_aligns(
             1.0,
         )
         effect = ratio_effect(early, late)
-        goal = float(np.mean(early)) / fall
-        refuted = decide(rule, effect) == NOT_SUPPORTED
+        refuted = decide(rule, effect) == NOT_SUPPORTED  # never without runs (none held)
+        goal = float(np.mean(early)) / fall if refuted else None
         unmet = still_falling(c, metric, goal, *MISALIGNMENT_RATE) if refuted else []
         parts += [level, Claim("", rule=rule, effect=effect, unmet=unmet)]  # fmt: skip
     return Claim(text, parts=parts, evidence=described({n: final(held_from_last_move(c), metric)
