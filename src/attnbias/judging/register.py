@@ -292,9 +292,11 @@ def ngd_fixed_entries(experiment: str, figure: str, data: str, beyond: str) -> l
                    "score not above 1, so both are read in forms float64 does not round to "
                    "their floor (L − L* and the other tokens' softmax mass, each from those "
                    "tokens' scores, as reexamine-polyak reads them), and no run is timed by "
-                   "float64; Polyak uncapped (γ_b = ∞), the rule the paper states, so no cap "
-                   "binds (at γ_b = 1e6 it bound from about step 5, and late Polyak was GD "
-                   "with step γ_b; reexamine-polyak sweeps finite caps); "
+                   "float64; Polyak uncapped (γ_b = ∞: the limit of Eq. 3's capped rule, the "
+                   "one Thm 7 analyses; the paper's figure used a cap whose value was lost in "
+                   "extraction), so no cap binds (at our γ_b = 1e6 it bound from about step 5, "
+                   "and late Polyak was GD with step γ_b; reexamine-polyak sweeps finite caps, "
+                   "the paper's practice); "
                    + FIXED_TUNED),
         PaperClaim(f"{experiment}/norm-growth", "NGD", f"proof of Thm 1 (Eq. 12), {figure}",
                    "‖W_t‖ grows linearly in t under NGD (GD: logarithmically)",
@@ -381,8 +383,9 @@ V_MET_EARLY = (
 )
 # ngd-joint's speed rows and Polyak's cap (verdicts.ngd.unless_cap_binds)
 JOINT_CAP = (
-    "Polyak uncapped (γ_b = ∞), the rule the paper states, so no cap binds (at γ_b = 1e6 it "
-    "bound from about step 2 on most runs: late Polyak was GD with step γ_b)"
+    "Polyak uncapped (γ_b = ∞: the limit of Eq. 3's capped rule; the paper's Fig. 3 used a cap "
+    "whose value was lost in extraction), so no cap binds (at our γ_b = 1e6 it bound from about "
+    "step 2 on most runs: late Polyak was GD with step γ_b)"
 )
 JOINT_LOSS_IN_RATE = (
     "the loss against GD in rate, not at tuned steps (GD's best loss step sat at the top of its "
