@@ -130,6 +130,7 @@ def accepted_as_given(value, given) -> bool:
 @example(("md-local", "seeds"), 0)
 @example(("md-local", "T"), 10**400)  # was float(10**400): an OverflowError traceback
 @example(("md-local", "lr"), 10**400)
+@example(("ngd-rates", "short_steps"), 1)  # its windows' error named only "the steps"
 def test_a_scalar_field_at_the_bounds_is_taken_as_given_or_refused_naming_it(field, value):
     name, key = field
     try:

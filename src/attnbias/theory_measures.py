@@ -31,12 +31,13 @@ FLOAT_FLOOR = 1e-13
 Window = numbers(float, 0.0, strict=True)
 
 
-def check_window(window, steps: int, name: str) -> None:
-    """A window is [first, last] with 1 ≤ first < last ≤ steps (ValueError naming it)."""
+def check_window(window, steps: int, name: str, steps_name: str = "steps") -> None:
+    """A window is [first, last] with 1 ≤ first < last ≤ steps (ValueError naming it and
+    `steps_name`, the field that sets the steps)."""
     if len(window) != 2 or not 1 <= window[0] < window[1] <= steps:
         raise ValueError(
-            f"{name} must be [first, last] with 1 <= first < last <= {steps} (the steps), "
-            f"got {list(window)!r}: widen steps or narrow {name}"
+            f"{name} must be [first, last] with 1 <= first < last <= {steps} ({steps_name}), "
+            f"got {list(window)!r}: widen {steps_name} or narrow {name}"
         )
 
 

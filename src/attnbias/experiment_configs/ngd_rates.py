@@ -47,15 +47,15 @@ class Config(OptimalTokenConfig):
     @model_validator(mode="after")
     def _windows_fit_the_runs(self):
         for name, steps in [
-            ("fit_window", self.long_steps),
-            ("polyak_window", self.long_steps),
-            ("early_window", self.long_steps),
-            ("growth_window", self.short_steps),
-            ("saturation_window", self.short_steps),
+            ("fit_window", "long_steps"),
+            ("polyak_window", "long_steps"),
+            ("early_window", "long_steps"),
+            ("growth_window", "short_steps"),
+            ("saturation_window", "short_steps"),
         ]:
-            check_window(getattr(self, name), steps, name)
+            check_window(getattr(self, name), getattr(self, steps), name, steps)
         for k, window in enumerate(self.windows):
-            check_window(window, self.long_steps, f"windows[{k}]")
+            check_window(window, self.long_steps, f"windows[{k}]", "long_steps")
         if self.lr not in self.lrs or 1.0 not in self.scales:
             raise ValueError(f"lrs must contain lr ({self.lr:g}) and scales must contain 1")
         for n in self.sizes:  # the reference n: OptimalTokenConfig's rule
