@@ -503,7 +503,7 @@ def bootstrap_effect(
     if n == 0 or not math.isfinite(estimate):
         return Effect(estimate, math.nan, math.nan, n, method, unit)
     if n == 1:
-        return Effect(estimate, -math.inf, math.inf, n, "one unit: no interval", unit)
+        return Effect(estimate, -math.inf, math.inf, n, ONE_UNIT, unit)
     if all(np.ptp(s) == 0 for s in samples):
         return Effect(estimate, estimate, estimate, n, "no spread: every unit equal", unit)
     for kind in ("BCa", "percentile"):
@@ -542,7 +542,7 @@ def t_effect(
     if n == 0 or not math.isfinite(estimate):
         return Effect(estimate, math.nan, math.nan, n, method, unit)
     if n == 1:
-        return Effect(estimate, -math.inf, math.inf, n, "one unit: no interval", unit)
+        return Effect(estimate, -math.inf, math.inf, n, ONE_UNIT, unit)
     if np.ptp(values) == 0:
         return Effect(estimate, estimate, estimate, n, "no spread: every unit equal", unit)
     # centred first: moments lose precision on values that agree to many digits
@@ -674,7 +674,7 @@ def difference_of_means(a, b, *, unit: str = "seeds", confidence: float = CONFID
         return Effect(math.nan, math.nan, math.nan, 0, method, unit)
     estimate = float(np.mean(a) - np.mean(b))
     if a.size < 2 or b.size < 2:
-        return Effect(estimate, -math.inf, math.inf, n, "one unit: no interval", unit)
+        return Effect(estimate, -math.inf, math.inf, n, ONE_UNIT, unit)
     if np.ptp(a) == 0 and np.ptp(b) == 0:
         return Effect(estimate, estimate, estimate, n, "no spread: every unit equal", unit)
     interval = stats.ttest_ind(a, b, equal_var=False).confidence_interval(confidence)
