@@ -66,10 +66,10 @@ def test_the_norm_growth_bound_is_a_consistency_check(made):
         ("ngd-joint/W-aligns", register.BEYOND_THM3),
         ("ngd-fixed/polyak-faster", "the loss cannot fall below L*"),
         ("antipodal/polyak-faster", "the loss cannot fall below L*"),
-        ("ngd-fixed/ngd-beats-gd", register.FIXED_TUNED),
-        ("antipodal/ngd-beats-gd", register.FIXED_TUNED),
-        ("ngd-fixed/polyak-faster", register.FIXED_TUNED),
-        ("antipodal/polyak-faster", register.FIXED_TUNED),
+        ("ngd-fixed/ngd-beats-gd", register.FIXED_GROWN),
+        ("antipodal/ngd-beats-gd", register.FIXED_GROWN),
+        ("ngd-fixed/polyak-faster", register.FIXED_GROWN),
+        ("antipodal/polyak-faster", register.FIXED_GROWN),
         ("local-global/global-example1", "not from every direction"),
         ("reexamine-adam/short-run-explains", "not that run length plays no part"),
     ],
@@ -341,3 +341,18 @@ def test_adam_decay_closer_is_compared_at_equal_norm():
     assert load_config("reexamine-adam").closer_at_equal_norm == ("Adam-decay",)
     entry = ENTRIES["reexamine-adam/adam-decay-closer-than-adam-eps0"]
     assert "at equal ‖W_t‖_F" in entry.wording and register.EQUAL_NORM in entry.differences
+
+
+@pytest.mark.parametrize("experiment", ["ngd-fixed", "antipodal"])
+def test_fixed_head_rows_name_their_config_seeds_and_growth(experiment):
+    """The setting and protocol text of ngd-fixed's and antipodal's rows name the seeds and
+    grid growth their configs run (the text is written by hand in register.py)."""
+    from attnbias.experiment_registry import load_config
+
+    config = load_config(experiment)
+    grown = {2: "twice", 8: "eight times"}[config.rate_extensions]
+    for slug in ("ngd-beats-gd", "polyak-faster"):
+        text = ENTRIES[f"{experiment}/{slug}"].differences
+        assert f"logistic loss, {config.seeds} seeds" in text
+        assert f"disjoint from the {config.seeds} evaluation seeds" in text
+        assert f"at most {grown}," in text

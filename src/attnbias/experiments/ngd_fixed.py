@@ -25,8 +25,8 @@ from ..experiment_configs.sweep import OptimalTokenConfig
 from ..figures import save_figure
 from ..judging.claims import Claim, identified
 from ..judging.verdicts import ngd as rules
-from ..judging.verdicts.common import over_runs, seeds_of
-from ..judging.verdicts.reexamine import PACE_SLOPE, growing_until
+from ..judging.verdicts.common import growing_until, over_runs, seeds_of
+from ..judging.verdicts.reexamine import PACE_SLOPE
 from ..judging.verdicts.tuning import Tuned, chosen_steps
 from . import plotting
 from .runs import (

@@ -14,7 +14,6 @@ artefact, not a finding, and is inconclusive with that reason.
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from dataclasses import replace
 from itertools import pairwise
 
@@ -32,7 +31,7 @@ from ..claims import (
     verdict_word,
 )
 from .atlas import STALLED_SLOPE, as_run_note, gap, lower_gap, stall_reason, stalled
-from .common import described, final, growing_until, paired, seeds_of, values
+from .common import described, final, paired, seeds_of, values
 from .ngd import FIXED_HEAD_LABELS, LABELS, MISALIGNMENT, TUNED_STEP, norm_slopes
 from .tuning import Tuned, interval_would, tuned_comparison
 
@@ -197,7 +196,6 @@ def ahead_while_moving(
     fast: str,
     source: str,
     doubts: dict | None = None,
-    paced: Collection[str] = (),
 ) -> Claim:
     """`fast` has the smaller misalignment than `slow` at each seed's common horizon: the
     last recorded step at which both runs of the seed were still moving (`moving_until`),
@@ -207,17 +205,10 @@ def ahead_while_moving(
     where the runs end: an artefact, so the part is inconclusive and says where it stopped;
     past that step float64 cannot compute the run, so no float64 run decides it. `doubts`:
     what the interval would say ("supports", "refutes") → why that cannot stand (a side's
-    tuned step at its grid's edge: `tuning.edge_doubt`). `paced`: runs with a stand-in for
-    γ_b = ∞, which move as the method would only while ‖W_t‖ keeps the uncapped pace
-    (`growing_until`, above PACE_SLOPE): past that the stand-in binds, float64's artefact too."""
-
-    def until(groups: dict[str, Curves], name: str) -> np.ndarray:
-        moved = moving_until(groups[name])
-        return np.fmin(moved, growing_until(groups[name], PACE_SLOPE)) if name in paced else moved
-
+    tuned step at its grid's edge: `tuning.edge_doubt`)."""
     a, b = groups[slow], groups[fast]
     rows_a, rows_b = paired(a, b, np.arange(len(seeds_of(a))), np.arange(len(seeds_of(b))))
-    until_a, until_b = until(groups, slow)[rows_a], until(groups, fast)[rows_b]
+    until_a, until_b = moving_until(a)[rows_a], moving_until(b)[rows_b]
     horizon = np.minimum(until_a, until_b)
     slow_at = at_steps(a, MISALIGNMENT, rows_a, horizon)
     fast_at = at_steps(b, MISALIGNMENT, rows_b, horizon)
@@ -256,9 +247,7 @@ def float_stops(stops: dict[str, np.ndarray], horizon: np.ndarray, last: float) 
         return []
     names = " and ".join(name for name, stopped in stops.items() if stopped.any())
     return [
-        f"compared at a float64 stop, not at the end: {names} stopped moving as the method "
-        "would (‖W_t‖ frozen, or for a stand-in for γ_b = ∞ its growth below the uncapped pace "
-        f"once the stand-in cap binds, at logit gaps ~691) "
+        f"compared at a float64 stop, not at the end: {names} stopped moving (‖W_t‖ frozen) "
         f"by step {np.median(horizon[early]):.0f} of {last:.0f} on {int(early.sum())} of "
         f"{early.size} seeds; past it float64 cannot compute the run's step (Polyak's: its "
         "L − L* is taken from the other tokens' scores, which underflow at logit gaps ~745), "
@@ -272,7 +261,6 @@ def ends_ahead(
     others: list[str],
     who: str,
     doubts: dict | None = None,
-    paced: Collection[str] = (),
 ) -> Claim:
     """`name` ends with a smaller misalignment than each of `others` (described as `who`) at
     equal steps (per-seed ratio > 1, every one of them): who is ahead once the runs end; where
@@ -283,7 +271,7 @@ def ends_ahead(
     return Claim(
         f"{name} ends ahead of {who}: smaller misalignment at equal steps, at the end (paired "
         "by seed; where float64 stopped a run first, compared there: inconclusive)",
-        parts=[ahead_while_moving(groups, other, name, source, doubts, paced) for other in others],
+        parts=[ahead_while_moving(groups, other, name, source, doubts) for other in others],
         evidence=described({n: final(groups[n], MISALIGNMENT) for n in [name, *others]}),
     )
 
@@ -332,7 +320,6 @@ def setting_faster(
     tuned: Tuned,
     fast: str,
     reference: str,
-    paced: Collection[str] = (),
     labels: dict[str, str] | None = None,
 ) -> Claim:
     """The NGD paper's "Polyak is faster than NGD across all metrics" at one Polyak setting:
@@ -340,15 +327,12 @@ def setting_faster(
     reaches each fixed-head metric's level (`labels`: metric → its label; the loss, the
     misalignment and the score by default, or their scale-safe forms) in fewer steps than
     `reference` at its step tuned for that metric (`tuning.tuned_comparison`: the levels set
-    on the selection seeds, Holm over the metrics). `paced`: runs with a stand-in for γ_b = ∞,
-    timed as the method only where they reach the level before the stand-in binds
-    (`tuning.tuned_sooner`)."""
+    on the selection seeds, Holm over the metrics)."""
     return tuned_comparison(
         tuned, [(reference, fast)], labels or FIXED_HEAD_LABELS,
         f"{fast} (its γ_b and c as set, not tuned) is faster than {reference} on every "
         f"metric, {reference} at {TUNED_STEP}",
         "the paper: faster 'across all metrics' (a ratio of steps > 1)",
-        paced={name: PACE_SLOPE for name in paced},
     )  # fmt: skip
 
 

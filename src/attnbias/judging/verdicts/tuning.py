@@ -14,7 +14,7 @@ import numpy as np
 
 from ...curves import Curves
 from ..claims import NOT_SUPPORTED, SUPPORTED, Claim, Rule, ratio_effect
-from .common import described, growing_until, paired, seeds_of, steps_to_reach, values
+from .common import described, paired, steps_to_reach, values
 
 SCORE = (
     "per metric, its log averaged over the recorded steps (log-spaced: the area under the log "
@@ -196,23 +196,6 @@ FLOAT_LEVEL = (
 )
 
 
-def stand_in_bound(times: np.ndarray, pace_until: np.ndarray, name: str, slope: float) -> list[str]:
-    """The reason `name`'s times (per run) are not the uncapped method's: a run with a stand-in
-    for γ_b = ∞ that reaches the level only after its ‖W_t‖ left the uncapped pace (its
-    log–log slope last above `slope` at `pace_until`: the stand-in cap binds there), or never,
-    is timed by the capped stand-in, not by the method."""
-    bound = ~(times <= pace_until)  # NaN pace (never at it) and a never-reached level count too
-    if not bound.any():
-        return []
-    where = pace_until[bound & np.isfinite(pace_until)]
-    at = f", median step {np.median(where):.0f}" if where.size else ""
-    return [f"{int(bound.sum())} of {times.size} {name} runs reach the level only after their "
-            f"stand-in for γ_b = ∞ binds (‖W_t‖'s log–log growth below {slope:g}, the uncapped "
-            f"pace's end{at}; logit gaps ~691), or never: timed by the capped stand-in, not by "
-            "the uncapped method, they could overturn either verdict; arithmetic with a wider "
-            "exponent range (where the stand-in never binds) would decide it"]  # fmt: skip
-
-
 def tuned_sooner(
     tuned: Tuned,
     slow: str,
@@ -220,7 +203,6 @@ def tuned_sooner(
     metric: str,
     label: str,
     source: str,
-    paced: dict[str, float] | None = None,
 ):
     """`fast` at its chosen step for `metric` reaches LEVEL_RULE's level of it in fewer steps
     than `slow` at its own, on the evaluation seeds (per-seed ratio of steps, geometric mean).
@@ -229,9 +211,8 @@ def tuned_sooner(
     (`TIMED_AT_BUDGET`, `AT_EDGE`) and lets the other stand. A run that never reaches it and
     ends frozen at float64's floor (`frozen_at_end`) is timed by float64, not by the method,
     and a level of 0 is reached only by rounding (`FLOAT_LEVEL`): either leaves the part
-    inconclusive whatever the interval says, as does a run of `paced` (name → the log–log slope
-    of ‖W_t‖ below which its stand-in for γ_b = ∞ binds) that reaches the level only after
-    that (`stand_in_bound`). No evaluation runs at a chosen step: a failed precondition."""
+    inconclusive whatever the interval says. No evaluation runs at a chosen step: a failed
+    precondition."""
     chosen = {m: tuned.chosen(m, metric) for m in (slow, fast)}
     level = max(half_budget_value(tuned.selection[m][chosen[m]], metric) for m in (slow, fast))
     rates = f"{slow} at {tuned.step_label(slow, metric)} over {fast} at " + tuned.step_label(
@@ -249,20 +230,13 @@ def tuned_sooner(
                   steps_to_reach(runs[fast], metric, level))  # fmt: skip
     frozen = paired(runs[slow], runs[fast], frozen_at_end(runs[slow], metric),
                     frozen_at_end(runs[fast], metric))  # fmt: skip
-    paced = paced or {}
-    always = {m: np.full(len(seeds_of(runs[m])), np.inf) for m in (slow, fast)}
-    pace = {m: growing_until(runs[m], paced[m]) if m in paced else always[m] for m in always}
-    pace = paired(runs[slow], runs[fast], pace[slow], pace[fast])
     budget = float(runs[slow].steps[-1])
     effect = ratio_effect(np.minimum(a, budget), np.minimum(b, budget))
     unmet = untimed(runs[slow], a, b) if effect.n else [
         f"no finished run of both {slow} and {fast} to time"]  # fmt: skip
     unmet += [FLOAT_LEVEL] if level <= 0 else []
     would = interval_would(effect)
-    for role, m, times, stopped, until in (
-        ("slow", slow, a, frozen[0], pace[0]),
-        ("fast", fast, b, frozen[1], pace[1]),
-    ):
+    for role, m, times, stopped in (("slow", slow, a, frozen[0]), ("fast", fast, b, frozen[1])):
         late = int(np.sum(~np.isfinite(times)))
         if late and would == TIMED_AT_BUDGET[role]:
             unmet.append(f"{late} of {times.size} {m} runs never reach the level in "
@@ -277,8 +251,6 @@ def tuned_sooner(
                          "implemented) would decide it")  # fmt: skip
         if would == AT_EDGE[role] and (doubt := edge_doubt(tuned, m, metric, would)):
             unmet.append(doubt)
-        if m in paced:
-            unmet += stand_in_bound(times, until, m, paced[m])
     a, b = np.minimum(a, budget), np.minimum(b, budget)
     return Claim(
         text,
@@ -295,13 +267,11 @@ def tuned_comparison(
     metrics: dict[str, str],
     text: str,
     source: str,
-    paced: dict[str, float] | None = None,
 ):
     """For each (slow, fast) pair and each metric (metric → its label): `fast` is sooner
-    (`tuned_sooner`, `paced` its stand-ins for γ_b = ∞), the parts judged as one family
-    (Holm)."""
+    (`tuned_sooner`), the parts judged as one family (Holm)."""
     parts = [
-        tuned_sooner(tuned, slow, fast, metric, label, source, paced)
+        tuned_sooner(tuned, slow, fast, metric, label, source)
         for slow, fast in pairs
         for metric, label in metrics.items()
     ]
