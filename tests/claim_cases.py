@@ -996,8 +996,9 @@ def value_cases() -> dict[str, list]:
     """Helpers of the rule modules that return numbers or text a verdict or its printed reason
     is made of, not a Claim (what `test_claim_mutations` compares for them: their result), with
     inputs that take every branch: `ngd.cap_onsets` (a finite κ whose cap binds, one whose does
-    not, and no finite κ with a loss frozen from step 2) and `ngd.fit_window_note` (one run frozen
-    before the end, one moving to it)."""
+    not, and no finite κ with a loss frozen from step 2), `ngd.fit_window_note` (one run frozen
+    before the end, one moving to it) and `common.growing_until` (a run whose ‖W_t‖ grows like
+    t, then stalls; one that grows to the end; one that never grows fast enough)."""
     steps = np.array([0, 1, 2, 4, 8])
     falling = np.array([[0.7, 1e-3, 1e-6, 1e-9, 1e-12], [0.7, 0.5, 0.4, 0.3, 0.2]])
     frozen = np.array([[0.7, 1e-3, 1e-5, 1e-5, 1e-5], [0.7, 1e-3, 1e-5, 1e-5, 1e-5]])
@@ -1010,4 +1011,7 @@ def value_cases() -> dict[str, list]:
             (None, (Curves(steps, {"loss": frozen}), np.array([np.nan, 0.0]), 1.0, 1e6), {}),
         ],
         "ngd.fit_window_note": [(None, (windowed, "1-alignment/2"), {})],
+        "common.growing_until": [
+            (None, (Curves(steps, {"norm/2": np.vstack([norms, np.ones(5) * 3.0])}), 0.5), {}),
+        ],
     }
