@@ -352,19 +352,19 @@ def cases() -> dict[str, list]:
             (SUPPORTED, (g, "NGD-mom", "NGD"), {}),
             (NOT_SUPPORTED, (ngd_groups(mom=1e-2), "NGD-mom", "NGD"), {}),
             (NOT_APPLICABLE, ({"NGD": g["NGD"]}, "NGD-mom", "NGD"), {}),
+        ],
+        "ngd.momentum_beyond_step": [
             # beside NGD at momentum's effective step η/(1 − β) = 1: beats it (supported) or
             # loses to it (not supported), or the interval straddles 1 (inconclusive)
-            (SUPPORTED, (g, "NGD-mom", "NGD", {"NGD at η = 1": g["NGD"]}), {}),
-            (
-                NOT_SUPPORTED,
-                (g, "NGD-mom", "NGD", {"NGD at η = 1": ngd_group(1e-8, seed=40)}),
-                {},
-            ),
+            (SUPPORTED, (g, "NGD-mom", {"NGD at η = 1": g["NGD"]}), {}),
+            (NOT_SUPPORTED, (g, "NGD-mom", {"NGD at η = 1": ngd_group(1e-8, seed=40)}), {}),
             (
                 INCONCLUSIVE,
-                (g, "NGD-mom", "NGD", {"NGD at η = 1": ngd_group(straddling(1e-6), seed=30)}),
+                (g, "NGD-mom", {"NGD at η = 1": ngd_group(straddling(1e-6), seed=30)}),
                 {},
             ),
+            (NOT_APPLICABLE, (g, "NGD-mom", {}), {}),  # no run at the effective step
+            (NOT_APPLICABLE, ({"NGD": g["NGD"]}, "NGD-mom", {"NGD at η = 1": g["NGD"]}), {}),
         ],
         "ngd.score_saturation": [
             (SUPPORTED, ({"NGD": saturation_group(-0.5)}, "NGD", np.full(SEEDS, 2.0), 0.1), {}),
@@ -946,8 +946,7 @@ def capped(fast: str, kappa: float, frozen_from: int | None = None, cap: float =
     runs = t.evaluation["Polyak"][2.0]
     ratios = np.full(len(runs.seed_ids()), kappa)
     onsets = {2.0: ngd.cap_onsets(runs, ratios, 1 / 0.2, 1e6)}
-    pairs = ngd.fastest_pairs(t, fast)
-    return ngd.fastest(t, fast), t, pairs, ngd.JOINT_METRICS, "Polyak", cap, onsets
+    return ngd.fastest(t, fast), t, "Polyak", cap, onsets
 
 
 def local_global_inputs():
@@ -997,8 +996,9 @@ def value_cases() -> dict[str, list]:
     is made of, not a Claim (what `test_claim_mutations` compares for them: their result), with
     inputs that take every branch: `ngd.cap_onsets` (a finite κ whose cap binds, one whose does
     not, and no finite κ with a loss frozen from step 2), `ngd.fit_window_note` (one run frozen
-    before the end, one moving to it) and `common.growing_until` (a run whose ‖W_t‖ grows like
-    t, then stalls; one that grows to the end; one that never grows fast enough)."""
+    before the end, one moving to it), `common.growing_until` (a run whose ‖W_t‖ grows like
+    t, then stalls; one that grows to the end; one that never grows fast enough) and
+    `tuning.start_value` (step 0's value differs from step 1's)."""
     steps = np.array([0, 1, 2, 4, 8])
     falling = np.array([[0.7, 1e-3, 1e-6, 1e-9, 1e-12], [0.7, 0.5, 0.4, 0.3, 0.2]])
     frozen = np.array([[0.7, 1e-3, 1e-5, 1e-5, 1e-5], [0.7, 1e-3, 1e-5, 1e-5, 1e-5]])
@@ -1014,4 +1014,6 @@ def value_cases() -> dict[str, list]:
         "common.growing_until": [
             (None, (Curves(steps, {"norm/2": np.vstack([norms, np.ones(5) * 3.0])}), 0.5), {}),
         ],
+        # where the runs start: at the first recorded step after 0, not at step 0's value
+        "tuning.start_value": [(None, (windowed, "1-alignment/2"), {})],
     }

@@ -172,10 +172,12 @@ SYNTHETIC_VERDICTS = {
     "md-joint/selects-and-classifies": "S/SSSSSS",
     "ngd-fixed/global-convergence": "S",
     "ngd-fixed/ngd-beats-gd": "S/SSSS",
-    "ngd-fixed/polyak-faster": "S/SSS",
+    # the misalignment at each level of its profile (the half-budget one and three decades)
+    "ngd-fixed/polyak-faster": "S/SSSSSS",
     "ngd-fixed/norm-growth": "S/SS",
     "ngd-fixed/norm-growth-bound": "S",
     "ngd-fixed/momentum-improves": "S/SS",
+    "ngd-fixed/momentum-beyond-effective-step": "A",  # no run at the effective step here
     "ngd-fixed/score-saturation": "N/NS",
     "ngd-joint/loss-to-zero": "I/ISSS",
     "ngd-joint/v-aligns": "I/IISSSSSS",

@@ -19,7 +19,7 @@ from attnbias.judging.claims import (
 )
 from attnbias.judging.register import REGISTER
 
-SPARSITY = ("text-md/sparsity-count", "text-md/sparsity-scale-free", "text-md/sparsity-hoyer")
+SPARSITY = ("text-md/sparsity-count", "text-md/sparsity-scale-free")
 
 
 def sparsity_claims(lo: dict, hi: dict) -> dict:
@@ -44,15 +44,24 @@ def test_a_measure_that_fails_its_negative_control_decides_nothing():
     assert all(p.effect.estimate < 0 and p.effect.high < 0 for p in count.parts)
     assert all("negative control fails" in p.unmet[0] for p in count.parts)
     assert all(p.evidence["effect_note"].endswith("→ fails") for p in count.parts)
-    assert claims["text-md/sparsity-hoyer"].status == SUPPORTED
-    assert claims["text-md/sparsity-scale-free"].status == SUPPORTED
-    assert all(p.evidence["effect_note"].endswith("→ passes")
-               for p in claims["text-md/sparsity-hoyer"].parts)  # fmt: skip
+    scale_free = claims["text-md/sparsity-scale-free"]
+    assert scale_free.status == SUPPORTED
+    assert len(scale_free.parts) == 6  # K, Q, V by the near-zero share, then by Hoyer's
+    assert all(p.evidence["effect_note"].endswith("→ passes") for p in scale_free.parts)
 
 
-def test_a_measure_ordering_l11_denser_is_refuted_when_its_control_passes():
+def test_one_scale_free_measure_ordering_l11_denser_refutes_the_row_when_its_control_passes():
+    """The two scale-free measures judge one row: Hoyer's ordering ℓ1.1 denser refutes it
+    although the near-zero share supports it (the parts one family, Holm)."""
     claims = sparsity_claims({**real.SPARSER, "hoyer": -0.02}, real.DENSER)
-    assert claims["text-md/sparsity-hoyer"].status == NOT_SUPPORTED
+    row = claims["text-md/sparsity-scale-free"]
+    assert row.status == NOT_SUPPORTED
+    assert [p.status for p in row.parts] == [SUPPORTED] * 3 + [NOT_SUPPORTED] * 3
+
+
+def test_the_count_row_is_listed_apart_superseded_by_the_scale_free_row():
+    entry = next(e for e in REGISTER if e.id == "text-md/sparsity-count")
+    assert entry.superseded_by == "text-md/sparsity-scale-free"
 
 
 def test_a_straddling_part_says_how_many_seeds_would_decide_it():

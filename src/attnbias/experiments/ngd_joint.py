@@ -157,12 +157,9 @@ def claims(
         speed = [not_applicable(t, why) for t in ("all beat GD", f"{fastest} fastest")]
     else:
 
-        def capped(claim: Claim, pairs) -> Claim:
-            return rules.unless_cap_binds(claim, tuned, pairs, rules.JOINT_METRICS, fastest,
-                                          cap, cap_onsets or {})  # fmt: skip
-
         def in_rate(claim: Claim, pairs) -> Claim:
-            return rules.loss_in_rate(capped(claim, pairs), tuned, pairs, baseline, LATE_FROM)
+            capped = rules.unless_cap_binds(claim, tuned, fastest, cap, cap_onsets or {})
+            return rules.loss_in_rate(capped, tuned, pairs, baseline, LATE_FROM)
 
         speed = [
             in_rate(rules.all_beat(tuned, baseline), rules.beat_pairs(tuned, baseline)),

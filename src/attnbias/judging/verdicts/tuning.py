@@ -8,6 +8,7 @@ on test)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -117,7 +118,9 @@ def edge_doubt(tuned: Tuned, method: str, metric: str, would: str) -> str:
     return (f"{method}'s best step ({tuned.step_label(method, metric)}) is the {edge} tried "
             f"(factors {tried} of its config step): the grid does not bracket it, and a better "
             f"step could overturn what the interval {would}; a grid that brackets it (more "
-            "rate_extensions) would decide it")  # fmt: skip
+            "rate_extensions) would decide it, if the metric has a best step at all (on "
+            "separable data a loss, or the other tokens' mass, can keep falling faster the "
+            "larger the step, without bound: then no grid does)")  # fmt: skip
 
 
 # The verdict a doubt can overturn, as what the interval does.
@@ -196,6 +199,32 @@ FLOAT_LEVEL = (
 )
 
 
+def start_value(c: Curves, metric: str) -> float:
+    """The median over runs of `metric` at the first recorded step after 0; NaN without runs."""
+    v = values(c, metric)[:, c.steps > 0]
+    return float(np.median(v[:, 0])) if v.shape[0] and v.shape[1] else math.nan
+
+
+PROFILE_RULE = (
+    "the profile: besides LEVEL_RULE's level, every power of ten between it and where both "
+    "methods start (below the larger of their median values at the first recorded step, on "
+    "the selection seeds at their chosen steps), each level a part"
+)
+
+
+def profile_levels(tuned: Tuned, slow: str, fast: str, metric: str) -> list[float]:
+    """PROFILE_RULE's levels, from the highest decade down to LEVEL_RULE's level (last); only
+    that level where it is not positive (no decade lies above 0 and below every value)."""
+    runs = [tuned.selection[m][tuned.chosen(m, metric)] for m in (slow, fast)]
+    level = max(half_budget_value(c, metric) for c in runs)
+    top = max(start_value(c, metric) for c in runs)
+    if not (np.isfinite(level) and level > 0 and np.isfinite(top) and top > level):
+        return [level]
+    exponents = range(math.ceil(math.log10(top)) - 1, math.floor(math.log10(level)), -1)
+    decades = [10.0**k for k in exponents if level < 10.0**k < top]
+    return [*decades, level]
+
+
 def tuned_sooner(
     tuned: Tuned,
     slow: str,
@@ -203,18 +232,21 @@ def tuned_sooner(
     metric: str,
     label: str,
     source: str,
+    level: float | None = None,
 ):
-    """`fast` at its chosen step for `metric` reaches LEVEL_RULE's level of it in fewer steps
-    than `slow` at its own, on the evaluation seeds (per-seed ratio of steps, geometric mean).
+    """`fast` at its chosen step for `metric` reaches `level` of it (default: LEVEL_RULE's)
+    in fewer steps than `slow` at its own, on the evaluation seeds (per-seed ratio of steps,
+    geometric mean).
     A run that never reaches the level is timed at the budget; that, or a best step at the
     edge of the grid tried, leaves inconclusive the one verdict it could overturn
     (`TIMED_AT_BUDGET`, `AT_EDGE`) and lets the other stand. A run that never reaches it and
     ends frozen at float64's floor (`frozen_at_end`) is timed by float64, not by the method,
     and a level of 0 is reached only by rounding (`FLOAT_LEVEL`): either leaves the part
     inconclusive whatever the interval says. No evaluation runs at a chosen step: a failed
-    precondition."""
+    precondition. The part's evidence names what it timed ("timed": slow, fast, metric)."""
     chosen = {m: tuned.chosen(m, metric) for m in (slow, fast)}
-    level = max(half_budget_value(tuned.selection[m][chosen[m]], metric) for m in (slow, fast))
+    if level is None:
+        level = max(half_budget_value(tuned.selection[m][c], metric) for m, c in chosen.items())
     rates = f"{slow} at {tuned.step_label(slow, metric)} over {fast} at " + tuned.step_label(
         fast, metric
     )
@@ -224,7 +256,8 @@ def tuned_sooner(
     if missing or not np.isfinite(level):
         unmet = [f"no evaluation runs of {m} at its chosen step" for m in missing]
         unmet += [] if np.isfinite(level) else ["no finished selection runs to set the level"]
-        return Claim(text, rule=rule, effect=None, unmet=unmet, evidence={"level": level})
+        evidence = {"level": level, "timed": [slow, fast, metric]}
+        return Claim(text, rule=rule, effect=None, unmet=unmet, evidence=evidence)
     runs = {m: tuned.evaluation[m][chosen[m]] for m in (slow, fast)}
     a, b = paired(runs[slow], runs[fast], steps_to_reach(runs[slow], metric, level),
                   steps_to_reach(runs[fast], metric, level))  # fmt: skip
@@ -257,7 +290,7 @@ def tuned_sooner(
         rule=rule,
         effect=effect,
         unmet=unmet,
-        evidence={"level": level, **described({slow: a, fast: b})},
+        evidence={"level": level, "timed": [slow, fast, metric], **described({slow: a, fast: b})},
     )
 
 
@@ -267,15 +300,21 @@ def tuned_comparison(
     metrics: dict[str, str],
     text: str,
     source: str,
+    profiled: Collection[str] = (),
 ):
     """For each (slow, fast) pair and each metric (metric → its label): `fast` is sooner
-    (`tuned_sooner`), the parts judged as one family (Holm)."""
+    (`tuned_sooner`), the parts judged as one family (Holm); for the metrics in `profiled`, at
+    each level of the profile (`profile_levels`: where along the run each is ahead), one part
+    a level."""
     parts = [
-        tuned_sooner(tuned, slow, fast, metric, label, source)
+        tuned_sooner(tuned, slow, fast, metric, label, source, level)
         for slow, fast in pairs
         for metric, label in metrics.items()
+        for level in (profile_levels(tuned, slow, fast, metric) if metric in profiled else [None])
     ]
     evidence = {"score": SCORE, "level": LEVEL_RULE, "chosen_steps": chosen_steps(tuned, metrics)}
+    if profiled:
+        evidence["profile"] = PROFILE_RULE
     return Claim(text, parts=parts, evidence=evidence)
 
 
