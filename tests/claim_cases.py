@@ -998,13 +998,15 @@ def value_cases() -> dict[str, list]:
     not, and no finite κ with a loss frozen from step 2), `ngd.fit_window_note` (one run frozen
     before the end, one moving to it), `common.growing_until` (a run whose ‖W_t‖ grows like
     t, then stalls; one that grows to the end; one that never grows fast enough) and
-    `tuning.start_value` (step 0's value differs from step 1's)."""
+    `tuning.start_value` (step 0's value differs from step 1's), `ngd.still_falling` (a run
+    long enough to decide, and none)."""
     steps = np.array([0, 1, 2, 4, 8])
     falling = np.array([[0.7, 1e-3, 1e-6, 1e-9, 1e-12], [0.7, 0.5, 0.4, 0.3, 0.2]])
     frozen = np.array([[0.7, 1e-3, 1e-5, 1e-5, 1e-5], [0.7, 1e-3, 1e-5, 1e-5, 1e-5]])
     norms = np.array([[1.0, 2.0, 4.0, 4.0, 4.0], [1.0, 2.0, 4.0, 8.0, 16.0]])
     misalignment = np.array([[0.5, 0.2, 0.1, 0.1, 0.1], [0.5, 0.2, 0.1, 0.05, 0.01]])
     windowed = Curves(steps, {"norm/2": norms, "alignment/2": 1.0 - misalignment})
+    slow = Curves(steps, {"m": np.array([[1.0, 0.5, 0.4, 0.35, 0.3]] * 2)})
     return {
         "ngd.cap_onsets": [
             (None, (Curves(steps, {"loss": falling}), np.array([1.0, 1.0]), 1.0, 1e6), {}),
@@ -1016,4 +1018,10 @@ def value_cases() -> dict[str, list]:
         ],
         # where the runs start: at the first recorded step after 0, not at step 0's value
         "tuning.start_value": [(None, (windowed, "1-alignment/2"), {})],
+        # runs still falling, too slowly to reach 0.01 here: at 1/t a run of ~140 steps would
+        # decide it, at 1/log t none could (more steps than a run can take)
+        "ngd.still_falling": [
+            (None, (slow, "m", 0.01, lambda t: 1.0 / t, "1/t"), {}),
+            (None, (slow, "m", 0.01, lambda t: 1.0 / np.log(t), "1/log t"), {}),
+        ],
     }

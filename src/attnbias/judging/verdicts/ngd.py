@@ -355,17 +355,24 @@ def still_falling(c: Curves, metric: str, target: float, order, rate: str) -> li
         if start * ratio < target:
             return []  # the rate crosses the level within the run: stuck above it refutes
         cross = steps_to_level(order, float(steps[half]), target / start)
+        decides = ("a run that long would" if cross <= RUNNABLE_STEPS else
+                   f"no run can (more than {RUNNABLE_STEPS:.0e} steps): only a bound on the "
+                   "rate's constant, or a problem on which it is faster, would")  # fmt: skip
         return [
             f"above {target:g} at the last step ({steps[-1]}) but still falling (every run "
             f"lower than at step {steps[half]}), and at {rate} from there the mean reaches "
-            f"{target:g} only by step {cross:.2g}: the runs are too short to decide; a run "
-            "that long would"
+            f"{target:g} only by step {cross:.2g}: the runs are too short to decide; {decides}"
         ]
     frozen = int(np.sum(np.ptp(v[:, half:], axis=1) == 0))
     if frozen:
         return [f"above {target:g} at the last step, {frozen} of {len(v)} runs frozen from step "
-                f"{steps[half]} on (the float64 floor stopped them)"]  # fmt: skip
+                f"{steps[half]} on (the float64 floor stopped them); arithmetic with a wider "
+                "exponent range would decide it"]  # fmt: skip
     return []
+
+
+# The longest run the register calls runnable: 10⁹ steps of a small problem take hours to days
+RUNNABLE_STEPS = 1e9
 
 
 def falls(c: Curves, name: str, metric: str, factor: float, unmet=()) -> Claim:
