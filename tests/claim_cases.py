@@ -9,7 +9,15 @@ import numpy as np
 
 from attnbias.curves import Curves
 from attnbias.engine import Algorithm
-from attnbias.judging.claims import INCONCLUSIVE, NOT_APPLICABLE, NOT_SUPPORTED, SUPPORTED
+from attnbias.judging.claims import (
+    INCONCLUSIVE,
+    NOT_APPLICABLE,
+    NOT_SUPPORTED,
+    SUPPORTED,
+    Claim,
+    Rule,
+    not_applicable,
+)
 from attnbias.judging.verdicts.ngd import LOSS_RATE as ONE_OVER_T
 from attnbias.judging.verdicts.ngd import MISALIGNMENT_RATE as POLYLOG
 from attnbias.judging.verdicts.tuning import Tuned
@@ -523,8 +531,8 @@ def cases() -> dict[str, list]:
             # timed by float64, they leave either verdict open
             (INCONCLUSIVE, (tuned_pair(frozen={"A": SEEDS}), *PAIR), {}),
             (INCONCLUSIVE, (tuned_pair(frozen={"B": SEEDS}), *PAIR), {}),
-            # a level of 0 is reached only where float64 rounds the loss to 0
-            (INCONCLUSIVE, (tuned_pair(floor=True), *PAIR), {}),
+            # a level of 0 is reached only where float64 rounds the loss to 0: nothing to time
+            (NOT_APPLICABLE, (tuned_pair(floor=True), *PAIR), {}),
             # both there by the second recorded step: the grid cannot order them
             (INCONCLUSIVE, (tuned_pair(instant=True), *PAIR), {}),
             # no evaluation runs at a chosen step
@@ -1018,6 +1026,11 @@ def value_cases() -> dict[str, list]:
         ],
         # where the runs start: at the first recorded step after 0, not at step 0's value
         "tuning.start_value": [(None, (windowed, "1-alignment/2"), {})],
+        # a part as evidence: its rule's text, or where it has none (not applicable) its why
+        "ngd.part_summary": [
+            (None, (Claim("", rule=Rule("q", ">", 1.0, "s"), effect=None),), {}),
+            (None, (not_applicable("q", "nothing to time"),), {}),
+        ],
         # runs still falling, too slowly to reach 0.01 here: at 1/t a run of ~140 steps would
         # decide it, at 1/log t none could (more steps than a run can take)
         "ngd.still_falling": [

@@ -90,12 +90,13 @@ CONFIG_KEYS = {
     # issue 29: d = 3 toy whose head SVMs differ by p; small random start, 10 seeds
     "md-joint": ("12fb87c46075dc4f", "bd641942675b5880"),
     # issue 29: GD vs NGD and NGD vs Polyak at tuned steps (grid, extensions, selection seeds)
-    # Polyak uncapped (γ_b = ∞, issue 29); grid grown at most 8 times, 100 seeds (issue 29)
-    "ngd-fixed": ("49d082011aa6f9e9", "965fa0c9c7caeea4"),
+    # Polyak uncapped (γ_b = ∞, issue 29); grid grown at most 8 times, 100 seeds, 100 fresh
+    # confirmation seeds for polyak-faster (issue 29)
+    "ngd-fixed": ("756478bf899da3dc", "be5269fde8ccb159"),
     # small random start; issue 29: speed at tuned steps (grid, extensions, selection seeds)
     "ngd-joint": ("5644b82947eef226", "3b57f4ca9ec34908"),  # Polyak uncapped
-    # 30 seeds; grid grown at most 8 times (issue 29)
-    "antipodal": ("0e796ccb0cbec423", "4e868d22a563f88e"),
+    # 30 seeds; grid grown at most 8 times; 100 confirmation seeds (issue 29)
+    "antipodal": ("0d71840927475dd9", "aa4dfda3df211578"),
     "kq-nuclear": ("cbba58face019893", "c864d0512e0f2cf8"),
     # issue 29 (one policy for Adam and Muon): the Adam row judged on an Adam-decay arm, as_run
     "atlas": ("eb696d719cfab88a", "efdf33af03c3feac"),

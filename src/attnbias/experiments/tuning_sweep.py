@@ -19,6 +19,9 @@ from .runs import scaled_step, sweep
 
 # the selection seeds are SELECTION_SEED_BASE + 1, …: disjoint from the evaluation seeds 1..seeds
 SELECTION_SEED_BASE = 1000
+# fresh seeds a comparison is confirmed on (`confirmed`): CONFIRMATION_SEED_BASE + 1, …, apart
+# from both
+CONFIRMATION_SEED_BASE = 2000
 
 # specs(config, run_seeds, algorithms): the config's runs of those algorithms on those seeds
 # (None: the config's)
@@ -42,6 +45,9 @@ class TuningConfig(SweepConfig):
     def _selection_apart_from_evaluation(self):
         if self.seeds > SELECTION_SEED_BASE:  # the selection seeds start above it
             raise ValueError(f"seeds must be <= {SELECTION_SEED_BASE}, got {self.seeds}")
+        apart = CONFIRMATION_SEED_BASE - SELECTION_SEED_BASE  # the confirmation seeds above
+        if self.selection_seeds > apart:
+            raise ValueError(f"selection_seeds must be <= {apart}, got {self.selection_seeds}")
         if len(set(self.rate_factors)) < 2:
             raise ValueError(
                 f"rate_factors must hold at least 2 distinct factors, got {list(self.rate_factors)}"
@@ -54,12 +60,17 @@ def selection_seeds(config: TuningConfig) -> range:
 
 
 def tagged(
-    config: TuningConfig, specs: MakeSpecs, factors: dict[str, list[float]], role: str
+    config: TuningConfig,
+    specs: MakeSpecs,
+    factors: dict[str, list[float]],
+    role: str,
+    run_seeds: range | None = None,
 ) -> list[tuple]:
     """(spec, (role, algorithm, factor)) for each algorithm named in `factors` at each of its
-    step factors, on the selection seeds (role "selection") or the evaluation seeds
-    ("evaluation")."""
-    run_seeds = selection_seeds(config) if role == "selection" else None
+    step factors, on the selection seeds (role "selection"), `run_seeds` or the evaluation
+    seeds."""
+    if role == "selection":
+        run_seeds = selection_seeds(config)
     out = []
     for algorithm in config.algorithms:
         for factor in factors.get(algorithm.name, ()):
@@ -161,3 +172,23 @@ def tuned_sweep(
                   {a.name: step_of(a) for a in config.algorithms if a.name in names},
                   score)  # fmt: skip
     return report, groups, tuned
+
+
+def confirmed(
+    config: TuningConfig,
+    out: Path,
+    specs: MakeSpecs,
+    tuned: Tuned,
+    names: Collection[str],
+    metrics,
+    seeds: int,
+) -> Tuned:
+    """`tuned` with the `names` algorithms run again, each at its steps chosen for `metrics`
+    on the selection seeds, on `seeds` fresh seeds (CONFIRMATION_SEED_BASE + 1, …) that no
+    choice and no earlier look has seen: the Tuned whose evaluation runs are those (a
+    confirmation of a comparison first judged on the evaluation seeds)."""
+    fresh = range(CONFIRMATION_SEED_BASE + 1, CONFIRMATION_SEED_BASE + seeds + 1)
+    factors = {name: sorted({tuned.chosen(name, m) for m in metrics}) for name in names}
+    tags = tagged(config, specs, factors, "confirmation", fresh)
+    runs = grouped(sweep(config, out, [spec for spec, _ in tags]), tags)["confirmation"]
+    return Tuned(tuned.selection, runs, tuned.steps, tuned.score)

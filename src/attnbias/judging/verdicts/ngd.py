@@ -365,9 +365,10 @@ def still_falling(c: Curves, metric: str, target: float, order, rate: str) -> li
         ]
     frozen = int(np.sum(np.ptp(v[:, half:], axis=1) == 0))
     if frozen:
-        return [f"above {target:g} at the last step, {frozen} of {len(v)} runs frozen from step "
-                f"{steps[half]} on (the float64 floor stopped them); arithmetic with a wider "
-                "exponent range would decide it"]  # fmt: skip
+        return [f"above {target:g} at the last step, {frozen} of {len(v)} runs unchanged from "
+                f"step {steps[half]} to the end, frozen there or before (the float64 floor "
+                "stopped them); arithmetic with a wider exponent range would decide "
+                "it"]  # fmt: skip
     return []
 
 
@@ -610,8 +611,12 @@ def exponents_by_step(tuned: Tuned, names, start: float, read: Reading = Reading
 
 
 def part_summary(part: Claim) -> dict:
-    """A judged part as plain numbers for the evidence: its rule, effect, verdict, reasons."""
+    """A judged part as plain numbers for the evidence: its rule (a part without one, not
+    applicable: its statement), effect, verdict, reasons."""
     effect = asdict(part.effect) if part.effect else None
+    if part.rule is None:
+        why = [part.evidence.get("not_applicable", "")]
+        return {"rule": part.claim, "effect": effect, "verdict": part.status, "unmet": why}
     return {"rule": part.rule.text, "effect": effect, "verdict": part.status, "unmet": part.unmet}
 
 

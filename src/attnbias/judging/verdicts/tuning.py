@@ -194,8 +194,8 @@ def frozen_at_end(c: Curves, metric: str) -> np.ndarray:
 
 FLOAT_LEVEL = (
     "the level is 0: a run reaches it only where float64 rounds the metric to 0, so its time "
-    "says when float64 rounds, not how fast the method is; a level above that floor (the "
-    "metric in a form that does not round to 0, not implemented) would decide it"
+    "would say when float64 rounds, not how fast the method is; the part compares nothing "
+    "(both methods take the metric below float64's range within half the budget)"
 )
 
 
@@ -241,9 +241,10 @@ def tuned_sooner(
     edge of the grid tried, leaves inconclusive the one verdict it could overturn
     (`TIMED_AT_BUDGET`, `AT_EDGE`) and lets the other stand. A run that never reaches it and
     ends frozen at float64's floor (`frozen_at_end`) is timed by float64, not by the method,
-    and a level of 0 is reached only by rounding (`FLOAT_LEVEL`): either leaves the part
-    inconclusive whatever the interval says. No evaluation runs at a chosen step: a failed
-    precondition. The part's evidence names what it timed ("timed": slow, fast, metric)."""
+    which leaves the part inconclusive whatever the interval says; a level of 0 is reached only
+    by rounding (`FLOAT_LEVEL`): the part is not applicable, out of the family. No evaluation
+    runs at a chosen step: a failed precondition. The part's evidence names what it timed
+    ("timed": slow, fast, metric)."""
     chosen = {m: tuned.chosen(m, metric) for m in (slow, fast)}
     if level is None:
         level = max(half_budget_value(tuned.selection[m][c], metric) for m, c in chosen.items())
@@ -252,11 +253,14 @@ def tuned_sooner(
     )
     rule = Rule(f"steps to reach {label} ≤ {level:.3g}: {rates}", ">", 1.0, source, 1.0)
     text = f"{fast} reaches {label} ≤ {level:.3g} sooner than {slow}, each at its tuned step"
+    timed = [slow, fast, metric]
+    if level <= 0:  # not a level the methods can be timed at: not applicable, out of the family
+        return Claim(text, None, {"not_applicable": FLOAT_LEVEL, "level": level, "timed": timed})
     missing = [m for m in (slow, fast) if chosen[m] not in tuned.evaluation[m]]
     if missing or not np.isfinite(level):
         unmet = [f"no evaluation runs of {m} at its chosen step" for m in missing]
         unmet += [] if np.isfinite(level) else ["no finished selection runs to set the level"]
-        evidence = {"level": level, "timed": [slow, fast, metric]}
+        evidence = {"level": level, "timed": timed}
         return Claim(text, rule=rule, effect=None, unmet=unmet, evidence=evidence)
     runs = {m: tuned.evaluation[m][chosen[m]] for m in (slow, fast)}
     a, b = paired(runs[slow], runs[fast], steps_to_reach(runs[slow], metric, level),
@@ -267,7 +271,6 @@ def tuned_sooner(
     effect = ratio_effect(np.minimum(a, budget), np.minimum(b, budget))
     unmet = untimed(runs[slow], a, b) if effect.n else [
         f"no finished run of both {slow} and {fast} to time"]  # fmt: skip
-    unmet += [FLOAT_LEVEL] if level <= 0 else []
     would = interval_would(effect)
     for role, m, times, stopped in (("slow", slow, a, frozen[0]), ("fast", fast, b, frozen[1])):
         late = int(np.sum(~np.isfinite(times)))
@@ -290,7 +293,7 @@ def tuned_sooner(
         rule=rule,
         effect=effect,
         unmet=unmet,
-        evidence={"level": level, "timed": [slow, fast, metric], **described({slow: a, fast: b})},
+        evidence={"level": level, "timed": timed, **described({slow: a, fast: b})},
     )
 
 
