@@ -50,8 +50,11 @@ def tuned_gaps(groups: dict[str, Curves], best: dict | None = None) -> Tuned:
 
 def setting(*estimates, width: float = 0.0) -> Claim:
     """A setting's claim with one part per estimate (ratios > 1 supported), each interval
-    estimate·e^(±width) (0: a deterministic effect); None: a part without a measured effect."""
+    estimate·e^(±width) (0: a deterministic effect); None: a part without a measured effect;
+    "n/a": a part not applicable (no rule: a level of 0 times nothing)."""
     return Claim("", parts=[
+        not_applicable("q", "nothing to time")
+        if isinstance(e, str) else
         Claim("", rule=Rule("q", ">", 1.0, "s"), unmet=["not measured"])
         if e is None else
         Claim("", rule=Rule("q", ">", 1.0, "s"),
@@ -186,6 +189,12 @@ def reexamine_cases() -> dict[str, list]:
                 (setting(2.0, None), knob_effect({1: setting(2.0, None)}, "c"), "c"),
                 {},
             ),
+            # a part not applicable is left as it is (no quantity to note the check on)
+            (
+                SUPPORTED,
+                (setting(2.0, "n/a"), knob_effect({1: setting(2.0, "n/a")}, "c"), "c"),
+                {},
+            ),
         ],
         "reexamine.knob_effect": [
             # equal estimates (even of zero width): one result
@@ -205,6 +214,12 @@ def reexamine_cases() -> dict[str, list]:
             (NOT_SUPPORTED, ({0.5: setting(2.0, 2.0), 1.0: setting(2.0, 0.5)}, "c"), {}),
             # a value without a measured effect: nothing to compare
             (NOT_APPLICABLE, ({0.5: setting(2.0, 2.0), 1.0: setting(2.0, None)}, "c"), {}),
+            # a part not applicable at every value measures nothing that could differ: the
+            # others decide (no effect, or the knob matters)
+            (SUPPORTED, ({0.5: setting(2.0, "n/a"), 1.0: setting(2.0, "n/a")}, "c"), {}),
+            (NOT_SUPPORTED, ({0.5: setting(2.0, "n/a"), 1.0: setting(0.5, "n/a")}, "c"), {}),
+            # ... and nothing measured at all is no check
+            (NOT_APPLICABLE, ({0.5: setting("n/a"), 1.0: setting("n/a")}, "c"), {}),
         ],
         "reexamine.stalls_where": [
             (SUPPORTED, (g, "Muon", "SpectralDescent", 0.1), {}),

@@ -342,13 +342,17 @@ def setting_faster(
 KNOB_RESOLUTION = 0.1
 
 
-def knob_spread(claims: dict[float, Claim]) -> list[tuple[float, float]]:
+def knob_spread(claims: dict[float, Claim]) -> list[tuple[float, float] | None]:
     """Per part (the claims share their parts' order): the largest relative difference of the
     estimates across the knob's values (`claims`: value → its claim), and that spread in log
     as a fraction of the narrowest 95 % interval's log half-width (0 for equal estimates);
-    NaN without a measured effect of positive interval at every value (a diverged arm's)."""
-    out = []
+    NaN without a measured effect of positive interval at every value (a diverged arm's);
+    None for a part not applicable at every value (no rule: nothing measured to differ)."""
+    out: list[tuple[float, float] | None] = []
     for parts in zip(*(claim.parts for claim in claims.values()), strict=True):
+        if all(part.rule is None for part in parts):
+            out.append(None)
+            continue
         effects = [part.effect for part in parts]
         if any(e is None or not e.n or not e.low > 0 for e in effects):  # no ratio to take
             out.append((np.nan, np.nan))
@@ -368,15 +372,16 @@ def knob_effect(claims: dict[float, Claim], knob: str) -> Claim:
     (the knob matters); not applicable when a value has no measured effect to compare. A check
     that decides how a sweep is reported (one row, or one per value), not a paper's claim."""
     spreads = knob_spread(claims)
-    fractions = [fraction for _, fraction in spreads]
-    checked = not any(np.isnan(fractions))
+    fractions = [spread[1] for spread in spreads if spread is not None]
+    checked = bool(fractions) and not any(np.isnan(fractions))
     values = ", ".join(f"{v:g}" for v in claims)
     return Claim(
         f"{knob} ∈ {{{values}}} has no effect: every part's estimates differ across {knob} by "
         f"less than {KNOB_RESOLUTION:g} of the narrowest 95 % CI's half-width (log)",
         supported=all(f < KNOB_RESOLUTION for f in fractions) if checked else None,
-        evidence={"relative": [r for r, _ in spreads], "of_half_width": fractions},
-    )
+        evidence={"relative": [s and s[0] for s in spreads],
+                  "of_half_width": [s and s[1] for s in spreads]},
+    )  # fmt: skip
 
 
 def knob_noted(claim: Claim, check: Claim, knob: str) -> Claim:
@@ -386,7 +391,9 @@ def knob_noted(claim: Claim, check: Claim, knob: str) -> Claim:
     head = check.claim.split(" has no effect")[0]
     spreads = zip(check.evidence["relative"], check.evidence["of_half_width"], strict=True)
 
-    def noted(part: Claim, relative: float, fraction: float) -> Claim:
+    def noted(part: Claim, relative: float | None, fraction: float | None) -> Claim:
+        if part.rule is None:  # not applicable: no quantity to note the check on
+            return part
         measured = (
             "a value without a measured effect"
             if np.isnan(fraction)
