@@ -16,7 +16,7 @@ import pytest
 
 from attnbias.cli import main
 from attnbias.experiments import base, load_config, run_experiment
-from attnbias.experiments.tuning_sweep import SELECTION_SEED_BASE
+from attnbias.experiments.tuning_sweep import CONFIRMATION_SEED_BASE, SELECTION_SEED_BASE
 from attnbias.store import MANIFEST, ResultsStore, config_key, manifest_problem
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -50,7 +50,11 @@ def assert_consistent(out: Path):
     selection = range(
         SELECTION_SEED_BASE + 1, SELECTION_SEED_BASE + config.get("selection_seeds", 0) + 1
     )
-    assert seeds == {*range(1, config["seeds"] + 1), *selection}  # step tuning's seeds apart
+    confirmation = range(
+        CONFIRMATION_SEED_BASE + 1, CONFIRMATION_SEED_BASE + config.get("confirmation_seeds", 0) + 1
+    )
+    # step tuning's and confirmation's seeds apart
+    assert seeds == {*range(1, config["seeds"] + 1), *selection, *confirmation}
 
 
 def test_summary_records_config_hash_and_code_version(tmp_path):

@@ -105,18 +105,16 @@ def run(config: Config, out: Path) -> dict:
     also = {config.reference: [factor]} if factor is not None else {}
     # every run records L − L* and the other tokens' mass, which polyak-faster times (a loss
     # near L* and a score near 1 round to their float64 floor)
+    # polyak-faster is judged on fresh seeds, NGD and Polyak at the steps chosen on the
+    # selection seeds (`confirmed`)
+    confirm = ((config.reference, config.fast), config.confirmation_seeds)
     report, groups, tuned = tuned_sweep(
         config, out, partial(specs, optimal_excess=True), TUNING_METRICS, tuned_names,
-        every_factor=every, also_at=also,
+        every_factor=every, also_at=also, confirm=confirm if config.confirmation_seeds else None,
     )  # fmt: skip
     outside = assumption1_by_seed(GENERATORS[config.data], shape_of(config), config)
     effective = at_effective_step(config, tuned)
-    # polyak-faster on fresh seeds, its steps and levels as chosen on the selection seeds
-    fresh = tuned
-    if config.confirmation_seeds:
-        fresh = confirmed(config, out, partial(specs, optimal_excess=True), tuned,
-                          (config.reference, config.fast), rules.SCALE_SAFE_METRICS,
-                          config.confirmation_seeds)  # fmt: skip
+    fresh = confirmed(tuned)
     # Polyak's cap binds where ‖W_t‖ leaves the uncapped pace (reexamine-polyak's reading)
     onsets = {f: growing_until(c, PACE_SLOPE) for f, c in fresh.evaluation[config.fast].items()}
     cap = next(a.lr for a in config.algorithms if a.name == config.fast)
@@ -201,7 +199,7 @@ def claims(
     which polyak-faster is judged on; its profile on the evaluation seeds is its evidence."""
     reference, baseline = config["reference"], config["baseline"]
     start = config["early_fraction"]  # fits leave out the steps before this fraction of the run
-    polyak = polyak_faster(tuned, fresh or tuned, config, cap_binds)
+    polyak = polyak_faster_row(tuned, fresh or tuned, config, cap_binds)
     out = [
         rules.global_convergence(groups, reference, config["target_alignment"]),
         rules.ngd_beats_gd(tuned, reference, baseline, start),
@@ -222,7 +220,7 @@ def claims(
     return identified(config.get("experiment", "ngd-fixed"), out, slugs)
 
 
-def polyak_faster(tuned: Tuned, fresh: Tuned, config, cap_binds) -> Claim:
+def polyak_faster_row(tuned: Tuned, fresh: Tuned, config, cap_binds) -> Claim:
     """polyak-faster judged on `fresh`'s runs (the confirmation seeds, or the evaluation seeds
     where none ran), each part inconclusive where Polyak's cap binds first
     (`rules.unless_cap_binds`); where `fresh` is a confirmation, the same comparison on the

@@ -146,6 +146,7 @@ def tuned_sweep(
     fixed: Collection[str] = (),
     every_factor: Collection[str] = (),
     also_at: dict[str, Collection[float]] | None = None,
+    confirm: tuple[Collection[str], int] | None = None,
 ):
     """The config's runs, and the named algorithms' (all: `names` empty) tuned for `metrics`
     by `score` (`tune`) and run at their chosen steps on the evaluation seeds, beside the
@@ -153,7 +154,10 @@ def tuned_sweep(
     grid they were tuned over (a comparison at every step, not only the best) and those in
     `also_at` (name → factors) at those factors too (a reference run at a step a claim
     names): the sweep's report, each algorithm's runs at its config step (name → Curves) and
-    the Tuned runs (of the named and the fixed algorithms)."""
+    the Tuned runs (of the named and the fixed algorithms). `confirm` (names, n): those
+    algorithms also run at their chosen steps on n fresh seeds (CONFIRMATION_SEED_BASE + 1, …)
+    that no choice and no look has seen, in the same sweep: `confirmed` gives the Tuned whose
+    evaluation runs they are."""
     names = [*(names or [a.name for a in config.algorithms]), *fixed]
     selection_tags, chosen = tune(config, out, specs, metrics, names, score, fixed)
     grid = {name: {f for _, (_, n, f) in selection_tags if n == name} for name in every_factor}
@@ -164,31 +168,24 @@ def tuned_sweep(
     evaluation_tags = tagged(config, specs, tuned_factors, "evaluation")
     base = [(spec, ("evaluation", spec.algorithm.name, 1.0)) for spec in specs(config)]
     tags = base + evaluation_tags + selection_tags
+    if confirm:
+        names_confirmed, n = confirm
+        fresh = range(CONFIRMATION_SEED_BASE + 1, CONFIRMATION_SEED_BASE + n + 1)
+        factors = {name: sorted(chosen[name]) for name in names_confirmed}
+        tags += tagged(config, specs, factors, "confirmation", fresh)
     report = sweep(config, out, [s for s, _ in tags])
     runs = grouped(report, tags)
     groups = {name: by[1.0] for name, by in runs["evaluation"].items()}
     evaluation = {name: by for name, by in runs["evaluation"].items() if name in names}
     tuned = Tuned(runs["selection"], evaluation,
                   {a.name: step_of(a) for a in config.algorithms if a.name in names},
-                  score)  # fmt: skip
+                  score, runs.get("confirmation"))  # fmt: skip
     return report, groups, tuned
 
 
-def confirmed(
-    config: TuningConfig,
-    out: Path,
-    specs: MakeSpecs,
-    tuned: Tuned,
-    names: Collection[str],
-    metrics,
-    seeds: int,
-) -> Tuned:
-    """`tuned` with the `names` algorithms run again, each at its steps chosen for `metrics`
-    on the selection seeds, on `seeds` fresh seeds (CONFIRMATION_SEED_BASE + 1, …) that no
-    choice and no earlier look has seen: the Tuned whose evaluation runs are those (a
-    confirmation of a comparison first judged on the evaluation seeds)."""
-    fresh = range(CONFIRMATION_SEED_BASE + 1, CONFIRMATION_SEED_BASE + seeds + 1)
-    factors = {name: sorted({tuned.chosen(name, m) for m in metrics}) for name in names}
-    tags = tagged(config, specs, factors, "confirmation", fresh)
-    runs = grouped(sweep(config, out, [spec for spec, _ in tags]), tags)["confirmation"]
-    return Tuned(tuned.selection, runs, tuned.steps, tuned.score)
+def confirmed(tuned: Tuned) -> Tuned:
+    """`tuned` judged on its confirmation runs (`tuned_sweep`'s `confirm`) in place of the
+    evaluation runs; `tuned` itself where none ran."""
+    if not tuned.confirmation:
+        return tuned
+    return Tuned(tuned.selection, tuned.confirmation, tuned.steps, tuned.score)

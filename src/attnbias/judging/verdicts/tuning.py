@@ -80,6 +80,8 @@ class Tuned:
     evaluation: dict[str, dict[float, Curves]]
     steps: dict[str, tuple[str, float]]
     score: str = "rate"
+    # method → step factor → its runs on fresh confirmation seeds, where some ran
+    confirmation: dict[str, dict[float, Curves]] | None = None
 
     def chosen(self, method: str, metric: str) -> float:
         return chosen_factor(rate_scores(self.selection[method], metric, self.score))
