@@ -17,7 +17,6 @@ from attnbias.judging.claims import (
     as_consistency_check,
     not_applicable,
 )
-from attnbias.judging.verdicts.reexamine import knob_effect
 from attnbias.judging.verdicts.tuning import Tuned
 
 GAP_FACTORS = (0.25, 1.0, 4.0)
@@ -46,31 +45,6 @@ def tuned_gaps(groups: dict[str, Curves], best: dict | None = None) -> Tuned:
                  for name, c in groups.items()}  # fmt: skip
     evaluation = {name: {best[name]: c} for name, c in groups.items()}
     return Tuned(selection, evaluation, dict.fromkeys(groups, ("η", 0.2)), "final")
-
-
-def setting(*estimates, width: float = 0.0) -> Claim:
-    """A setting's claim with one part per estimate (ratios > 1 supported), each interval
-    estimate·e^(±width) (0: a deterministic effect); None: a part without a measured effect;
-    "n/a": a part not applicable (no rule: a level of 0 times nothing)."""
-    return Claim("", parts=[
-        not_applicable("q", "nothing to time")
-        if isinstance(e, str) else
-        Claim("", rule=Rule("q", ">", 1.0, "s"), unmet=["not measured"])
-        if e is None else
-        Claim("", rule=Rule("q", ">", 1.0, "s"),
-              effect=Effect(e, e * np.exp(-width), e * np.exp(width), 5, "constructed"))
-        for e in estimates
-    ])  # fmt: skip
-
-
-def as_set(tuned, *names: str):
-    """`tuned` with the `names` run at their own setting only, not tuned (as reexamine-polyak's
-    Polyak settings): their selection and evaluation runs at factor 1, a grid without edges."""
-    for name in names:
-        runs = next(iter(tuned.evaluation[name].values()))
-        tuned.selection[name] = {1.0: runs}
-        tuned.evaluation[name] = {1.0: runs}
-    return tuned
 
 
 # a doubt on a verdict (what a tuned step at its grid's edge leaves open: tuning.edge_doubt)
@@ -134,11 +108,6 @@ def reexamine_cases() -> dict[str, list]:
     crawl = {**n, "Polyak-crawl": Curves(base.STEPS, {**n["Polyak"].values,
                                                          "norm/2": crawl_norm,
                                                          "alignment/2": 1.0 - fast})}  # fmt: skip
-    # the same slowing from the first recorded steps, before it reaches any level
-    early = n["Polyak"].values["norm/2"].copy()
-    early[:, 2:] = early[:, [2]] * (1.0 + 1e-3 * np.log(np.maximum(base.STEPS[2:], 1)))[None, :]
-    bound = {**n, "Polyak-bound": Curves(base.STEPS, {**n["Polyak"].values, "norm/2": early})}
-    edge = base.tuned(n, best={"NGD": 4.0})  # NGD's best step the largest of its grid
     still = {**n, "GD": Curves(base.STEPS, {**n["GD"].values,
                                             "norm/2": np.ones_like(norm)})}  # fmt: skip
     one = {"A": g["SpectralDescent"]}
@@ -158,68 +127,6 @@ def reexamine_cases() -> dict[str, list]:
             (NOT_SUPPORTED, (verdict(NOT_SUPPORTED), inside, spectral, {"A": NOT_SUPPORTED}), {}),
             (SUPPORTED, (verdict(SUPPORTED), inside, spectral, {"A": ""}), {}),
             (INCONCLUSIVE, (verdict(INCONCLUSIVE), largest, spectral, {"A": ""}), {}),
-        ],
-        "reexamine.setting_faster": [
-            # Polyak as set, NGD tuned (its best step inside the grid)
-            (SUPPORTED, (as_set(base.tuned(n), "Polyak"), "Polyak", "NGD"), {}),
-            # a setting slower than tuned NGD: refuted; run as set, its one factor is no grid
-            # edge, so nothing overturns the refutation
-            (NOT_SUPPORTED, (as_set(base.tuned(n), "GD"), "GD", "NGD"), {}),
-            # NGD's best step the largest tried: a better one could overturn the support
-            (INCONCLUSIVE, (as_set(edge, "Polyak"), "Polyak", "NGD"), {}),
-            # ... but not the refutation: it stands
-            (NOT_SUPPORTED, (as_set(base.tuned(n, best={"NGD": 4.0}), "GD"), "GD", "NGD"), {}),
-            # a run whose ‖W_t‖ slows down after the levels is timed as any other
-            (SUPPORTED, (as_set(base.tuned(bound), "Polyak-bound"), "Polyak-bound", "NGD"), {}),
-        ],
-        "reexamine.knob_noted": [
-            # the claim's verdict, whatever the check says (it only names it)
-            (SUPPORTED, (setting(2.0, 2.0), knob_effect({1: setting(2.0, 2.0)}, "c"), "c"), {}),
-            (
-                NOT_SUPPORTED,
-                (
-                    setting(0.5, 2.0),
-                    knob_effect({1: setting(0.5, 2.0), 2: setting(2.0, 2.0)}, "c"),
-                    "c",
-                ),
-                {},
-            ),
-            (
-                INCONCLUSIVE,
-                (setting(2.0, None), knob_effect({1: setting(2.0, None)}, "c"), "c"),
-                {},
-            ),
-            # a part not applicable is left as it is (no quantity to note the check on)
-            (
-                SUPPORTED,
-                (setting(2.0, "n/a"), knob_effect({1: setting(2.0, "n/a")}, "c"), "c"),
-                {},
-            ),
-        ],
-        "reexamine.knob_effect": [
-            # equal estimates (even of zero width): one result
-            (SUPPORTED, ({0.5: setting(2.0, 2.0), 1.0: setting(2.0, 2.0)}, "c"), {}),
-            # a spread far inside the intervals (1 % against ±40 %): no effect
-            (
-                SUPPORTED,
-                ({0.5: setting(2.0, 2.0, width=0.4), 1.0: setting(2.0, 2.02, width=0.4)}, "c"),
-                {},
-            ),
-            # the same spread against intervals of ±1 %: the knob matters
-            (
-                NOT_SUPPORTED,
-                ({0.5: setting(2.0, 2.0, width=0.01), 1.0: setting(2.0, 2.02, width=0.01)}, "c"),
-                {},
-            ),
-            (NOT_SUPPORTED, ({0.5: setting(2.0, 2.0), 1.0: setting(2.0, 0.5)}, "c"), {}),
-            # a value without a measured effect: nothing to compare
-            (NOT_APPLICABLE, ({0.5: setting(2.0, 2.0), 1.0: setting(2.0, None)}, "c"), {}),
-            # a part not applicable at every value measures nothing that could differ: the
-            # others decide (no effect, or the knob matters)
-            (SUPPORTED, ({0.5: setting(2.0, "n/a"), 1.0: setting(2.0, "n/a")}, "c"), {}),
-            (NOT_SUPPORTED, ({0.5: setting(2.0, "n/a"), 1.0: setting(0.5, "n/a")}, "c"), {}),
-            # ... and nothing measured at all is no check
-            (NOT_APPLICABLE, ({0.5: setting("n/a"), 1.0: setting("n/a")}, "c"), {}),
         ],
         "reexamine.stalls_where": [
             (SUPPORTED, (g, "Muon", "SpectralDescent", 0.1), {}),

@@ -94,7 +94,7 @@ CONFIG_KEYS = {
     # confirmation seeds for polyak-faster (issue 29)
     "ngd-fixed": ("756478bf899da3dc", "be5269fde8ccb159"),
     # small random start; issue 29: speed at tuned steps (grid, extensions, selection seeds)
-    "ngd-joint": ("5644b82947eef226", "3b57f4ca9ec34908"),  # Polyak uncapped
+    "ngd-joint": ("99deacda6757e674", "e7d529b6fd96723a"),  # Polyak uncapped
     # 30 seeds; grid grown at most 8 times; 100 confirmation seeds (issue 29)
     "antipodal": ("0d71840927475dd9", "aa4dfda3df211578"),
     "kq-nuclear": ("cbba58face019893", "c864d0512e0f2cf8"),
@@ -121,7 +121,8 @@ CONFIG_KEYS = {
     # by its final spectral gap (the fixed-η sweep arms gone); as_run: torch's Muon;
     # Muon-long (10× the steps at Muon's tuned η), at_config_step (the atlas's η = 0.2)
     # issue 29: `checks` (NS-f64's row a consistency check), Muon-long in `stalls`
-    "reexamine-muon": ("d76fe77a7e406467", "d9f6a7c5ab5c7914"),
+    # confirmation_seeds = 0 (a field of every tuned experiment)
+    "reexamine-muon": ("136be06d2b26b2e7", "38251731b2b5ca02"),
     # as_run: constant-rate Adam; 3·10⁵ steps: at 10⁵ Adam-decay's gap straddled 0.05;
     # `stalled`: constant-rate Adam's stall in its ε regime decides no row
     # issue 29: an arm with ε = 0 (Adam-eps0) judges the constant-rate rows; ε = 1e-300 none
@@ -131,7 +132,9 @@ CONFIG_KEYS = {
     # NGD's η tuned on selection seeds (rate_factors, rate_extensions, selection_seeds)
     # issue 29: NGD's grid grown up to 10 times (rate_extensions), its best η bracketed
     # γ_b = ∞ exact (caps [1e2, 1e4, 1e6, inf]; `uncapped`, the 1e300 stand-in, gone)
-    "reexamine-polyak": ("dc5e099ffea2c25b", "3f8d156da51b9322"),
+    # issue 29 (read 9): Polyak's 1/c tuned per cap (cs, paper_c, paper_cap gone), grown 8
+    # times as ngd-fixed's, judged on 100 confirmation seeds
+    "reexamine-polyak": ("758f47bbb3803e2c", "3c027bcbd1a68fe1"),
 }
 
 

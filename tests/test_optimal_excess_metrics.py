@@ -88,10 +88,10 @@ def test_only_runs_that_ask_for_the_scale_safe_metrics_change_their_store_key():
 def test_reexamine_polyaks_runs_record_and_are_judged_on_the_scale_safe_metrics(tmp_path):
     config = load_config("reexamine-polyak", quick=True, overrides={
         "seeds": 2, "steps": 12, "selection_seeds": 1, "rate_extensions": 0,
-        "caps": [1e2, 1e4], "cs": [1.0], "paper_cap": 1e4})  # fmt: skip
+        "confirmation_seeds": 0, "caps": [1e2, 1e4]})  # fmt: skip
     _, groups, tuned = tuning_sweep.tuned_sweep(
         config, tmp_path, lambda *a: ngd_fixed.specs(*a, optimal_excess=True),
-        ngd.SCALE_SAFE_METRICS, ["NGD"], fixed=list(config.settings),
+        ngd.SCALE_SAFE_METRICS, [a.name for a in config.algorithms],
     )  # fmt: skip
     for c in groups.values():
         assert {"excess/opt", "rest/opt"} <= set(c.values)

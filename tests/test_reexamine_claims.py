@@ -12,7 +12,6 @@ import math
 from dataclasses import asdict
 
 import numpy as np
-import pytest
 
 import claim_cases as base
 from attnbias.curves import Curves
@@ -20,7 +19,6 @@ from attnbias.experiment_registry import load_config
 from attnbias.experiments import reexamine_atlas, reexamine_polyak
 from attnbias.judging.claims import reasons, verdict_columns
 from attnbias.judging.verdicts.tuning import Tuned
-from claim_cases_reexamine import as_set
 
 LETTER = {"supported": "S", "not supported": "N", "inconclusive": "I", "not applicable": "A"}
 LABELS = ["2", "inf", "spectral", "1.75", "nuc"]
@@ -57,14 +55,12 @@ def scale_safe(c: Curves) -> Curves:
     return Curves(c.steps, {**c.values, **extra}, c.diverged, c.seeds)
 
 
-def polyak_groups(two_cs: bool = False) -> dict:
-    """NGD; Polyak at cap 100 as slow as GD, at cap 1e6 faster than NGD (c = 1). `two_cs`: c =
-    0.5 too, the same runs at cap 100 (c has no effect there), at cap 1e6 NGD-mom's (it does)."""
+def polyak_groups(swapped: bool = False) -> dict:
+    """NGD; Polyak at cap 100 as slow as GD, at cap 1e6 faster than NGD. `swapped`: the two
+    caps' runs swapped (fresh seeds on which the other cap is the fast one)."""
     g = {name: scale_safe(c) for name, c in base.ngd_groups().items()}
-    out = {"NGD": g["NGD"], "Polyak γ_b=100 c=1": g["GD"], "Polyak γ_b=1e6 c=1": g["Polyak"]}
-    if two_cs:
-        out |= {"Polyak γ_b=100 c=0.5": g["GD"], "Polyak γ_b=1e6 c=0.5": g["NGD-mom"]}
-    return out
+    slow, fast = (g["Polyak"], g["GD"]) if swapped else (g["GD"], g["Polyak"])
+    return {"NGD": g["NGD"], "Polyak γ_b=100": slow, "Polyak γ_b=1e6": fast}
 
 
 def muon_groups() -> dict:
@@ -134,20 +130,16 @@ def muon_claims(best: dict | None = None, long: str = "falling", at_config=None)
 
 
 def polyak_tuned(groups: dict, **best) -> Tuned:
-    """reexamine-polyak's Tuned runs of `groups`: NGD tuned (its best step factor 2, or
-    `best`), every Polyak setting run as set (factor 1 only)."""
-    polyak = [name for name in groups if name.startswith("Polyak")]
-    return as_set(base.tuned(groups, best=best), *polyak)
+    """reexamine-polyak's Tuned runs of `groups`: NGD and Polyak at each cap tuned (the best
+    step factor 2, or `best`)."""
+    return base.tuned(groups, best=best)
 
 
 def reexamine_claims() -> list:
     """Every constructed case's claims (the mutation test's experiment-level outcomes too)."""
     adam = load_config("reexamine-adam", quick=True)
-    polyak = load_config("reexamine-polyak", quick=True,
-                         overrides={"caps": [1e2, 1e6], "cs": [1.0]})  # fmt: skip
+    polyak = load_config("reexamine-polyak", quick=True, overrides={"caps": [1e2, 1e6]})
     as_run = load_config("reexamine-adam", quick=True, overrides={"stalled": {}})
-    two_cs = load_config("reexamine-polyak", quick=True,
-                         overrides={"caps": [1e2, 1e6], "cs": [0.5, 1.0]})  # fmt: skip
     moving = adam_groups(stalled_adam=False)
     return [
         *reexamine_atlas.claims(adam_groups(), adam),
@@ -166,8 +158,19 @@ def reexamine_claims() -> list:
         # NGD's best step the largest of its grid: a better one could overturn a support of
         # Polyak's speed and a refutation of NGD's lead
         *reexamine_polyak.claims(polyak_groups(), polyak, polyak_tuned(polyak_groups(), NGD=4.0)),
-        # c ∈ {0.5, 1}: no effect at cap 100 (one row), an effect at cap 1e6 (a row per c)
-        *reexamine_polyak.claims(polyak_groups(True), two_cs, polyak_tuned(polyak_groups(True))),
+        # Polyak's best step at cap 100 the largest of its grid: a better one could overturn
+        # the refutation of its speed and the support of NGD's lead over it
+        *reexamine_polyak.claims(
+            polyak_groups(), polyak, polyak_tuned(polyak_groups(), **{"Polyak γ_b=100": 4.0})
+        ),
+        # judged on fresh seeds on which the caps' runs are swapped: their verdicts, not the
+        # evaluation seeds'
+        *reexamine_polyak.claims(
+            polyak_groups(),
+            polyak,
+            polyak_tuned(polyak_groups()),
+            polyak_tuned(polyak_groups(swapped=True)),
+        ),
     ]
 
 
@@ -243,11 +246,11 @@ PINNED = [
     ("reexamine-adam/adam-decay-closer-than-adam-eps0", "A"),  # no owner: no norm to compare in
     ("reexamine-adam/constant-rate-explains", "A/AA"),
     ("reexamine-adam/short-run-explains", "A/A"),
-    # Polyak: faster at cap 1e6, not at cap 100
+    # Polyak: faster at cap 1e6 (the misalignment at each of its profile's levels), not at
+    # cap 100
     ("reexamine-polyak/polyak-faster-cap-100", "N/NNN"),
-    ("reexamine-polyak/polyak-faster-cap-1e6", "S/SSS"),
-    ("reexamine-polyak/faster-at-some-setting", "S/NS"),
-    ("reexamine-polyak/faster-at-paper-setting", "S/S"),
+    ("reexamine-polyak/polyak-faster-cap-1e6", "S/SSSSSS"),
+    ("reexamine-polyak/faster-at-some-cap", "S/NS"),
     ("reexamine-polyak/ngd-ends-ahead-cap-100", "S/S"),
     ("reexamine-polyak/ngd-ends-ahead-cap-1e6", "N/N"),
     ("reexamine-polyak/larger-cap-ends-closer", "S/S"),
@@ -294,21 +297,25 @@ PINNED = [
     # the same with NGD's tuned step at its grid's edge: refutations of Polyak's speed and
     # supports of NGD's lead stand, the others are open
     ("reexamine-polyak/polyak-faster-cap-100", "N/NNN"),
-    ("reexamine-polyak/polyak-faster-cap-1e6", "I/III"),
-    ("reexamine-polyak/faster-at-some-setting", "I/NI"),
-    ("reexamine-polyak/faster-at-paper-setting", "I/I"),
+    ("reexamine-polyak/polyak-faster-cap-1e6", "I/IIIIII"),
+    ("reexamine-polyak/faster-at-some-cap", "I/NI"),
     ("reexamine-polyak/ngd-ends-ahead-cap-100", "S/S"),
     ("reexamine-polyak/ngd-ends-ahead-cap-1e6", "I/I"),
     ("reexamine-polyak/larger-cap-ends-closer", "S/S"),
-    # c ∈ {0.5, 1}: one row for cap 100, where c has no effect; one per c at cap 1e6, where
-    # c = 0.5 (NGD-mom's runs) is not shown faster than NGD: Holm over the 3 distinct settings
-    ("reexamine-polyak/polyak-faster-cap-100", "N/NNN"),
-    ("reexamine-polyak/polyak-faster-cap-1e6-c-0.5", "I/ISI"),
-    ("reexamine-polyak/polyak-faster-cap-1e6-c-1", "S/SSS"),
-    ("reexamine-polyak/faster-at-some-setting", "S/NIS"),
-    ("reexamine-polyak/faster-at-paper-setting", "S/S"),
-    ("reexamine-polyak/ngd-ends-ahead-cap-100", "S/SS"),
-    ("reexamine-polyak/ngd-ends-ahead-cap-1e6", "N/NN"),
+    # Polyak's best step at cap 100 the largest tried: its refutation and NGD's lead over it
+    # are open; cap 1e6 still decides
+    ("reexamine-polyak/polyak-faster-cap-100", "I/III"),
+    ("reexamine-polyak/polyak-faster-cap-1e6", "S/SSSSSS"),
+    ("reexamine-polyak/faster-at-some-cap", "S/IS"),
+    ("reexamine-polyak/ngd-ends-ahead-cap-100", "I/I"),
+    ("reexamine-polyak/ngd-ends-ahead-cap-1e6", "N/N"),
+    ("reexamine-polyak/larger-cap-ends-closer", "S/S"),
+    # judged on the fresh seeds, where the caps swap roles
+    ("reexamine-polyak/polyak-faster-cap-100", "S/SSSSSS"),
+    ("reexamine-polyak/polyak-faster-cap-1e6", "N/NNN"),
+    ("reexamine-polyak/faster-at-some-cap", "S/SN"),
+    ("reexamine-polyak/ngd-ends-ahead-cap-100", "N/N"),
+    ("reexamine-polyak/ngd-ends-ahead-cap-1e6", "S/S"),
     ("reexamine-polyak/larger-cap-ends-closer", "S/S"),
 ]
 
@@ -382,31 +389,28 @@ def test_a_theorem_row_on_an_arm_outside_its_premises_is_not_judged():
     assert why.startswith("precondition not met") and "decaying rate" in why
 
 
-def test_at_some_setting_is_holm_corrected_across_the_settings():
-    """One setting supported at 95 % alone is not enough among many: its interval must clear
-    Holm's level for k settings (the claim's parts judged as one family)."""
-    polyak = load_config("reexamine-polyak", quick=True,
-                         overrides={"caps": [1e2, 1e6], "cs": [1.0]})  # fmt: skip
+def test_at_some_cap_is_holm_corrected_across_the_caps():
+    """One cap supported at 95 % alone is not enough among many: its interval must clear
+    Holm's level for k caps (the claim's parts judged as one family)."""
+    polyak = load_config("reexamine-polyak", quick=True, overrides={"caps": [1e2, 1e6]})
     some = reexamine_polyak.claims(polyak_groups(), polyak, polyak_tuned(polyak_groups()))[2]
     assert some.any_part and len(some.parts) == 2
     assert some.parts[1].correction["support"] > 0.95  # judged at Holm's level, not 95 %
 
 
-def test_at_some_setting_counts_a_cap_without_an_effect_of_c_once():
-    """The referee's objection (issue 29): once the cap binds, c has no effect, and a cap's
-    runs at every c are one result: one row, one setting of the Holm family, its parts naming
-    the check; where c matters each c keeps its row, saying so."""
-    two_cs = load_config("reexamine-polyak", quick=True,
-                         overrides={"caps": [1e2, 1e6], "cs": [0.5, 1.0]})  # fmt: skip
-    made = reexamine_polyak.claims(polyak_groups(True), two_cs, polyak_tuned(polyak_groups(True)))
-    claims = {c.id.split("/")[1]: c for c in made}
-    some = claims["faster-at-some-setting"]
-    assert len(some.parts) == 3  # cap 100 once, cap 1e6 at each c
-    assert some.parts[2].parts[0].correction["support"] == pytest.approx(1 - 0.05 / 3)
-    (kept,) = {p.rule.quantity.split(" [")[1] for p in claims["polyak-faster-cap-100"].parts[:1]}
-    assert kept.startswith("c ∈ {0.5, 1}: no effect; their estimates differ by 0.00% at most")
-    matters = claims["polyak-faster-cap-1e6-c-1"].parts[0].rule.quantity
-    assert "[c ∈ {0.5, 1}: it matters; their estimates differ by" in matters
+def test_a_confirmed_row_keeps_the_evaluation_seeds_comparison_as_evidence():
+    """The design was changed after a look (c tuned): the rows are judged on the fresh seeds,
+    the evaluation seeds' parts kept beside, and each row names its Polyak's tuned 1/c."""
+    polyak = load_config("reexamine-polyak", quick=True, overrides={"caps": [1e2, 1e6]})
+    seen, fresh = polyak_tuned(polyak_groups()), polyak_tuned(polyak_groups(swapped=True))
+    made = {c.id.split("/")[1]: c for c in reexamine_polyak.claims(polyak_groups(), polyak,
+                                                                   seen, fresh)}  # fmt: skip
+    row = made["polyak-faster-cap-1e6"]
+    earlier = row.evidence["on_the_evaluation_seeds"]
+    assert len(earlier) == 6 and letters(row) == "N/NNN"  # seen: supported at 6 levels
+    assert all(" over Polyak γ_b=1e6 at " in p.rule.quantity for p in row.parts)
+    ends = made["ngd-ends-ahead-cap-1e6"]
+    assert ends.claim.startswith("NGD at η = 0.2 ends ahead of Polyak γ_b=1e6 at η = 0.2")
 
 
 def claims_as_stored(claim) -> dict:
@@ -414,17 +418,16 @@ def claims_as_stored(claim) -> dict:
 
 
 def test_polyak_figure_gives_each_cap_one_colour_and_every_panel_two_ticks(tmp_path):
-    """Issue 29 item 6: a cap's line has the same colour in every column (c), and every log
-    y-axis shows at least two labelled powers of ten (a narrow ‖W_t‖ range showed one)."""
+    """Issue 29 item 6: a cap's line has the same colour in every column (config steps, tuned
+    steps), and every log y-axis shows at least two labelled powers of ten (a narrow ‖W_t‖
+    range showed one)."""
     import matplotlib.pyplot as plt
 
-    config = load_config("reexamine-polyak", quick=True,
-                         overrides={"caps": [1e2, 1e6], "cs": [0.5, 1.0]})  # fmt: skip
+    config = load_config("reexamine-polyak", quick=True, overrides={"caps": [1e2, 1e6]})
     g = base.ngd_groups()
-    groups = {"NGD": g["NGD"]}
-    for c in config.cs:
-        groups[reexamine_polyak.polyak_name(1e2, c)] = g["GD"]
-        groups[reexamine_polyak.polyak_name(1e6, c)] = g["Polyak"]
+    groups = {"NGD": g["NGD"], "Polyak γ_b=100": g["GD"], "Polyak γ_b=1e6": g["Polyak"]}
+    ends = {"NGD at η = 1": g["NGD"], "Polyak γ_b=100 at 1/c = 2": g["GD"],
+            "Polyak γ_b=1e6 at 1/c = 8": g["Polyak"]}  # fmt: skip
     drawn = []
     real_save = reexamine_polyak.save_figure
 
@@ -434,15 +437,15 @@ def test_polyak_figure_gives_each_cap_one_colour_and_every_panel_two_ticks(tmp_p
 
     reexamine_polyak.save_figure = keep
     try:
-        reexamine_polyak.figure(groups, config, tmp_path)
+        reexamine_polyak.figure(groups, ends, config, tmp_path)
     finally:
         reexamine_polyak.save_figure = real_save
     (fig,) = drawn
     colours: dict[str, set] = {}
     for ax in fig.axes:
         for line in ax.lines:
-            cap = line.get_label().split(" c=")[0]
-            colours.setdefault(cap, set()).add(line.get_color())
+            method = line.get_label().split(" at ")[0]
+            colours.setdefault(method, set()).add(line.get_color())
         low, high = ax.get_ylim()
         assert np.log10(high) - np.log10(low) >= 1.0 - 1e-9, ax.get_title()
         decades = np.arange(np.ceil(np.log10(low) - 1e-9), np.floor(np.log10(high) + 1e-9) + 1)
@@ -464,14 +467,13 @@ def test_an_uncapped_polyak_compared_at_its_float64_stop_is_inconclusive():
 
     (stopped,) = [args[0] for _, args, _ in reexamine_cases()["reexamine.ends_ahead"]
                   if args[2] == ["Polyak"]]  # fmt: skip
-    groups = {**polyak_groups(), "Polyak γ_b=∞ c=1": scale_safe(stopped["Polyak"])}
-    polyak = load_config("reexamine-polyak", quick=True,
-                         overrides={"caps": [1e2, 1e6, "inf"], "cs": [1.0]})  # fmt: skip
+    groups = {**polyak_groups(), "Polyak γ_b=∞": scale_safe(stopped["Polyak"])}
+    polyak = load_config("reexamine-polyak", quick=True, overrides={"caps": [1e2, 1e6, "inf"]})
     claims = {c.id: c for c in reexamine_polyak.claims(groups, polyak, polyak_tuned(groups))}
     ahead = claims["reexamine-polyak/ngd-ends-ahead-cap-inf"]
     assert letters(ahead) == "I/I"
     why = verdict_text(asdict(ahead))
-    assert "compared at a float64 stop" in why and "Polyak γ_b=∞ c=1 stopped moving" in why
+    assert "compared at a float64 stop" in why and "Polyak γ_b=∞ at η = 0.2 stopped moving" in why
     # the ladder's links: 1e2 < 1e6 decided, 1e6 < ∞ at the frozen run's stop
     ladder = claims["reexamine-polyak/larger-cap-ends-closer"]
     assert "∞" in ladder.claim or any("∞" in str(p.rule) for p in ladder.parts)
@@ -485,7 +487,7 @@ def test_an_infinite_cap_is_swept_exactly_and_keyed_as_inf():
     polyak = load_config("reexamine-polyak")
     assert polyak.ladder_caps[-1] == math.inf and polyak["caps"][-1] == "inf"
     uncapped = [a for a in polyak.algorithms if a.optimizer == "polyak" and a.lr == math.inf]
-    assert len(uncapped) == len(polyak.cs)
+    assert len(uncapped) == 1
     assert all(a.to_dict()["lr"] == "inf" for a in uncapped)
 
 

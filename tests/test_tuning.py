@@ -78,24 +78,27 @@ def test_a_tie_goes_to_the_configs_step_and_the_edges_are_named():
     assert grid_edge([1.0], 1.0) == ""  # one setting, not tuned: no grid, no edge
 
 
-def test_a_fixed_algorithm_is_run_as_set_where_the_others_are_tuned(tmp_path):
-    """reexamine-polyak: NGD's η tuned, each Polyak (γ_b, c) run as set, on the selection
-    seeds too (the levels are set there), never at another step."""
+def test_polyak_is_tuned_through_its_c_at_each_cap_as_ngd_through_its_eta(tmp_path):
+    """reexamine-polyak (issue 29, referee read 9): at each cap Polyak's 1/c is tuned on the
+    selection seeds as NGD's η is (a Polyak at a c we picked against NGD at its best says
+    little), the cap kept; the chosen steps are run on the evaluation seeds."""
     config = load_config("reexamine-polyak", quick=True, overrides={
         "seeds": 2, "steps": 12, "selection_seeds": 1, "rate_extensions": 0,
-        "caps": [1e2, 1e4], "cs": [1.0], "paper_cap": 1e4})  # fmt: skip
-    polyak = list(config.settings)
-    _, groups, tuned = tuning_sweep.tuned_sweep(
-        config, tmp_path, ngd_fixed.specs, ngd.FIXED_HEAD_METRICS, ["NGD"], fixed=polyak
-    )
-    assert set(tuned.selection) == set(tuned.evaluation) == {"NGD", *polyak}
-    assert sorted(tuned.selection["NGD"]) == sorted(config.rate_factors)
-    for name in polyak:
-        assert set(tuned.selection[name]) == set(tuned.evaluation[name]) == {1.0}
+        "confirmation_seeds": 0, "caps": [1e2, 1e4]})  # fmt: skip
+    names = [a.name for a in config.algorithms]
+    _, groups, tuned = tuning_sweep.tuned_sweep(config, tmp_path, ngd_fixed.specs,
+                                                ngd.FIXED_HEAD_METRICS, names)  # fmt: skip
+    assert set(tuned.selection) == set(tuned.evaluation) == set(names)
+    for name in names:
+        assert sorted(tuned.selection[name]) == sorted(config.rate_factors)
         assert list(tuned.selection[name][1.0].seeds) == [1001]
-        assert list(tuned.evaluation[name][1.0].seeds) == [1, 2]
-        assert tuned.step_label(name, "loss") == "1/c = 1"
-    assert set(groups) == {"NGD", *polyak}
+        chosen = {tuned.chosen(name, m) for m in ngd.FIXED_HEAD_METRICS}
+        assert chosen <= set(tuned.evaluation[name])
+        assert all(list(tuned.evaluation[name][f].seeds) == [1, 2] for f in chosen)
+    assert tuned.step_label("Polyak γ_b=100", "loss").startswith("1/c = ")
+    capped = {a.name: a.lr for a in config.algorithms if a.optimizer == "polyak"}
+    assert capped == {"Polyak γ_b=100": 1e2, "Polyak γ_b=1e4": 1e4}  # the cap kept
+    assert set(groups) == set(names)
 
 
 def test_the_grid_grows_past_the_edges_its_best_steps_sit_at():

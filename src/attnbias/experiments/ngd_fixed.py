@@ -17,7 +17,7 @@ from typing import Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from ..config import Algorithms, NonNegativeInt, Positive, PositiveInt, Text, check_named
+from ..config import Algorithms, Positive, PositiveInt, Text, check_named
 from ..curves import Curves, loglog_slope, misalignment_curve, run_seed
 from ..data import GENERATORS
 from ..engine import RunSpec
@@ -55,10 +55,6 @@ class Config(OptimalTokenConfig, TuningConfig):
     target_alignment: Positive = Field(description="alignment the reference algorithm must reach")
     early_fraction: Positive = Field(
         description="'early' = the steps up to this fraction of the run"
-    )
-    confirmation_seeds: NonNegativeInt = Field(
-        description="fresh seeds polyak-faster is judged on, NGD and Polyak at the steps chosen "
-        "on the selection seeds (0: judged on the evaluation seeds)"
     )
 
     @model_validator(mode="after")
@@ -199,7 +195,9 @@ def claims(
     which polyak-faster is judged on; its profile on the evaluation seeds is its evidence."""
     reference, baseline = config["reference"], config["baseline"]
     start = config["early_fraction"]  # fits leave out the steps before this fraction of the run
-    polyak = polyak_faster_row(tuned, fresh or tuned, config, cap_binds)
+    polyak = polyak_faster_row(
+        tuned, fresh or tuned, config["fast"], reference, cap_binds or (0.0, {})
+    )
     out = [
         rules.global_convergence(groups, reference, config["target_alignment"]),
         rules.ngd_beats_gd(tuned, reference, baseline, start),
@@ -220,19 +218,17 @@ def claims(
     return identified(config.get("experiment", "ngd-fixed"), out, slugs)
 
 
-def polyak_faster_row(tuned: Tuned, fresh: Tuned, config, cap_binds) -> Claim:
-    """polyak-faster judged on `fresh`'s runs (the confirmation seeds, or the evaluation seeds
-    where none ran), each part inconclusive where Polyak's cap binds first
-    (`rules.unless_cap_binds`); where `fresh` is a confirmation, the same comparison on the
-    evaluation seeds (looked at before the confirmation ran) is its evidence."""
-    fast, reference = config["fast"], config["reference"]
-    claim = rules.unless_cap_binds(
-        rules.tuned_polyak_faster(fresh, fast, reference),
-        fresh,
-        fast,
-        *(cap_binds or (0.0, {})),
-        rules.PLACED_BY_PACE,
-    )
+def polyak_faster_row(
+    tuned: Tuned, fresh: Tuned, fast: str, reference: str, cap_binds=None
+) -> Claim:
+    """polyak-faster (`fast`, Polyak, against `reference`, NGD) judged on `fresh`'s runs (the
+    confirmation seeds, or the evaluation seeds where none ran), each part inconclusive where
+    Polyak's cap binds first where `cap_binds` gives (γ_b, onsets) (`rules.unless_cap_binds`;
+    None: the cap is the setting judged); where `fresh` is a confirmation, the same comparison
+    on the evaluation seeds (looked at before the confirmation ran) is its evidence."""
+    claim = rules.tuned_polyak_faster(fresh, fast, reference)
+    if cap_binds is not None:
+        claim = rules.unless_cap_binds(claim, fresh, fast, *cap_binds, rules.PLACED_BY_PACE)
     if fresh is not tuned:
         earlier = rules.tuned_polyak_faster(tuned, fast, reference)
         claim.evidence["on_the_evaluation_seeds"] = [rules.part_summary(p) for p in earlier.parts]

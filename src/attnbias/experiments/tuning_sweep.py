@@ -40,6 +40,11 @@ class TuningConfig(SweepConfig):
     selection_seeds: PositiveInt = Field(
         description=f"seeds the steps and levels are chosen on: {SELECTION_SEED_BASE} + 1, …"
     )
+    confirmation_seeds: NonNegativeInt = Field(
+        description=f"fresh seeds ({CONFIRMATION_SEED_BASE} + 1, …) a comparison is judged on, "
+        "each method at the steps and levels chosen on the selection seeds (0: judged on the "
+        "evaluation seeds)"
+    )
 
     @model_validator(mode="after")
     def _selection_apart_from_evaluation(self):
@@ -104,19 +109,12 @@ def tune(
     metrics,
     names: Collection[str],
     score: str = "rate",
-    fixed: Collection[str] = (),
 ) -> tuple[list[tuple], dict[str, set[float]]]:
     """Each named algorithm's step factor for each of `metrics`, chosen by `score` on the
     selection seeds from config.rate_factors, the grid grown past an edge a best factor sits
     at (at most rate_extensions times): the selection runs (tagged) and each algorithm's
-    chosen factors. The `fixed` algorithms run on the selection seeds at their config step
-    only (factor 1, a grid without edges): they are not tuned, but the levels their
-    comparisons are timed at are set on those seeds too."""
-    factors = {
-        a.name: [1.0] if a.name in fixed else sorted(config.rate_factors)
-        for a in config.algorithms
-        if a.name in names or a.name in fixed
-    }
+    chosen factors."""
+    factors = {a.name: sorted(config.rate_factors) for a in config.algorithms if a.name in names}
     for extensions in range(config.rate_extensions + 1):
         tags = tagged(config, specs, factors, "selection")
         selection = grouped(sweep(config, out, [s for s, _ in tags]), tags)["selection"]
@@ -143,23 +141,22 @@ def tuned_sweep(
     metrics,
     names: Collection[str] = (),
     score: str = "rate",
-    fixed: Collection[str] = (),
     every_factor: Collection[str] = (),
     also_at: dict[str, Collection[float]] | None = None,
     confirm: tuple[Collection[str], int] | None = None,
 ):
     """The config's runs, and the named algorithms' (all: `names` empty) tuned for `metrics`
-    by `score` (`tune`) and run at their chosen steps on the evaluation seeds, beside the
-    `fixed` ones at their config steps, those in `every_factor` at every factor of the
+    by `score` (`tune`) and run at their chosen steps on the evaluation seeds, those in
+    `every_factor` at every factor of the
     grid they were tuned over (a comparison at every step, not only the best) and those in
     `also_at` (name → factors) at those factors too (a reference run at a step a claim
     names): the sweep's report, each algorithm's runs at its config step (name → Curves) and
-    the Tuned runs (of the named and the fixed algorithms). `confirm` (names, n): those
+    the Tuned runs (of the named algorithms). `confirm` (names, n): those
     algorithms also run at their chosen steps on n fresh seeds (CONFIRMATION_SEED_BASE + 1, …)
     that no choice and no look has seen, in the same sweep: `confirmed` gives the Tuned whose
     evaluation runs they are."""
-    names = [*(names or [a.name for a in config.algorithms]), *fixed]
-    selection_tags, chosen = tune(config, out, specs, metrics, names, score, fixed)
+    names = list(names or [a.name for a in config.algorithms])
+    selection_tags, chosen = tune(config, out, specs, metrics, names, score)
     grid = {name: {f for _, (_, n, f) in selection_tags if n == name} for name in every_factor}
     also_at = also_at or {}
     run_at = {name: found | grid.get(name, set()) | set(also_at.get(name, ()))

@@ -28,7 +28,6 @@ from .claims import (
     verdict_columns,
 )
 from .report import verdict_mark
-from .verdicts.reexamine import KNOB_RESOLUTION
 
 PAPERS = {
     "MD": "Julistiono, Tarzanagh, Azizan (2024), *Optimizing Attention with Mirror Descent: "
@@ -526,40 +525,42 @@ EQUAL_NORM = (
     "are printed beside (the comparison at equal steps, evidence)"
 )
 POLYAK = (
-    "ngd-fixed's problem (example1 n=4, T=4, d=64, logistic loss, W₀ ~ N(0, 0.1²), 10 seeds, "
-    "2,000 steps, NGD's config η = 0.1); Polyak with L* of the optimal tokens, γ_b ∈ {1e2, 1e4, "
-    "1e6, ∞ (uncapped, exact: the step is taken from the logs of ‖∇L‖ and L − L*)} × "
-    "c ∈ {0.5, 1, 2}"
+    "ngd-fixed's problem (example1 n=4, T=4, d=64, logistic loss, W₀ ~ N(0, 0.1²), 10 "
+    "evaluation seeds, 2,000 steps, NGD's config η = 0.1); Polyak with L* of the optimal "
+    "tokens, from c = 1 (the paper's rule has no c), at each γ_b ∈ {1e2, 1e4, 1e6 (ngd-fixed's "
+    "former cap; the paper's value was lost in extraction), ∞ (uncapped, exact: the step is "
+    "taken from the logs of ‖∇L‖ and L − L*)}"
 )
-# reexamine-polyak's rate_extensions: NGD's best η sat at the largest of a grid grown twice
-POLYAK_GROWN = "ten times"
-# the speed rows: NGD tuned, every Polyak setting as set (why: the rows vary c)
-POLYAK_AS_SET = (
-    "each Polyak (γ_b, c) runs as set, not tuned (on the selection seeds too, where it sets "
-    "the levels beside NGD): c is Polyak's step knob, which the rows vary where it matters; a "
-    "cap at which c has no effect (every metric's ratio differs across c by less than "
-    f"{KNOB_RESOLUTION:g} of the narrowest 95 % CI's half-width, in log: once the cap binds "
-    "the step is γ_b whatever c) is one row, judged at c = 1, each part naming that check; "
-    "NGD's score is its own, so its η is tuned once for every row. Each row thus gives NGD the "
-    "larger budget of knobs (its best of ≥ 5 steps against one Polyak setting): a support "
-    "would hold against NGD at its best, a refutation says this setting is slower than NGD at "
-    "its best step; Polyak's own choice of (γ_b, c) is faster-at-some-setting (the best of the "
-    "distinct settings, Holm-corrected); a level that float64 rounds to 0 (a metric of "
-    "the other tokens' scores, ≈ e^−gap, once uncapped Polyak passes logit gaps ~745) times "
-    "the rounding, not the method: that part is inconclusive, the others decide"
+# reexamine-polyak's rate_extensions: ngd-fixed's (NGD's best misalignment η bracketed)
+POLYAK_GROWN = FIXED_GROWN
+# why the rows are judged on fresh seeds
+POLYAK_CONFIRMED = (
+    "judged on 100 fresh confirmation seeds (2001–2100, ngd-fixed's: at γ_b = ∞ the row is "
+    "ngd-fixed/polyak-faster's runs), each method's steps and levels chosen on the selection "
+    "seeds: Polyak's c was swept as set (0.5, 1, 2) until a referee asked for it tuned as "
+    "NGD's η is (a Polyak at a c we picked against NGD at its best of ≥ 13 steps says little), "
+    "a design changed after a look at the evaluation seeds, whose comparison is kept as "
+    "evidence (on_the_evaluation_seeds)"
 )
 POLYAK_TUNED = "; ".join(
     [
         POLYAK,
-        tuned_protocol("NGD η = 0.1", "NGD's η (the comparator's)", POLYAK_GROWN),
-        POLYAK_AS_SET,
+        tuned_protocol("NGD η = 0.1, Polyak c = 1", "NGD's η and, at each cap, Polyak's 1/c "
+                       "(the cap kept)", POLYAK_GROWN),
+        "judged as ngd-fixed/polyak-faster (the misalignment at every power of ten from where "
+        "both start down to its half-budget level, each a part; L − L* and the other tokens' "
+        "mass in forms float64 does not round to their floor), without its cap doubt: here the "
+        "cap is the setting judged (the paper's practice: Eq. 3's capped rule), so a binding "
+        "cap is part of the method, not an artefact",
+        POLYAK_CONFIRMED,
     ]
-)
-# who ends ahead: NGD at its η tuned for the misalignment
+)  # fmt: skip
+# who ends ahead: each method at its step tuned for the misalignment
 POLYAK_ENDS = (
-    POLYAK + "; NGD at its η tuned for the misalignment (chosen as the speed rows' NGD: the "
-    "area under its log curve on selection seeds 1001–1005, the grid ¼–4× grown past an edge "
-    f"at most {POLYAK_GROWN}; a best η at the grid's edge leaves a refutation open)"
+    POLYAK + "; NGD's η and Polyak's 1/c each tuned for the misalignment (chosen as the speed "
+    "rows': the area under its log curve on selection seeds 1001–1005, the grid ¼–4× grown "
+    f"past an edge at most {POLYAK_GROWN}; a best step at its grid's edge leaves open the "
+    "verdict a better step for it could overturn); " + POLYAK_CONFIRMED
 )
 
 
@@ -934,24 +935,18 @@ def reexamination_entries() -> list[PaperClaim]:
                    ADAM),
         PaperClaim("reexamine-polyak/polyak-faster-cap", "NGD", "§3 'Extension to Polyak', "
                    f"Fig. 2; {REEXAMINE}", "'Polyak step-size leads to even faster convergence "
-                   "than NGD across all metrics, including the train loss', at each setting (γ_b, "
-                   "c; a cap at which c has no effect is one setting) against NGD at its tuned "
-                   "η", POLYAK_TUNED),
-        PaperClaim("reexamine-polyak/faster-at-some-setting", "NGD", "§3, Fig. 2",
-                   "the same, at one setting (γ_b, c) at least: some setting at which every "
-                   "metric holds", POLYAK_TUNED + "; k = the distinct settings (each finite "
-                   "cap at which c has no effect once, every c of the others: the parts' "
-                   "quantities name them), Holm's correction across them (a support at its "
-                   "corrected level)"),
-        PaperClaim("reexamine-polyak/faster-at-paper-setting", "NGD", "§3, Fig. 2",
-                   "the same, at γ_b = 1e6 (ngd-fixed's cap before it ran uncapped) and c = 1",
-                   POLYAK_TUNED),
-        PaperClaim("reexamine-polyak/ngd-ends-ahead", "ours", REEXAMINE, "the earlier result "
-                   "(ngd-fixed: NGD ends ~30× better): NGD, at its η tuned for the "
-                   "misalignment, ends with the smaller misalignment, "
-                   "per cap γ_b (∞ included: exact, it moves to the end), at the end (paired "
-                   "by seed); a run float64 froze is compared where it stopped: inconclusive "
-                   "(the verdict names the step)",
+                   "than NGD across all metrics, including the train loss', at each cap γ_b, "
+                   "Polyak's 1/c tuned as NGD's η is", POLYAK_TUNED),
+        PaperClaim("reexamine-polyak/faster-at-some-cap", "NGD", "§3, Fig. 2",
+                   "the same, at one cap γ_b at least: some cap at which every metric holds",
+                   POLYAK_TUNED + "; k = the caps, Holm's correction across them (a support at "
+                   "its corrected level)"),
+        PaperClaim("reexamine-polyak/ngd-ends-ahead", "ours", REEXAMINE, "the earlier "
+                   "negative result (ngd-fixed at γ_b = 1e6 and c = 1, both untuned: NGD ended "
+                   "ahead): NGD ends with the smaller misalignment, per cap γ_b (∞ included: "
+                   "exact, it moves to the end), at the end (paired by seed), each at its step "
+                   "tuned for the misalignment; a run float64 froze is compared where it "
+                   "stopped: inconclusive (the verdict names the step)",
                    POLYAK_ENDS + "; a run still moves at a recorded step if its ‖W_t‖ changes "
                    "after it"),
         PaperClaim("reexamine-polyak/larger-cap-ends-closer", "ours", REEXAMINE, "artefact "
@@ -960,7 +955,8 @@ def reexamination_entries() -> list[PaperClaim]:
                    "supported = each larger cap "
                    "ends closer (c = 1), compared at the end, over the caps 1e2 < 1e4 < 1e6 "
                    "< ∞ (uncapped, exact)",
-                   POLYAK),
+                   POLYAK + "; at c = 1 on the evaluation seeds (one c for every cap: the cap "
+                   "is the knob compared)"),
     ]  # fmt: skip
 
 

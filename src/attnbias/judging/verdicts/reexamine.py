@@ -14,7 +14,6 @@ artefact, not a finding, and is inconclusive with that reason.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from itertools import pairwise
 
 import numpy as np
@@ -22,7 +21,6 @@ import numpy as np
 from ...curves import Curves
 from ..claims import (
     NOT_APPLICABLE,
-    NOT_SUPPORTED,
     SUPPORTED,
     Claim,
     Rule,
@@ -32,8 +30,8 @@ from ..claims import (
 )
 from .atlas import STALLED_SLOPE, as_run_note, gap, lower_gap, stall_reason, stalled
 from .common import described, final, paired, seeds_of, values
-from .ngd import FIXED_HEAD_LABELS, LABELS, MISALIGNMENT, TUNED_STEP, norm_slopes
-from .tuning import Tuned, interval_would, tuned_comparison
+from .ngd import LABELS, MISALIGNMENT, norm_slopes
+from .tuning import interval_would
 
 STALL_SOURCE = (
     f"ours: the atlas's stall criterion ({STALLED_SLOPE:g}); a normalised method that moves "
@@ -314,95 +312,3 @@ def explains(explanation: str, evidence: list[Claim]) -> Claim:
         if claim.status != SUPPORTED
     ]
     return Claim(explanation, parts=evidence, unmet=unrun + unchecked if judged else [])
-
-
-def setting_faster(
-    tuned: Tuned,
-    fast: str,
-    reference: str,
-    labels: dict[str, str] | None = None,
-) -> Claim:
-    """The NGD paper's "Polyak is faster than NGD across all metrics" at one Polyak setting:
-    `fast`, run at its own setting (not tuned: Tuned holds its runs at factor 1 only),
-    reaches each fixed-head metric's level (`labels`: metric → its label; the loss, the
-    misalignment and the score by default, or their scale-safe forms) in fewer steps than
-    `reference` at its step tuned for that metric (`tuning.tuned_comparison`: the levels set
-    on the selection seeds, Holm over the metrics)."""
-    return tuned_comparison(
-        tuned, [(reference, fast)], labels or FIXED_HEAD_LABELS,
-        f"{fast} (its γ_b and c as set, not tuned) is faster than {reference} on every "
-        f"metric, {reference} at {TUNED_STEP}",
-        "the paper: faster 'across all metrics' (a ratio of steps > 1)",
-    )  # fmt: skip
-
-
-# A knob has no effect on a comparison when, on every part, its settings' estimates differ by
-# less than this fraction of the narrowest 95 % interval's half-width (log scale): a spread the
-# data cannot resolve (ours)
-KNOB_RESOLUTION = 0.1
-
-
-def knob_spread(claims: dict[float, Claim]) -> list[tuple[float, float] | None]:
-    """Per part (the claims share their parts' order): the largest relative difference of the
-    estimates across the knob's values (`claims`: value → its claim), and that spread in log
-    as a fraction of the narrowest 95 % interval's log half-width (0 for equal estimates);
-    NaN without a measured effect of positive interval at every value (a diverged arm's);
-    None for a part not applicable at every value (no rule: nothing measured to differ)."""
-    out: list[tuple[float, float] | None] = []
-    for parts in zip(*(claim.parts for claim in claims.values()), strict=True):
-        if all(part.rule is None for part in parts):
-            out.append(None)
-            continue
-        effects = [part.effect for part in parts]
-        if any(e is None or not e.n or not e.low > 0 for e in effects):  # no ratio to take
-            out.append((np.nan, np.nan))
-            continue
-        estimates = np.array([e.estimate for e in effects])
-        spread = float(np.log(estimates.max() / estimates.min()))
-        half = min(float(np.log(e.high / e.low)) / 2 for e in effects)
-        fraction = 0.0 if spread == 0 else spread / half if half > 0 else np.inf
-        out.append((float(np.expm1(spread)), fraction))
-    return out
-
-
-def knob_effect(claims: dict[float, Claim], knob: str) -> Claim:
-    """Whether `knob` has no effect on `claims` (its value → the claim at it, all of the same
-    parts): supported when every part's spread across the values is below KNOB_RESOLUTION
-    (`knob_spread`), so that the claims are one result; not supported when one part's is not
-    (the knob matters); not applicable when a value has no measured effect to compare. A check
-    that decides how a sweep is reported (one row, or one per value), not a paper's claim."""
-    spreads = knob_spread(claims)
-    fractions = [spread[1] for spread in spreads if spread is not None]
-    checked = bool(fractions) and not any(np.isnan(fractions))
-    values = ", ".join(f"{v:g}" for v in claims)
-    return Claim(
-        f"{knob} ∈ {{{values}}} has no effect: every part's estimates differ across {knob} by "
-        f"less than {KNOB_RESOLUTION:g} of the narrowest 95 % CI's half-width (log)",
-        supported=all(f < KNOB_RESOLUTION for f in fractions) if checked else None,
-        evidence={"relative": [s and s[0] for s in spreads],
-                  "of_half_width": [s and s[1] for s in spreads]},
-    )  # fmt: skip
-
-
-def knob_noted(claim: Claim, check: Claim, knob: str) -> Claim:
-    """`claim` with each part's quantity ending in the knob check (`knob_effect`) that decided
-    how it is reported, and the check in its evidence."""
-    said = {SUPPORTED: "no effect", NOT_SUPPORTED: "it matters"}.get(check.status, "not checked")
-    head = check.claim.split(" has no effect")[0]
-    spreads = zip(check.evidence["relative"], check.evidence["of_half_width"], strict=True)
-
-    def noted(part: Claim, relative: float | None, fraction: float | None) -> Claim:
-        if part.rule is None:  # not applicable: no quantity to note the check on
-            return part
-        measured = (
-            "a value without a measured effect"
-            if np.isnan(fraction)
-            else f"their estimates differ by {relative:.2%} at most, {fraction:.3g} of the "
-            f"narrowest 95 % CI's half-width (log); no effect below {KNOB_RESOLUTION:g}"
-        )
-        quantity = f"{part.rule.quantity} [{head}: {said}; {measured}]"
-        return replace(part, rule=replace(part.rule, quantity=quantity))
-
-    parts = [noted(part, *spread) for part, spread in zip(claim.parts, spreads, strict=True)]
-    evidence = {**claim.evidence, f"{knob}_check": {"status": check.status, **check.evidence}}
-    return replace(claim, parts=parts, evidence=evidence)
