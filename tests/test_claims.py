@@ -400,3 +400,28 @@ def test_a_summary_with_unbounded_and_unmeasured_effects_reads_back_as_computed(
     one, nothing = read["parts"]
     assert one["effect"]["low"] == -np.inf and one["effect"]["high"] == np.inf
     assert [leaf_cause(one), leaf_cause(nothing)] == [ONE_UNIT, NOTHING_MEASURED]
+
+
+def test_a_row_whose_parts_point_both_ways_says_which_lie_against_it():
+    """Referee read 9: text-md's scale-free sparsity hid that its two measures disagree in sign
+    on Q. Wherever one part's estimate lies on the claim's side and another's against it
+    (whatever their intervals), the verdict names the parts against; parts all on one side,
+    either side, say nothing more; a part without a finite estimate is on neither side."""
+    from attnbias.judging.claims import Claim, Effect, Rule, parts_against, verdict_text
+
+    def part(estimate, comparison=">", n=10):
+        effect = Effect(estimate, estimate - 0.1, estimate + 0.1, n, "seeds")
+        return Claim("p", rule=Rule("q", comparison, 1.0, "s"), effect=effect)
+
+    mixed = asdict(Claim("c", parts=[part(1.5), part(0.95), part(0.5)]))
+    assert parts_against(mixed) == [2, 3]
+    assert verdict_text(mixed).endswith(
+        "[its parts point both ways: the estimates of parts 2, 3 of 3 lie against the claim, "
+        "the others on its side]"
+    )
+    # the comparison decides the side: "<" 1 holds at 0.5, not at 1.5
+    assert parts_against(asdict(Claim("c", parts=[part(1.5, "<"), part(0.5, "<")]))) == [1]
+    assert parts_against(asdict(Claim("c", parts=[part(1.5), part(1.2)]))) is None
+    assert parts_against(asdict(Claim("c", parts=[part(0.5), part(0.2)]))) is None
+    unmeasured = asdict(Claim("c", parts=[part(1.5), part(float("nan")), part(0.5, n=0)]))
+    assert parts_against(unmeasured) is None and "both ways" not in verdict_text(unmeasured)

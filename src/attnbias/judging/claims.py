@@ -1037,10 +1037,37 @@ def causes(claim: dict) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def _on_claims_side(leaf: dict) -> bool | None:
+    """Does a stored measured part's estimate satisfy its rule? None when nothing finite was
+    measured."""
+    effect = leaf.get("effect")
+    if not effect or not effect["n"] or not math.isfinite(effect["estimate"]):
+        return None
+    return Rule(**leaf["rule"]).holds(effect["estimate"])
+
+
+def parts_against(claim: dict) -> list[int] | None:
+    """The 1-based positions, among a stored claim's measured parts, of those whose estimate
+    lies against the claim (its rule does not hold at the estimate), where others lie on its
+    side: the parts point both ways (one measure or level for the claim, another against it,
+    whatever their intervals say); None when they do not."""
+    sides = [_on_claims_side(leaf) for leaf in measured_parts(claim)]
+    against = [i + 1 for i, side in enumerate(sides) if side is False]
+    return against if against and True in sides else None
+
+
 def verdict_text(claim: dict) -> str:
-    """The verdict in words (`verdict_word`) with its reasons in brackets when inconclusive."""
+    """The verdict in words (`verdict_word`) with its reasons in brackets when inconclusive,
+    and, where its parts point both ways (`parts_against`), which lie against the claim."""
     why = reasons(claim)
-    return verdict_word(claim) + (f" ({'; '.join(why)})" if why else "")
+    text = verdict_word(claim) + (f" ({'; '.join(why)})" if why else "")
+    against = parts_against(claim)
+    if against:
+        k = len(measured_parts(claim))
+        text += (f" [its parts point both ways: the estimates of part{'s' * (len(against) > 1)} "
+                 f"{', '.join(map(str, against))} of {k} lie against the claim, the others on "
+                 "its side]")  # fmt: skip
+    return text
 
 
 def sensitivity_text(claim: dict) -> str:

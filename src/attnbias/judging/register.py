@@ -1432,7 +1432,10 @@ READING = (
     "probability at most 2.5 %, not k × 2.5 %; a part refuted at 95 % alone but not at its "
     "Holm level is inconclusive and says so. A claim that holds at *some* setting is the "
     "mirror image: refuted when every setting is, supported with Holm's correction on the "
-    "settings. *Sensitivity* "
+    "settings. Where a claim's parts point both ways (one part's estimate on the claim's "
+    "side, another's against it, whatever their intervals: two measures of one property, or "
+    "a method ahead early and behind late), the verdict names the parts against it in square "
+    "brackets. *Sensitivity* "
     "recomputes the verdict at ½× and 2× every threshold: *fragile* means it changes there, "
     "so the verdict rests on our choice of threshold."
 )
