@@ -27,10 +27,12 @@ def straddle(scale: float) -> np.ndarray:
 
 
 def md_arm(name, shift=0.0, keyword=0.0, counts=0.0, small=0.0, seed=0, reached=True,
-           interior=True, diverged=False, hoyer=0.0):  # fmt: skip
+           interior=True, diverged=False, hoyer=0.0, small_at=None):  # fmt: skip
     """A text-md arm: ℓ2's per-seed values plus the given shifts (each seed's value moves by
     the shift plus a little noise; a shift may be an array, one per seed). Sparser: fewer
-    counts, more small entries, a larger Hoyer sparsity."""
+    counts, more small entries, a larger Hoyer sparsity. The near-zero share at ½× and 2× the
+    cut shifts by `small` too, or by `small_at` (factor → shift) where given."""
+    small_at = {0.5: small, 2.0: small} | (small_at or {})
     base = 60.0 + jitter(1.0, 99)  # the seed's accuracy under ℓ2: shared, so it cancels
     values = {
         "test_accuracy": base + shift + jitter(0.05, seed),
@@ -44,6 +46,8 @@ def md_arm(name, shift=0.0, keyword=0.0, counts=0.0, small=0.0, seed=0, reached=
         **{f"above_abs_{m}": 9000 + counts + jitter(10.0, seed + 6 + k)
            for k, m in enumerate("KQV")},
         **{f"small_{m}": 0.01 + small + jitter(1e-4, seed + 9 + k) for k, m in enumerate("KQV")},
+        **{f"small_{f:g}x_{m}": 0.01 * f + shift_at + jitter(1e-4, seed + 15 + k)
+           for f, shift_at in small_at.items() for k, m in enumerate("KQV")},
         **{f"hoyer_{m}": 0.2 + hoyer + jitter(1e-3, seed + 12 + k) for k, m in enumerate("KQV")},
     }  # fmt: skip
     if diverged:

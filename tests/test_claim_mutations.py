@@ -217,6 +217,8 @@ SURVIVING = {
     "footnote), printed beside verdicts that stand either way",
     "ngd_fixed.polyak_faster_row": "evidence: the evaluation seeds' verdict kept beside the "
     "confirmation seeds' (the verdict is the confirmation's either way)",
+    "text_md.with_cut_sensitivity": "evidence and wording: the near-zero share's verdict at "
+    "½× and 2× its cut, printed beside the part's own verdict, which stands either way",
 }
 
 

@@ -44,7 +44,9 @@ from ..data.text import vader_lexicon
 from ..experiment_configs.text_md import Config
 from ..judging import papers
 from ..judging.claims import (
+    SENSITIVITY_FACTORS,
     Claim,
+    decide,
     identified,
     not_applicable,
     paired_difference,
@@ -99,6 +101,9 @@ FULL_SCALE_MINUTES = 100
 # The paper's 0.06 in units of its layers' initial RMS entry: the mapped threshold of a run is
 # this × the RMS entry of its own initial K, Q or V (docs/REAL_DATA.md#sparsity).
 INITIAL_SCALE_RATIO = papers.MD_IMDB_THRESHOLD / papers.MD_IMDB_INITIAL_RMS
+# A near-zero entry: below this × the matrix's RMS entry (ours); the share is also measured at
+# ½× and 2× this cut (SENSITIVITY_FACTORS), whether a verdict rests on our choice of it
+NEAR_ZERO_CUT = 0.01
 MODEL_FIELDS = ("dim", "heads", "layers", "max_len", "mlp_ratio", "post_norm", "bias", "dropout",
                 "init")  # fmt: skip
 
@@ -158,7 +163,7 @@ def weight_counts(weights: dict[str, np.ndarray], initial: dict[str, np.ndarray]
         out[f"threshold_{m}"] = threshold
         out[f"initial_rms_{m}"] = initial_rms
         out[f"hoyer_{m}"] = hoyer_sparsity(w)
-        out[f"small_{m}"] = small_share(w)
+        out[f"small_{m}"] = small_share(w, NEAR_ZERO_CUT)
         out[f"rms_{m}"] = rms(w)
     return out
 
@@ -363,6 +368,7 @@ def run_values(record, test_labels: np.ndarray) -> dict:
     at the chosen checkpoint."""
     info = record.info
     ok = record.status != DIVERGED
+    weights = {m: np.asarray(record.arrays[m]) for m in "KQV" if ok and m in record.arrays}
 
     def get(key, scale=1.0):
         value = info.get(key)
@@ -383,6 +389,9 @@ def run_values(record, test_labels: np.ndarray) -> dict:
                                "keyword_chance_raw", "probe_accuracy")},
         **{f"{k}_{m}": get(f"{k}_{m}") for k in ("above_abs", "above_init", "threshold",
                                                   "hoyer", "small", "rms") for m in "KQV"},
+        # from the stored final weights: runs trained before these cuts were read have them too
+        **{cut_key(f, m): small_share(weights[m], NEAR_ZERO_CUT * f) if m in weights else math.nan
+           for f in SENSITIVITY_FACTORS for m in "KQV"},
     }  # fmt: skip
     predicted = record.arrays.get("test_predicted")
     correct = (np.asarray(predicted) == test_labels) if ok and predicted is not None else None
@@ -435,7 +444,7 @@ def sparsity_measures(threshold: str) -> dict[str, rules.SparsityMeasure]:
             "threshold, which the negative control tells apart from sparsity",
         ),
         "sparsity-scale-free": rules.SparsityMeasure(
-            "small", "near-zero share (below 1 % of its RMS entry)", ">",
+            "small", f"near-zero share (below {NEAR_ZERO_CUT:.0%} of its RMS entry)", ">",
             "ours: a scale-free complement of the paper's counts; the sign of the difference",
         ),
         "sparsity-hoyer": rules.SparsityMeasure(
@@ -455,6 +464,34 @@ SPARSITY_TEXTS = {
 # the measures free of the weights' scale: two readings of one claim, judged as one row whose
 # parts (every matrix by each measure) are one family (Holm)
 SCALE_FREE = ("sparsity-scale-free", "sparsity-hoyer")
+
+
+def cut_key(factor: float, matrix: str) -> str:
+    """The stored near-zero share of `matrix` at `factor` × NEAR_ZERO_CUT: "small_0.5x_K"."""
+    return f"small_{factor:g}x_{matrix}"
+
+
+def with_cut_sensitivity(part: Claim, arms: dict, better: str, worse: str, matrix: str) -> None:
+    """`part` (the near-zero share of `matrix`, `better` − `worse`, paired by seed) with the same
+    difference at ½× and 2× the cut in its evidence and its effect note: the same verdict at 95 %
+    alone at every cut, or which cut changes it (the cut is ours: a verdict that changes with it
+    rests on that choice). Evidence and wording only: the part's verdict is its own cut's. Runs
+    stored before the other cuts were measured have none to show."""
+    alone = decide(part.rule, part.effect)
+    at_cut, changed = {}, []
+    for factor in SENSITIVITY_FACTORS:
+        a, b = (arms[name].of(cut_key(factor, matrix)) for name in (better, worse))
+        effect = paired_difference(a, b)
+        verdict = decide(part.rule, effect)
+        at_cut[f"{NEAR_ZERO_CUT * factor:.1%}"] = f"{effect.text} → {verdict}"
+        if verdict != alone:
+            changed.append(f"{factor:g}×")
+    part.evidence["near_zero_share_at_other_cuts"] = at_cut
+    said = (f"the verdict at 95 % alone changes at {' and '.join(changed)} the cut (it rests on "
+            "our choice of the cut)" if changed else "the same verdict at 95 % alone at ½× and "
+            "2× the cut")  # fmt: skip
+    note = part.evidence.get("effect_note")
+    part.evidence["effect_note"] = f"{note}; {said}" if note else said
 
 
 def premise_unmet(*arms: rules.Arm) -> str:
@@ -500,6 +537,8 @@ def text_md_claims(collected: dict[float, dict], protocol: str = "target") -> li
     by_slug = dict(zip(sparsity_measures(threshold), sparsity))
     scale_free = [by_slug[slug] for slug in SCALE_FREE]
     if hi in arms:  # one row: every matrix by each scale-free measure, one family
+        for part, m in zip(scale_free[0].parts, "KQV", strict=True):
+            with_cut_sensitivity(part, arms, lo, mid, m)
         scale_free = [Claim(" and ".join(c.claim for c in scale_free),
                             parts=[p for c in scale_free for p in c.parts])]  # fmt: skip
     sparsity = [by_slug["sparsity-count"], scale_free[0]]
