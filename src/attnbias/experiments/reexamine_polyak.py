@@ -110,10 +110,9 @@ def polyak_name(cap: float) -> str:
 
 def run(config: Config, out: Path) -> dict:
     names = [a.name for a in config.algorithms]
-    confirm = (names, config.confirmation_seeds) if config.confirmation_seeds else None
     report, groups, tuned = tuned_sweep(
         config, out, partial(ngd_fixed.specs, optimal_excess=True), ngd_rules.SCALE_SAFE_METRICS,
-        names, confirm=confirm,
+        names, confirm=names,
     )  # fmt: skip
     fresh = confirmed(tuned)
     ends = tuned_at_misalignment(fresh, names)

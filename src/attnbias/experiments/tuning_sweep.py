@@ -143,7 +143,7 @@ def tuned_sweep(
     score: str = "rate",
     every_factor: Collection[str] = (),
     also_at: dict[str, Collection[float]] | None = None,
-    confirm: tuple[Collection[str], int] | None = None,
+    confirm: Collection[str] = (),
 ):
     """The config's runs, and the named algorithms' (all: `names` empty) tuned for `metrics`
     by `score` (`tune`) and run at their chosen steps on the evaluation seeds, those in
@@ -151,10 +151,10 @@ def tuned_sweep(
     grid they were tuned over (a comparison at every step, not only the best) and those in
     `also_at` (name → factors) at those factors too (a reference run at a step a claim
     names): the sweep's report, each algorithm's runs at its config step (name → Curves) and
-    the Tuned runs (of the named algorithms). `confirm` (names, n): those
-    algorithms also run at their chosen steps on n fresh seeds (CONFIRMATION_SEED_BASE + 1, …)
-    that no choice and no look has seen, in the same sweep: `confirmed` gives the Tuned whose
-    evaluation runs they are."""
+    the Tuned runs (of the named algorithms). The algorithms in `confirm` also run at their
+    chosen steps on config.confirmation_seeds fresh seeds (CONFIRMATION_SEED_BASE + 1, …; none
+    when 0) that no choice and no look has seen, in the same sweep: `confirmed` gives the
+    Tuned whose evaluation runs they are."""
     names = list(names or [a.name for a in config.algorithms])
     selection_tags, chosen = tune(config, out, specs, metrics, names, score)
     grid = {name: {f for _, (_, n, f) in selection_tags if n == name} for name in every_factor}
@@ -165,10 +165,10 @@ def tuned_sweep(
     evaluation_tags = tagged(config, specs, tuned_factors, "evaluation")
     base = [(spec, ("evaluation", spec.algorithm.name, 1.0)) for spec in specs(config)]
     tags = base + evaluation_tags + selection_tags
-    if confirm:
-        names_confirmed, n = confirm
+    if confirm and config.confirmation_seeds:
+        n = config.confirmation_seeds
         fresh = range(CONFIRMATION_SEED_BASE + 1, CONFIRMATION_SEED_BASE + n + 1)
-        factors = {name: sorted(chosen[name]) for name in names_confirmed}
+        factors = {name: sorted(chosen[name]) for name in confirm}
         tags += tagged(config, specs, factors, "confirmation", fresh)
     report = sweep(config, out, [s for s, _ in tags])
     runs = grouped(report, tags)
