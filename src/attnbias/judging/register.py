@@ -19,7 +19,9 @@ from ..theory_measures import ASSUMPTION1_EXAMPLE1, span
 from . import forest, papers
 from .claims import (
     CHECK_WORDS,
+    NOT_SUPPORTED,
     STATUSES,
+    SUPPORTED,
     check_stored,
     decoded_summary,
     is_consistency_check,
@@ -1224,6 +1226,7 @@ class Row:
     same_as: str = ""  # the id of an earlier row with the same evidence: this row is not counted
     superseded_by: str = ""  # the id of the row that decides this claim: not counted either
     paper: str = ""  # the paper the row cites (PaperClaim.paper): "ours" for our own readings
+    fragile: bool = False  # its verdict changes at ½× or 2× its thresholds (the sensitivity)
 
 
 def verdict(claim: dict, summary: dict) -> str:
@@ -1319,9 +1322,10 @@ def register_rows(found: dict[str, dict]) -> list[Row]:
                  entry.differences]  # fmt: skip
         superseded_by = entry.superseded_by if entry.superseded_by in answered_ids else ""
         keyed.append((claim["id"], evidence_key(claim) if not superseded_by else None))
+        fragile = bool((claim.get("sensitivity") or {}).get("fragile"))
         rows.append(Row(tuple(cell(c) for c in cells), status_of(claim),
                         is_consistency_check(claim), entry.experiment, "",
-                        superseded_by, entry.paper))  # fmt: skip
+                        superseded_by, entry.paper, fragile))  # fmt: skip
     same_as = repeat_targets(keyed)
     return [replace(row, same_as=same_as.get(row.cells[0], "")) for row in rows]
 
@@ -1391,6 +1395,23 @@ def by_source(rows: list[Row]) -> list[str]:
         "our readings and extensions (rows marked 'ours': a stricter reading, a proxy at "
         "our budget, an extension or an explanation; their verdicts say nothing about the "
         f"papers' claims): {counts(ours)}.",
+        "",
+    ]
+
+
+def fragile_decided(rows: list[Row]) -> list[str]:
+    """The decided verdicts among the counted rows that rest on the threshold: ½× or 2× of it
+    (the sensitivity column) would change them. Counted as decided (the rule was stated before
+    the data), and said apart: such a verdict holds at the stated threshold only."""
+    decided = [row for row in rows if row.verdict in (SUPPORTED, NOT_SUPPORTED) and row.fragile]
+    if not decided:
+        return []
+    names = ", ".join(row.cells[0] for row in decided)
+    return [
+        f"Of the decided verdicts, {len(decided)} rest on the threshold (fragile: at ½× or 2× "
+        f"of it the verdict changes): {counts(decided)} ({names}); each holds at the threshold "
+        "its rule stated before the data, and no further; where the threshold is ours, a "
+        "reading of the paper's words with another tolerance could decide otherwise.",
         "",
     ]
 
@@ -1555,6 +1576,7 @@ def register_markdown(found: dict[str, dict], command: str, figure: str | None =
         f"Verdicts: {counts(paper)}.",
         "",
         *by_source(paper),
+        *fragile_decided(paper),
         *(
             [
                 f"Not counted: {rows_count(len(repeats))} another row's evidence (the same runs "
