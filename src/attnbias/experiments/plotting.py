@@ -23,9 +23,6 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 from cycler import cycler
-from matplotlib.gridspec import GridSpec
-from matplotlib.layout_engine import ConstrainedLayoutEngine
-from matplotlib.transforms import Bbox
 
 from ..curves import Curves
 from ..norm_names import MATRIX_NORM_MEANINGS
@@ -256,149 +253,17 @@ def panel(ax, title: str, xlabel: str = "step", ylabel: str | None = None) -> No
         ax.set_ylabel(metric_label(ylabel))
 
 
-class GridLayout(ConstrainedLayoutEngine):
-    """Constrained layout, measured once per pass: for a plain grid (one panel a cell, no
-    figure legend or colorbar) the panels go where constrained layout puts them, from the
-    extents of their tick labels, axis labels, titles and texts alone; constrained layout itself
-    for any other figure. (It measures each panel's whole tight box, its ticks again for each
-    spine and shared-y sibling: about two thirds of drawing md-local's twelve log-log panels.)"""
-
-    def execute(self, fig):
-        if not _grid_layout(fig, self.get()):
-            super().execute(fig)
-
-
-def _overhang(ax, renderer) -> list[float] | None:
-    """How far (pixels: left, right, bottom, top) `ax` reaches beyond its box in constrained
-    layout's measure (titles by their height, axis labels by their depth), placed as drawing
-    places them; None for what it takes more to measure (an offset text, ticks labelled on the
-    top or right, an anchored legend, inset axes). A legend inside the panel stays inside."""
-    box = ax.bbox
-    edges = [box.x0, box.x1, box.y0, box.y1]
-
-    def reach(x0=np.inf, x1=-np.inf, y0=np.inf, y1=-np.inf):
-        edges[:] = min(edges[0], x0), max(edges[1], x1), min(edges[2], y0), max(edges[3], y1)
-
-    legend = ax.get_legend()
-    if ax.child_axes or (legend is not None and legend.get_bbox_to_anchor() is not ax.bbox):
-        return None
-    if ax.get_title("left") or ax.get_title("right"):
-        return None
-    scale = ax.figure.dpi / 72  # points to pixels
-    for axis, side in ((ax.xaxis, "bottom"), (ax.yaxis, "left")):
-        if not (ax.axison and axis.get_visible()):
-            continue
-        if axis.get_label_position() != side:
-            return None
-        ticks = axis._update_ticks()  # those in the view, as drawing (the public lists: all)
-        if axis.major.formatter.get_offset() or any(t.label2.get_visible() for t in ticks):
-            return None
-        labels = [t.label1 for t in ticks if t.label1.get_visible()]
-        # an unlabelled (minor) tick's empty label counts where it stands, as Axis counts it
-        empty = [label for label in labels if not label.get_text()][:1]
-        extents = [x.get_window_extent(renderer) for x in labels if x.get_text()]
-        extents += [x.get_window_extent(renderer) for x in empty]
-        for e in extents:
-            reach(e.x0, e.x1, e.y0, e.y1)
-        # the spine with its ticks, and the axis label beyond both (as Axis places it)
-        marks = [t.get_tick_padding() for t in ticks if t.tick1line.get_visible()]
-        out = max(marks, default=0.0) * scale if ax.get_frame_on() else 0.0
-        # (an empty label, or title, is a point where it stands: it counts too)
-        label, gap = axis.label, axis.labelpad * scale
-        depth = label.get_window_extent(renderer) if label.get_visible() else None
-        if side == "left":
-            beyond = min([box.x0 - out] + [e.x0 for e in extents])
-            reach(x0=box.x0 - out if depth is None else beyond - gap - depth.width)
-        else:
-            beyond = min([box.y0 - out] + [e.y0 for e in extents])
-            reach(y0=box.y0 - out if depth is None else beyond - gap - depth.height)
-    if ax.title.get_visible():
-        e = ax.title.get_window_extent(renderer)
-        reach(y0=e.y0, y1=e.y1)
-    for text in ax.texts:
-        if text.get_visible() and text.get_in_layout():
-            e = text.get_window_extent(renderer)
-            reach(e.x0, e.x1, e.y0, e.y1)
-    return [box.x0 - edges[0], edges[1] - box.x1, box.y0 - edges[2], edges[3] - box.y1]
-
-
-def _grid_layout(fig, params) -> bool:
-    """Place the panels of a figure whose axes are one per cell of one grid where constrained
-    layout would (its pads, per-column and per-row margins, panels sized by the grid's ratios,
-    the suptitle on top), measuring each twice (at its first place, then at the one found);
-    False for any other figure."""
-    axes, suptitle = fig.axes, fig._suptitle
-    drawn = [t for t in fig.texts if t is not suptitle] or fig.legends or fig.subfigs
-    if not axes or drawn or fig.images or fig.patches or fig.lines or fig.artists:
-        return False
-    if fig._supxlabel is not None or fig._supylabel is not None:
-        return False
-    spec = axes[0].get_subplotspec()
-    grid = spec.get_gridspec() if spec is not None else None
-    if type(grid) is not GridSpec or grid.figure is not fig:
-        return False
-    cells = {}
-    for ax in axes:
-        spec = ax.get_subplotspec()
-        if spec is None or spec.get_gridspec() is not grid or spec.num1 != spec.num2:
-            return False
-        if spec.num1 in cells or ax.get_aspect() != "auto" or not ax.get_in_layout():
-            return False
-        cells[spec.num1] = ax
-    rows, cols = grid.get_geometry()
-    renderer = fig._get_renderer()
-    width, height = fig.bbox.width, fig.bbox.height
-    w_pad, h_pad = params["w_pad"] * fig.dpi, params["h_pad"] * fig.dpi  # inches → pixels
-    # a cell's pad: w_pad (h_pad), or between cells half of wspace (hspace) if that is more
-    w_space = max(w_pad, params["wspace"] * width / (2 * cols))
-    h_space = max(h_pad, params["hspace"] * height / (2 * rows))
-    top = 0.0
-    if suptitle is not None and suptitle.get_in_layout() and getattr(suptitle, "_autopos", 0):
-        suptitle.set_y(1 - h_pad / height)
-        top = suptitle.get_window_extent(renderer).height + 2 * h_pad
-    for _ in range(2):  # again where the first pass put them, as constrained layout does
-        left, right = np.zeros(cols), np.zeros(cols)
-        bottom, upper = np.zeros(rows), np.zeros(rows)
-        for cell, ax in cells.items():
-            reach = _overhang(ax, renderer) if ax.get_visible() else [0.0] * 4
-            if reach is None:
-                return False
-            i, j = divmod(cell, cols)
-            left[j], right[j] = max(left[j], reach[0]), max(right[j], reach[1])
-            bottom[i], upper[i] = max(bottom[i], reach[2]), max(upper[i], reach[3])
-        # the pads: w_pad (h_pad) at the figure's edges, the cell pad between cells
-        pad_l = np.r_[w_pad, np.full(cols - 1, w_space)]
-        pad_r = np.r_[np.full(cols - 1, w_space), w_pad]
-        pad_t = np.r_[h_pad, np.full(rows - 1, h_space)]
-        pad_b = np.r_[np.full(rows - 1, h_space), h_pad]
-        outer_w = left + right + pad_l + pad_r
-        outer_h = bottom + upper + pad_t + pad_b
-        ratios_w = np.asarray(grid.get_width_ratios(), dtype=float)
-        ratios_h = np.asarray(grid.get_height_ratios(), dtype=float)
-        inner_w = (width - outer_w.sum()) * ratios_w / ratios_w.sum()
-        inner_h = (height - top - outer_h.sum()) * ratios_h / ratios_h.sum()
-        if inner_w.min() <= 0 or inner_h.min() <= 0:
-            return False  # no room: constrained layout says so
-        x0 = np.cumsum(np.r_[0, (outer_w + inner_w)[:-1]]) + pad_l + left
-        y1 = height - top - np.cumsum(np.r_[0, (outer_h + inner_h)[:-1]]) - pad_t - upper
-        for cell, ax in cells.items():
-            i, j = divmod(cell, cols)
-            place = Bbox.from_bounds(x0[j], y1[i] - inner_h[i], inner_w[j], inner_h[i])
-            ax._set_position(place.transformed(fig.transFigure.inverted()))
-    return True
-
-
 def subplots(rows: int, cols: int, size=(3.2, 2.6), sharey=False):
-    """A grid of rows × cols panels (size: one panel's inches) drawn in the package's `STYLE`,
-    laid out by `GridLayout`; sharey as matplotlib's ("row", "all", True): panels that compare
-    the same quantity share their y scale."""
+    """A constrained-layout grid of rows × cols panels (size: one panel's inches) drawn in the
+    package's `STYLE`; sharey as matplotlib's ("row", "all", True): panels that compare the same
+    quantity share their y scale."""
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(
             rows,
             cols,
             figsize=(size[0] * cols, size[1] * rows),
             squeeze=False,
-            layout=GridLayout(),
+            layout="constrained",
             sharey=sharey,
         )
     for ax in axes.flat:  # kept for the ticks matplotlib makes when it draws
