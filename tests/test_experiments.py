@@ -92,11 +92,12 @@ CONFIG_KEYS = {
     # issue 29: GD vs NGD and NGD vs Polyak at tuned steps (grid, extensions, selection seeds)
     # Polyak uncapped (γ_b = ∞, issue 29); grid grown at most 8 times, 100 seeds, 100 fresh
     # confirmation seeds for polyak-faster (issue 29)
-    "ngd-fixed": ("756478bf899da3dc", "be5269fde8ccb159"),
+    # issue 29: a second confirmation, 300 fresh seeds from 2101 (confirmation_first)
+    "ngd-fixed": ("ee0f59415fee223f", "324fedb5d19acd69"),
     # small random start; issue 29: speed at tuned steps (grid, extensions, selection seeds)
-    "ngd-joint": ("99deacda6757e674", "e7d529b6fd96723a"),  # Polyak uncapped
+    "ngd-joint": ("f64840ea83023fb8", "c1e40bf362bc48da"),  # Polyak uncapped
     # 30 seeds; grid grown at most 8 times; 100 confirmation seeds (issue 29)
-    "antipodal": ("0d71840927475dd9", "aa4dfda3df211578"),
+    "antipodal": ("64609b15f02143b7", "9167e6609fa17efe"),
     "kq-nuclear": ("cbba58face019893", "c864d0512e0f2cf8"),
     # issue 29 (one policy for Adam and Muon): the Adam row judged on an Adam-decay arm, as_run
     "atlas": ("eb696d719cfab88a", "efdf33af03c3feac"),
@@ -122,7 +123,7 @@ CONFIG_KEYS = {
     # Muon-long (10× the steps at Muon's tuned η), at_config_step (the atlas's η = 0.2)
     # issue 29: `checks` (NS-f64's row a consistency check), Muon-long in `stalls`
     # confirmation_seeds = 0 (a field of every tuned experiment)
-    "reexamine-muon": ("136be06d2b26b2e7", "38251731b2b5ca02"),
+    "reexamine-muon": ("900472f9c2be4eb9", "6184a33eaa4e4621"),
     # as_run: constant-rate Adam; 3·10⁵ steps: at 10⁵ Adam-decay's gap straddled 0.05;
     # `stalled`: constant-rate Adam's stall in its ε regime decides no row
     # issue 29: an arm with ε = 0 (Adam-eps0) judges the constant-rate rows; ε = 1e-300 none
@@ -134,7 +135,7 @@ CONFIG_KEYS = {
     # γ_b = ∞ exact (caps [1e2, 1e4, 1e6, inf]; `uncapped`, the 1e300 stand-in, gone)
     # issue 29 (read 9): Polyak's 1/c tuned per cap (cs, paper_c, paper_cap gone), grown 8
     # times as ngd-fixed's, judged on 100 confirmation seeds
-    "reexamine-polyak": ("758f47bbb3803e2c", "3c027bcbd1a68fe1"),
+    "reexamine-polyak": ("b8b261843e9cec02", "80345400d6b16d0e"),
 }
 
 

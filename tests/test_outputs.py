@@ -50,9 +50,9 @@ def assert_consistent(out: Path):
     selection = range(
         SELECTION_SEED_BASE + 1, SELECTION_SEED_BASE + config.get("selection_seeds", 0) + 1
     )
-    confirmation = range(
-        CONFIRMATION_SEED_BASE + 1, CONFIRMATION_SEED_BASE + config.get("confirmation_seeds", 0) + 1
-    )
+    first = config.get("confirmation_first", 0)
+    confirmation = range(first, first + config.get("confirmation_seeds", 0))
+    assert all(seed > CONFIRMATION_SEED_BASE for seed in confirmation)
     # step tuning's and confirmation's seeds apart
     assert seeds == {*range(1, config["seeds"] + 1), *selection, *confirmation}
 

@@ -134,6 +134,7 @@ def test_engine_keeps_the_schedule_when_runs_leave_the_batch():
             "explained_if.torch-muon is empty",
         ),
         ("reexamine-polyak", {"confirmation_seeds": -1}, "confirmation_seeds"),
+        ("reexamine-polyak", {"confirmation_first": 2000}, "confirmation_first"),
         ("reexamine-polyak", {"caps": [1e2, float("nan")]}, r"caps\[1\]"),
         ("reexamine-polyak", {"caps": [1e2, "infinite"]}, r"caps\[1\]"),
         ("reexamine-polyak", {"caps": [1e6, 1e6]}, "at least two caps"),

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pydantic import Field, model_validator
 
-from ..config import NonNegativeInt, PositiveInt, numbers
+from ..config import NonNegativeInt, PositiveInt, integer, numbers
 from ..curves import curves
 from ..engine import RunSpec
 from ..experiment_configs.sweep import SweepConfig
@@ -19,7 +19,7 @@ from .runs import scaled_step, sweep
 
 # the selection seeds are SELECTION_SEED_BASE + 1, …: disjoint from the evaluation seeds 1..seeds
 SELECTION_SEED_BASE = 1000
-# fresh seeds a comparison is confirmed on (`confirmed`): CONFIRMATION_SEED_BASE + 1, …, apart
+# fresh seeds a comparison is confirmed on (`confirmed`) lie above CONFIRMATION_SEED_BASE, apart
 # from both
 CONFIRMATION_SEED_BASE = 2000
 
@@ -41,9 +41,13 @@ class TuningConfig(SweepConfig):
         description=f"seeds the steps and levels are chosen on: {SELECTION_SEED_BASE} + 1, …"
     )
     confirmation_seeds: NonNegativeInt = Field(
-        description=f"fresh seeds ({CONFIRMATION_SEED_BASE} + 1, …) a comparison is judged on, "
-        "each method at the steps and levels chosen on the selection seeds (0: judged on the "
-        "evaluation seeds)"
+        description="fresh seeds (confirmation_first, …) a comparison is judged on, each method "
+        "at the steps and levels chosen on the selection seeds (0: judged on the evaluation "
+        "seeds)"
+    )
+    confirmation_first: integer(gt=CONFIRMATION_SEED_BASE) = Field(
+        description=f"the first confirmation seed (above {CONFIRMATION_SEED_BASE}): past the "
+        "seeds of an earlier confirmation, whose verdict was seen"
     )
 
     @model_validator(mode="after")
@@ -58,6 +62,11 @@ class TuningConfig(SweepConfig):
                 f"rate_factors must hold at least 2 distinct factors, got {list(self.rate_factors)}"
             )
         return self
+
+    @property
+    def confirmation_range(self) -> range:
+        """The confirmation seeds: confirmation_first, …, confirmation_seeds of them."""
+        return range(self.confirmation_first, self.confirmation_first + self.confirmation_seeds)
 
 
 def selection_seeds(config: TuningConfig) -> range:
@@ -152,8 +161,8 @@ def tuned_sweep(
     `also_at` (name → factors) at those factors too (a reference run at a step a claim
     names): the sweep's report, each algorithm's runs at its config step (name → Curves) and
     the Tuned runs (of the named algorithms). The algorithms in `confirm` also run at their
-    chosen steps on config.confirmation_seeds fresh seeds (CONFIRMATION_SEED_BASE + 1, …; none
-    when 0) that no choice and no look has seen, in the same sweep: `confirmed` gives the
+    chosen steps on the config's fresh confirmation seeds (`confirmation_range`; none when
+    there are 0) that no choice and no look has seen, in the same sweep: `confirmed` gives the
     Tuned whose evaluation runs they are."""
     names = list(names or [a.name for a in config.algorithms])
     selection_tags, chosen = tune(config, out, specs, metrics, names, score)
@@ -166,10 +175,8 @@ def tuned_sweep(
     base = [(spec, ("evaluation", spec.algorithm.name, 1.0)) for spec in specs(config)]
     tags = base + evaluation_tags + selection_tags
     if confirm and config.confirmation_seeds:
-        n = config.confirmation_seeds
-        fresh = range(CONFIRMATION_SEED_BASE + 1, CONFIRMATION_SEED_BASE + n + 1)
         factors = {name: sorted(chosen[name]) for name in confirm}
-        tags += tagged(config, specs, factors, "confirmation", fresh)
+        tags += tagged(config, specs, factors, "confirmation", config.confirmation_range)
     report = sweep(config, out, [s for s, _ in tags])
     runs = grouped(report, tags)
     groups = {name: by[1.0] for name, by in runs["evaluation"].items()}
