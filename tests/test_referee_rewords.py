@@ -64,7 +64,7 @@ def test_the_norm_growth_bound_is_a_consistency_check(made):
         ("ngd-rates/lemma1-vs-margin-geometry", "adds no test beyond alignment"),
         ("ngd-joint/v-aligns", register.BEYOND_THM3),
         ("ngd-joint/W-aligns", register.BEYOND_THM3),
-        ("ngd-fixed/polyak-faster", "on 300 fresh confirmation seeds (2101–2400; a first confirmation"),
+        ("ngd-fixed/polyak-faster", "on 300 fresh confirmation seeds (2101–2400; a first"),
         ("antipodal/polyak-faster", "on 100 fresh confirmation seeds"),
         ("ngd-fixed/ngd-beats-gd", register.FIXED_GROWN),
         ("antipodal/ngd-beats-gd", register.FIXED_GROWN),

@@ -1,7 +1,7 @@
 """Issue 29 (referee, point 11): one piece of evidence is one counted row. Two rows may report
 the same runs (e.g. the atlas's and reexamine-muon's own-norm gap at one step), as do
-ngd-fixed/polyak-faster and reexamine-polyak's uncapped row (the same confirmation runs). The register counts
-the first and points to it from the other."""
+ngd-fixed/polyak-faster and reexamine-polyak's uncapped row (the same confirmation runs). The
+register counts the first and points to it from the other."""
 
 from __future__ import annotations
 
