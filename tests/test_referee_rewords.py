@@ -353,7 +353,7 @@ def test_fixed_head_rows_name_their_config_seeds_and_growth(experiment):
     grown = {2: "twice", 8: "eight times"}[config.rate_extensions]
     for slug in ("ngd-beats-gd", "polyak-faster"):
         text = ENTRIES[f"{experiment}/{slug}"].differences
-        assert f"logistic loss, {config.seeds} seeds" in text
+        assert f"logistic loss, {config.seeds} evaluation seeds" in text
         assert f"disjoint from the {config.seeds} evaluation seeds" in text
         assert f"at most {grown}," in text
     confirmation = ENTRIES[f"{experiment}/polyak-faster"].differences
