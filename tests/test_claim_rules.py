@@ -55,7 +55,8 @@ def assert_reasons_printed(claim: dict) -> None:
     inconclusive part is printed in its row."""
     columns = verdict_columns(claim)
     if claim["status"] == INCONCLUSIVE:
-        assert reasons(claim) and columns["verdict"].endswith(")"), columns["verdict"]
+        why = reasons(claim)
+        assert why and f"({'; '.join(why)})" in columns["verdict"], columns["verdict"]
         assert "robust" not in columns["sensitivity"] or not unmet_anywhere(claim)
     for unmet in unmet_anywhere(claim):
         assert unmet in columns["verdict"], (unmet, columns)
