@@ -92,12 +92,13 @@ CONFIG_KEYS = {
     # issue 29: GD vs NGD and NGD vs Polyak at tuned steps (grid, extensions, selection seeds)
     # Polyak uncapped (γ_b = ∞, issue 29); grid grown at most 8 times, 100 seeds, 100 fresh
     # confirmation seeds for polyak-faster (issue 29)
-    # issue 29: a second confirmation, 300 fresh seeds from 2101 (confirmation_first)
-    "ngd-fixed": ("ee0f59415fee223f", "324fedb5d19acd69"),
+    # issue 29: a second confirmation, 300 fresh seeds from 2101 (confirmation_first); the
+    # first's seeds run again (earlier_confirmations: every tuned config's key moved)
+    "ngd-fixed": ("442443b6d36da554", "3bb2f482cb5d15f9"),
     # small random start; issue 29: speed at tuned steps (grid, extensions, selection seeds)
-    "ngd-joint": ("f64840ea83023fb8", "c1e40bf362bc48da"),  # Polyak uncapped
+    "ngd-joint": ("cb3c54cd507a30aa", "42ed7f5a345f4009"),  # Polyak uncapped
     # 30 seeds; grid grown at most 8 times; 100 confirmation seeds (issue 29)
-    "antipodal": ("64609b15f02143b7", "9167e6609fa17efe"),
+    "antipodal": ("9e0481a610a1cb3f", "44ccd7f2c6a40cfc"),
     "kq-nuclear": ("cbba58face019893", "c864d0512e0f2cf8"),
     # issue 29 (one policy for Adam and Muon): the Adam row judged on an Adam-decay arm, as_run
     "atlas": ("eb696d719cfab88a", "efdf33af03c3feac"),
@@ -123,7 +124,7 @@ CONFIG_KEYS = {
     # Muon-long (10× the steps at Muon's tuned η), at_config_step (the atlas's η = 0.2)
     # issue 29: `checks` (NS-f64's row a consistency check), Muon-long in `stalls`
     # confirmation_seeds = 0 (a field of every tuned experiment)
-    "reexamine-muon": ("900472f9c2be4eb9", "6184a33eaa4e4621"),
+    "reexamine-muon": ("df1f2cc0fe3ccb61", "28e9faec307f594c"),
     # as_run: constant-rate Adam; 3·10⁵ steps: at 10⁵ Adam-decay's gap straddled 0.05;
     # `stalled`: constant-rate Adam's stall in its ε regime decides no row
     # issue 29: an arm with ε = 0 (Adam-eps0) judges the constant-rate rows; ε = 1e-300 none
@@ -135,7 +136,7 @@ CONFIG_KEYS = {
     # γ_b = ∞ exact (caps [1e2, 1e4, 1e6, inf]; `uncapped`, the 1e300 stand-in, gone)
     # issue 29 (read 9): Polyak's 1/c tuned per cap (cs, paper_c, paper_cap gone), grown 8
     # times as ngd-fixed's, judged on 100 confirmation seeds
-    "reexamine-polyak": ("b8b261843e9cec02", "80345400d6b16d0e"),
+    "reexamine-polyak": ("2b6c756b47b4b075", "d94cede49abc5cee"),
 }
 
 

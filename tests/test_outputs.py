@@ -54,7 +54,11 @@ def assert_consistent(out: Path):
     confirmation = range(first, first + config.get("confirmation_seeds", 0))
     assert all(seed > CONFIRMATION_SEED_BASE for seed in confirmation)
     # step tuning's and confirmation's seeds apart
-    assert seeds == {*range(1, config["seeds"] + 1), *selection, *confirmation}
+    earlier = [
+        s for first, n in config.get("earlier_confirmations", []) for s in range(first, first + n)
+    ]
+    assert all(seed > CONFIRMATION_SEED_BASE for seed in earlier)
+    assert seeds == {*range(1, config["seeds"] + 1), *selection, *confirmation, *earlier}
 
 
 def test_summary_records_config_hash_and_code_version(tmp_path):

@@ -135,6 +135,14 @@ def test_engine_keeps_the_schedule_when_runs_leave_the_batch():
         ),
         ("reexamine-polyak", {"confirmation_seeds": -1}, "confirmation_seeds"),
         ("reexamine-polyak", {"confirmation_first": 2000}, "confirmation_first"),
+        # an earlier look ends before the next begins, on seeds above the confirmation base
+        (
+            "reexamine-polyak",
+            {"earlier_confirmations": [[2050, 100]]},
+            r"earlier_confirmations\[0\]",
+        ),
+        ("reexamine-polyak", {"earlier_confirmations": [[2000, 5]]}, "earlier_confirmations"),
+        ("reexamine-polyak", {"earlier_confirmations": [[2001, 0]]}, "earlier_confirmations"),
         ("reexamine-polyak", {"caps": [1e2, float("nan")]}, r"caps\[1\]"),
         ("reexamine-polyak", {"caps": [1e2, "infinite"]}, r"caps\[1\]"),
         ("reexamine-polyak", {"caps": [1e6, 1e6]}, "at least two caps"),

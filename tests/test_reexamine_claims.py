@@ -9,7 +9,7 @@ a comparison against its stalled arm) prints the stall beside its verdict."""
 from __future__ import annotations
 
 import math
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import numpy as np
 
@@ -17,7 +17,8 @@ import claim_cases as base
 from attnbias.curves import Curves
 from attnbias.experiment_registry import load_config
 from attnbias.experiments import reexamine_atlas, reexamine_polyak
-from attnbias.judging.claims import reasons, verdict_columns
+from attnbias.experiments.tuning_sweep import confirmed
+from attnbias.judging.claims import NOT_SUPPORTED, SUPPORTED, reasons, verdict_columns, verdict_text
 from attnbias.judging.verdicts.tuning import Tuned
 
 LETTER = {"supported": "S", "not supported": "N", "inconclusive": "I", "not applicable": "A"}
@@ -403,14 +404,27 @@ def test_a_confirmed_row_keeps_the_evaluation_seeds_comparison_as_evidence():
     the evaluation seeds' parts kept beside, and each row names its Polyak's tuned 1/c."""
     polyak = load_config("reexamine-polyak", quick=True, overrides={"caps": [1e2, 1e6]})
     seen, fresh = polyak_tuned(polyak_groups()), polyak_tuned(polyak_groups(swapped=True))
-    made = {c.id.split("/")[1]: c for c in reexamine_polyak.claims(polyak_groups(), polyak,
-                                                                   seen, fresh)}  # fmt: skip
+    # as tuned_sweep gives them: the confirmation's runs, and a first confirmation's before it
+    seen = replace(seen, confirmation=fresh.evaluation, earlier={"2001–2002": fresh.evaluation})
+    judged = reexamine_polyak.claims(polyak_groups(), polyak, seen, confirmed(seen))
+    made = {c.id.split("/")[1]: c for c in judged}
     row = made["polyak-faster-cap-1e6"]
-    earlier = row.evidence["on_the_evaluation_seeds"]
-    assert len(earlier) == 6 and letters(row) == "N/NNN"  # seen: supported at 6 levels
+    looks = row.evidence["earlier_looks"]
+    assert list(looks) == ["the evaluation seeds", "2001–2002"]
+    # seen: supported at 6 levels; the first confirmation judged alone as the row is
+    assert len(looks["the evaluation seeds"]["parts"]) == 6
+    assert looks["the evaluation seeds"]["verdict"] == SUPPORTED
+    # the row on the confirmation, at the 6 levels chosen on the selection seeds: refuted
+    assert looks["2001–2002"]["verdict"] == NOT_SUPPORTED and letters(row) == "N/NNNNNN"
     assert all(" over Polyak γ_b=1e6 at " in p.rule.quantity for p in row.parts)
+    text = verdict_text(asdict(row))
+    assert text.endswith(
+        "[earlier looks, each judged alone and stored with the row: the "
+        "evaluation seeds: supported; 2001–2002: not supported]"
+    )
     ends = made["ngd-ends-ahead-cap-1e6"]
     assert ends.claim.startswith("NGD at η = 0.2 ends ahead of Polyak γ_b=1e6 at η = 0.2")
+    assert list(ends.evidence["earlier_looks"]) == ["the evaluation seeds", "2001–2002"]
 
 
 def claims_as_stored(claim) -> dict:

@@ -11,6 +11,7 @@ optimal-token softmax score and the alignment of W_t with the Frobenius Att-SVM 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Literal
@@ -36,7 +37,7 @@ from .runs import (
     random_init,
     sweep_summary,
 )
-from .tuning_sweep import TuningConfig, confirmed, tuned_sweep
+from .tuning_sweep import TuningConfig, confirmed, earlier_looks, tuned_sweep
 
 DESCRIPTION = (
     "GD vs NGD vs NGD-momentum vs Polyak on example1: global convergence, fast (NGD paper Fig. 2)"
@@ -227,13 +228,24 @@ def polyak_faster_row(
     confirmation seeds, or the evaluation seeds where none ran), each part inconclusive where
     Polyak's cap binds first where `cap_binds` gives (γ_b, onsets) (`rules.unless_cap_binds`;
     None: the cap is the setting judged); where `fresh` is a confirmation, the same comparison
-    on the evaluation seeds (looked at before the confirmation ran) is its evidence."""
+    on each look before it (the evaluation seeds, earlier confirmations: `earlier_looks`) is
+    its evidence."""
     claim = rules.tuned_polyak_faster(fresh, fast, reference)
     if cap_binds is not None:
         claim = rules.unless_cap_binds(claim, fresh, fast, *cap_binds, rules.PLACED_BY_PACE)
-    if fresh is not tuned:
-        earlier = rules.tuned_polyak_faster(tuned, fast, reference)
-        claim.evidence["on_the_evaluation_seeds"] = [rules.part_summary(p) for p in earlier.parts]
+    return with_earlier_looks(
+        claim, tuned, lambda look: rules.tuned_polyak_faster(look, fast, reference)
+    )
+
+
+def with_earlier_looks(claim: Claim, tuned: Tuned, judged: Callable[[Tuned], Claim]) -> Claim:
+    """`claim` (judged on the confirmation) with the same rule `judged` on each look before it
+    (`tuning_sweep.earlier_looks`) as its evidence, each look judged alone (`look_summary`)."""
+    looks = earlier_looks(tuned)
+    if looks:
+        claim.evidence["earlier_looks"] = {
+            seeds: rules.look_summary(judged(look)) for seeds, look in looks.items()
+        }
     return claim
 
 

@@ -149,7 +149,8 @@ def claims(
     """Speed per cap and at some cap, each method at its tuned step, judged on `fresh` (the
     confirmation runs; `tuned` where none ran) with `tuned`'s evaluation seeds as evidence
     (`ngd_fixed.polyak_faster_row`; no cap doubt: the cap is the setting judged); who ends ahead
-    per cap, each at its step tuned for the misalignment, on `fresh`; the cap ladder at c = 1
+    per cap, each at its step tuned for the misalignment, on `fresh` (each earlier look as
+    evidence, `ngd_fixed.with_earlier_looks`); the cap ladder at c = 1
     on the evaluation seeds (`groups`)."""
     fresh = fresh or tuned
     reference = config.reference.name
@@ -157,7 +158,6 @@ def claims(
         cap: ngd_fixed.polyak_faster_row(tuned, fresh, polyak_name(cap), reference)
         for cap in config.caps
     }
-    ends = tuned_at_misalignment(fresh, [reference, *map(polyak_name, config.caps)])
     out = [
         *speed.values(),
         Claim(
@@ -167,7 +167,14 @@ def claims(
             parts=list(speed.values()),
             any_part=True,
         ),
-        *(ends_ahead_row(fresh, ends, reference, polyak_name(cap)) for cap in config.caps),
+        *(
+            ngd_fixed.with_earlier_looks(
+                ends_ahead_row(fresh, reference, polyak_name(cap)),
+                tuned,
+                partial(ends_ahead_row, reference=reference, polyak=polyak_name(cap)),
+            )
+            for cap in config.caps
+        ),
         rules.larger_cap_ends_closer(groups, [polyak_name(cap) for cap in config.ladder_caps]),
     ]
     slugs = [
@@ -179,11 +186,12 @@ def claims(
     return identified(config.experiment, out, slugs)
 
 
-def ends_ahead_row(tuned: Tuned, ends: dict[str, Curves], reference: str, polyak: str) -> Claim:
+def ends_ahead_row(tuned: Tuned, reference: str, polyak: str) -> Claim:
     """`reference` (NGD) ends ahead of `polyak`, each at its step tuned for the misalignment
-    (`ends`: `tuned_at_misalignment`'s runs); a best step at its grid's edge leaves open the
-    verdict a better step for it could overturn."""
+    (`tuned_at_misalignment`'s runs); a best step at its grid's edge leaves open the verdict a
+    better step for it could overturn."""
     metric = ngd_rules.MISALIGNMENT
+    ends = tuned_at_misalignment(tuned, [reference, polyak])
     doubts = {**edge_doubts(tuned, reference, metric, "fast"),
               **edge_doubts(tuned, polyak, metric, "slow")}  # fmt: skip
     name = tuned_name(tuned, polyak)

@@ -49,6 +49,12 @@ class TuningConfig(SweepConfig):
         description=f"the first confirmation seed (above {CONFIRMATION_SEED_BASE}): past the "
         "seeds of an earlier confirmation, whose verdict was seen"
     )
+    earlier_confirmations: list[tuple[integer(gt=CONFIRMATION_SEED_BASE), PositiveInt]] = Field(
+        default=[],
+        description="(first seed, seeds) of each confirmation looked at before this one, oldest "
+        "first: run again at the same chosen steps, each judged alone, their verdicts are "
+        "evidence beside the confirmation's (a look's numbers are stored, not written by hand)",
+    )
 
     @model_validator(mode="after")
     def _selection_apart_from_evaluation(self):
@@ -57,6 +63,14 @@ class TuningConfig(SweepConfig):
         apart = CONFIRMATION_SEED_BASE - SELECTION_SEED_BASE  # the confirmation seeds above
         if self.selection_seeds > apart:
             raise ValueError(f"selection_seeds must be <= {apart}, got {self.selection_seeds}")
+        looks = [range(first, first + n) for first, n in self.earlier_confirmations]
+        for i, (look, later) in enumerate(zip(looks, [*looks[1:], self.confirmation_range])):
+            if look.stop > later.start:
+                raise ValueError(
+                    f"earlier_confirmations[{i}] (seeds {look.start}–{look.stop - 1}) must end "
+                    f"before the next confirmation's first seed {later.start}: oldest first, "
+                    "each look on seeds of its own"
+                )
         if len(set(self.rate_factors)) < 2:
             raise ValueError(
                 f"rate_factors must hold at least 2 distinct factors, got {list(self.rate_factors)}"
@@ -67,6 +81,16 @@ class TuningConfig(SweepConfig):
     def confirmation_range(self) -> range:
         """The confirmation seeds: confirmation_first, …, confirmation_seeds of them."""
         return range(self.confirmation_first, self.confirmation_first + self.confirmation_seeds)
+
+    @property
+    def earlier_ranges(self) -> list[range]:
+        """The seeds of each earlier confirmation (`earlier_confirmations`), oldest first."""
+        return [range(first, first + n) for first, n in self.earlier_confirmations]
+
+
+def seeds_label(seeds: range) -> str:
+    """A range of seeds as the register names it: "2001–2100"."""
+    return f"{seeds.start}–{seeds.stop - 1}"
 
 
 def selection_seeds(config: TuningConfig) -> range:
@@ -163,7 +187,8 @@ def tuned_sweep(
     the Tuned runs (of the named algorithms). The algorithms in `confirm` also run at their
     chosen steps on the config's fresh confirmation seeds (`confirmation_range`; none when
     there are 0) that no choice and no look has seen, in the same sweep: `confirmed` gives the
-    Tuned whose evaluation runs they are."""
+    Tuned whose evaluation runs they are; they also run on the seeds of each earlier
+    confirmation (`earlier_confirmations`), whose looks `earlier_looks` gives."""
     names = list(names or [a.name for a in config.algorithms])
     selection_tags, chosen = tune(config, out, specs, metrics, names, score)
     grid = {name: {f for _, (_, n, f) in selection_tags if n == name} for name in every_factor}
@@ -177,13 +202,17 @@ def tuned_sweep(
     if confirm and config.confirmation_seeds:
         factors = {name: sorted(chosen[name]) for name in confirm}
         tags += tagged(config, specs, factors, "confirmation", config.confirmation_range)
+        for look in config.earlier_ranges:
+            tags += tagged(config, specs, factors, seeds_label(look), look)
     report = sweep(config, out, [s for s, _ in tags])
     runs = grouped(report, tags)
     groups = {name: by[1.0] for name, by in runs["evaluation"].items()}
     evaluation = {name: by for name, by in runs["evaluation"].items() if name in names}
     tuned = Tuned(runs["selection"], evaluation,
                   {a.name: step_of(a) for a in config.algorithms if a.name in names},
-                  score, runs.get("confirmation"))  # fmt: skip
+                  score, runs.get("confirmation"),
+                  {seeds_label(r): runs[seeds_label(r)] for r in config.earlier_ranges
+                   if confirm and config.confirmation_seeds})  # fmt: skip
     return report, groups, tuned
 
 
@@ -193,3 +222,14 @@ def confirmed(tuned: Tuned) -> Tuned:
     if not tuned.confirmation:
         return tuned
     return Tuned(tuned.selection, tuned.confirmation, tuned.steps, tuned.score)
+
+
+def earlier_looks(tuned: Tuned) -> dict[str, Tuned]:
+    """Each look before the confirmation, as a Tuned judged on its runs: "the evaluation
+    seeds" (where a confirmation ran) and each earlier confirmation by its seeds ("2001–2100");
+    empty without a confirmation."""
+    if not tuned.confirmation:
+        return {}
+    looks = {"the evaluation seeds": tuned.evaluation, **tuned.earlier}
+    return {seeds: Tuned(tuned.selection, runs, tuned.steps, tuned.score)
+            for seeds, runs in looks.items()}  # fmt: skip

@@ -1057,8 +1057,9 @@ def parts_against(claim: dict) -> list[int] | None:
 
 
 def verdict_text(claim: dict) -> str:
-    """The verdict in words (`verdict_word`) with its reasons in brackets when inconclusive,
-    and, where its parts point both ways (`parts_against`), which lie against the claim."""
+    """The verdict in words (`verdict_word`) with its reasons in brackets when inconclusive;
+    where its parts point both ways (`parts_against`), which lie against the claim; and where
+    it was looked at before (its evidence's `earlier_looks`), each earlier look's verdict."""
     why = reasons(claim)
     text = verdict_word(claim) + (f" ({'; '.join(why)})" if why else "")
     against = parts_against(claim)
@@ -1067,6 +1068,11 @@ def verdict_text(claim: dict) -> str:
         text += (f" [its parts point both ways: the estimates of part{'s' * (len(against) > 1)} "
                  f"{', '.join(map(str, against))} of {k} lie against the claim, the others on "
                  "its side]")  # fmt: skip
+    looks = (claim.get("evidence") or {}).get("earlier_looks")
+    if looks:
+        text += (" [earlier looks, each judged alone and stored with the row: "
+                 + "; ".join(f"{seeds}: {look['verdict']}" for seeds, look in looks.items())
+                 + "]")  # fmt: skip
     return text
 
 

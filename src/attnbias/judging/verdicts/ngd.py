@@ -22,6 +22,7 @@ from ..claims import (
     not_applicable,
     paired_difference,
     ratio_effect,
+    reasons,
 )
 from .common import common_level, described, final, over_runs, paired, steps_to_reach, values
 from .theory import no_violations, polylog_misalignment_order, unresolved
@@ -618,6 +619,16 @@ def part_summary(part: Claim) -> dict:
         why = [part.evidence.get("not_applicable", "")]
         return {"rule": part.claim, "effect": effect, "verdict": part.status, "unmet": why}
     return {"rule": part.rule.text, "effect": effect, "verdict": part.status, "unmet": part.unmet}
+
+
+def look_summary(claim: Claim) -> dict:
+    """A claim judged on one look's seeds, as plain numbers for the evidence: its verdict, why
+    (`claims.reasons`) and its parts (`part_summary`; a claim without parts: itself)."""
+    return {
+        "verdict": claim.status,
+        "reasons": reasons(asdict(claim)),
+        "parts": [part_summary(p) for p in claim.parts or [claim]],
+    }
 
 
 def ngd_beats_gd(tuned: Tuned, reference: str, baseline: str, start: float) -> Claim:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -82,6 +82,8 @@ class Tuned:
     score: str = "rate"
     # method → step factor → its runs on fresh confirmation seeds, where some ran
     confirmation: dict[str, dict[float, Curves]] | None = None
+    # seeds of an earlier confirmation ("2001–2100") → method → step factor → its runs there
+    earlier: dict[str, dict[str, dict[float, Curves]]] = field(default_factory=dict)
 
     def chosen(self, method: str, metric: str) -> float:
         return chosen_factor(rate_scores(self.selection[method], metric, self.score))
