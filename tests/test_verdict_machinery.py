@@ -6,6 +6,7 @@ from dataclasses import asdict
 
 import pytest
 
+from attnbias.experiment_registry import load_config
 from attnbias.judging.claims import (
     NOT_SUPPORTED,
     SUPPORTED,
@@ -15,6 +16,7 @@ from attnbias.judging.claims import (
     is_consistency_check,
     paper_verdict,
 )
+from attnbias.store import config_key
 from test_experiments import TINY
 
 
@@ -417,7 +419,30 @@ def test_the_register_names_the_code_version_and_config_of_each_experiment_s_sum
     forged = {**stored([reasoned_claim()]), "code_version": "x|" * 100}
     text = register_markdown({"ngd-joint": summary, "ngd-rates": forged}, "test")
     rows = register_tables(text)["Where the verdicts come from"]
-    assert ["ngd-joint", "0.1.0+gabc1234", "0123456789abcdef", "full"] in rows
+    current = config_key(load_config("ngd-joint").to_dict())
+    assert ["ngd-joint", "0.1.0+gabc1234", "0123456789abcdef", f"no: {current}", "full"] in rows
     forged_row = next(r for r in rows if r[0] == "ngd-rates")
-    assert len(forged_row) == 4 and forged_row[1].count("x") == 32  # escaped, bounded
-    assert forged_row[3].startswith("quick")
+    assert len(forged_row) == 5 and forged_row[1].count("x") == 32  # escaped, bounded
+    assert forged_row[4].startswith("quick")
+    # a summary not made from the current default config is named under the counts
+    assert "Not from the current default config: the rows of ngd-joint, ngd-rates (" in text
+
+
+def test_a_summary_of_the_current_default_config_is_not_named_as_another():
+    """The rows of a summary made from `attnbias reproduce NAME`'s config (full or quick) are
+    the current default's; only another config's are named."""
+    from attnbias.judging.register import other_configs, register_markdown
+
+    full = {**stored([reasoned_claim()], quick=False),
+            "config_hash": config_key(load_config("ngd-joint").to_dict())}  # fmt: skip
+    quick = {**stored([reasoned_claim()]),
+             "config_hash": config_key(load_config("ngd-rates", quick=True).to_dict())}  # fmt: skip
+    changed = load_config("ngd-rates", quick=True, overrides={"seeds": 7}).to_dict()
+    assert other_configs({"ngd-joint": full, "ngd-rates": quick}) == []
+    text = register_markdown({"ngd-joint": full, "ngd-rates": quick}, "test")
+    assert "Not from the current default config" not in text
+    rows = register_tables(text)["Where the verdicts come from"]
+    assert [row[3] for row in rows[1:]] == ["yes", "yes"]  # below the header
+    assert other_configs({"ngd-rates": {**quick, "config_hash": config_key(changed)}}) == [
+        "ngd-rates"
+    ]

@@ -14,7 +14,7 @@ from functools import cache
 from pathlib import Path
 
 from ..experiment_registry import experiment_names, load_config
-from ..store import ResultsStore, UnsafeStore, parse_json
+from ..store import ResultsStore, UnsafeStore, config_key, parse_json
 from ..theory_measures import ASSUMPTION1_EXAMPLE1, span
 from . import forest, papers
 from .claims import (
@@ -1554,11 +1554,51 @@ def forest_claims(found: dict[str, dict]) -> dict[str, list[dict]]:
     return out
 
 
+def default_config_keys(name: str) -> set[str]:
+    """The config keys of the configs `attnbias reproduce NAME` runs by default: full and
+    quick scale, and the paper's where the experiment has one."""
+    keys = {
+        config_key(load_config(name).to_dict()),
+        config_key(load_config(name, quick=True).to_dict()),
+    }
+    try:
+        keys.add(config_key(load_config(name, paper=True).to_dict()))
+    except ValueError:  # no [paper] table
+        pass
+    return keys
+
+
+def other_configs(found: dict[str, dict]) -> list[str]:
+    """The experiments whose summary was made from a config other than the current default's
+    (`default_config_keys`): an older config, or the user's changes. Their rows are what that
+    config gave, not what `attnbias reproduce` gives now."""
+    return [
+        name for name, s in found.items() if s.get("config_hash") not in default_config_keys(name)
+    ]
+
+
+def other_configs_line(found: dict[str, dict]) -> list[str]:
+    """A line under the counts naming the experiments whose rows come from another config."""
+    others = other_configs(found)
+    if not others:
+        return []
+    return [
+        f"Not from the current default config: the rows of {', '.join(others)} (their summaries "
+        "were made from another config, an earlier default or a changed one; the section "
+        '"Where the verdicts come from" gives both hashes). `attnbias reproduce NAME --full '
+        "--out ROOT` makes them again from the default, reusing every stored run it still "
+        "needs.",
+        "",
+    ]
+
+
 def provenance(found: dict[str, dict]) -> list[str]:
     """Where each experiment's verdicts come from: the code version and config hash its
-    summary was made by, and its scale (a stale summary is visible row by row)."""
+    summary was made by, whether that is the current default config's (`other_configs`), and
+    its scale (a stale summary is visible row by row)."""
     if not found:
         return []
+    others = set(other_configs(found))
 
     def short(value) -> str:  # a summary is untrusted: its text is bounded and escaped
         return cell(str(value if value is not None else "unknown")[:64])
@@ -1570,10 +1610,11 @@ def provenance(found: dict[str, dict]) -> list[str]:
         "version from this config (its hash names the config, `attnbias config NAME` prints "
         "it):",
         "",
-        "| experiment | code version | config hash | scale |",
-        "| --- | --- | --- | --- |",
+        "| experiment | code version | config hash | the current default config | scale |",
+        "| --- | --- | --- | --- | --- |",
         *[
             f"| {name} | {short(s.get('code_version'))} | {short(s.get('config_hash'))} | "
+            f"{'no: ' + config_key(load_config(name).to_dict()) if name in others else 'yes'} | "
             f"{short(s.get('scale', 'full'))} |"
             for name, s in found.items()
         ],
@@ -1624,6 +1665,7 @@ def register_markdown(found: dict[str, dict], command: str, figure: str | None =
         "",
         *by_source(paper),
         *fragile_decided(paper),
+        *other_configs_line(found),
         *(
             [
                 f"Not counted: {rows_count(len(repeats))} another row's evidence (the same runs "
