@@ -361,6 +361,14 @@ def cases() -> dict[str, list]:
             (NOT_SUPPORTED, (ngd_groups(mom=1e-2), "NGD-mom", "NGD"), {}),
             (NOT_APPLICABLE, ({"NGD": g["NGD"]}, "NGD-mom", "NGD"), {}),
         ],
+        # at tuned steps: NGD-mom faster on every metric and level (supported), slower (not
+        # supported), a level whose interval straddles 1 (inconclusive), or not tuned
+        "ngd.tuned_momentum_improves": [
+            (SUPPORTED, (tuned({"NGD": g["NGD"], "NGD-mom": g["Polyak"]}), "NGD-mom", "NGD"), {}),
+            (NOT_SUPPORTED, (tuned({"NGD": g["NGD"], "NGD-mom": g["GD"]}), "NGD-mom", "NGD"), {}),
+            (INCONCLUSIVE, (every_step(g), "NGD-mom", "NGD"), {}),
+            (NOT_APPLICABLE, (every_step({"NGD": g["NGD"]}), "NGD-mom", "NGD"), {}),
+        ],
         "ngd.momentum_beyond_step": [
             # beside NGD at momentum's effective step η/(1 − β) = 1: beats it (supported) or
             # loses to it (not supported), or the interval straddles 1 (inconclusive)

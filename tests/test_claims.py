@@ -176,7 +176,8 @@ SYNTHETIC_VERDICTS = {
     "ngd-fixed/polyak-faster": "S/SSSSSS",
     "ngd-fixed/norm-growth": "S/SS",
     "ngd-fixed/norm-growth-bound": "S",
-    "ngd-fixed/momentum-improves": "S/SS",
+    # at tuned steps (referee read 11): two levels of the profile straddle 1 on these groups
+    "ngd-fixed/momentum-improves": "I/ISSSSI",
     "ngd-fixed/momentum-beyond-effective-step": "A",  # no run at the effective step here
     "ngd-fixed/score-saturation": "N/NS",
     "ngd-joint/loss-to-zero": "I/ISSS",

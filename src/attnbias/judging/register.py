@@ -363,12 +363,18 @@ def ngd_fixed_entries(
                    "lagged far behind ηt; 1.2 ours", consistency=True),
         PaperClaim(f"{experiment}/momentum-improves", "NGD", f"§3, {figure}",
                    "'NGD with momentum, which results in a performance boost'",
-                   setting + "; momentum β = 0.9 (ours) at NGD's η, as the paper compares: "
-                   "the boost at equal nominal η (final and run-mean misalignment both lower, "
-                   "Holm over the two); its effective step η/(1 − β) is 10× NGD's, and a "
-                   "misalignment falling like 1/(ηt)² gains (1/(1 − β))² = 100 from that "
-                   "alone, so whether the boost is momentum's own is "
-                   f"{experiment}/momentum-beyond-effective-step's question (ours)"),
+                   setting + "; momentum β = 0.9 (ours); a method that beats another is "
+                   "judged with the other tuned as fairly, so each method's one step knob is "
+                   "tuned alike (NGD's η, NGD-mom's η at its β as set) and the boost is "
+                   "judged as polyak-faster's speed is (steps to L − L*, to the other tokens' "
+                   "mass and to each misalignment level of the profile, Holm over the parts), "
+                   "on the evaluation seeds, this design's first look (a referee's request: "
+                   "the paper's comparison at equal nominal η gives momentum an effective step "
+                   "η/(1 − β) 10× NGD's, and a misalignment falling like 1/(ηt)² gains "
+                   "(1/(1 − β))² = 100 from that alone; that comparison, final and run-mean "
+                   "misalignment, is kept as evidence: the summary's at_equal_nominal_step); "
+                   f"{experiment}/momentum-beyond-effective-step asks the same at the config's "
+                   "steps"),
         PaperClaim(f"{experiment}/momentum-beyond-effective-step", "ours", f"beside §3, {figure}",
                    "momentum's boost is its own, not that of its larger effective step "
                    "η/(1 − β) (the paper credits momentum; it does not compare at equal "
@@ -890,11 +896,13 @@ def reexamination_entries() -> list[PaperClaim]:
                    "Muon-style method (Newton–Schulz on momentum, no floor) behaves like "
                    "spectral descent", MUON),
         PaperClaim(f"{muon}/ns-f64-like-spectraldescent", "ours", REEXAMINE, "the same "
-                   "without momentum behaves like spectral descent", MUON + "; a consistency "
-                   "check of our code, not of the theory: NS-f64 is spectral descent computed by "
-                   "Newton–Schulz (its tuning scores equal SpectralDescent's to 6–9 digits), so "
-                   "the row checks that the two computations agree; momentum-explains needs it "
-                   "to pass, as a precondition, not as evidence", consistency=True),
+                   "without momentum behaves like spectral descent", MUON + "; NS-f64 is "
+                   "spectral descent with its polar factor approximated by 20 Newton–Schulz "
+                   "steps, and the approximation shows: its tuning scores (the summary's "
+                   "tuned_steps) agree with SpectralDescent's at the smaller steps and not at "
+                   "the larger ones, the step judged among them, so the row is a finding about "
+                   "that method, not a check of our code, and momentum-explains counts it as "
+                   "evidence"),
         PaperClaim(f"{muon}/muon-f64-nesterov-like-spectraldescent", "ours", REEXAMINE, "the "
                    "float64 method in torch's Muon's order (Nesterov) behaves like spectral "
                    "descent", MUON),
@@ -935,8 +943,9 @@ def reexamination_entries() -> list[PaperClaim]:
                    "Muon's momentum at a constant rate, in either order (gradient then "
                    "orthogonalise, Muon's; orthogonalise then accumulate, NGD-mom's), with or "
                    "without Nesterov, each arm at its tuned η; supported = "
-                   "ns-f64-closer-than-each supported (Holm across its parts), with the "
-                   "consistency check ns-f64-like-spectraldescent passing as its precondition",
+                   "ns-f64-like-spectraldescent and ns-f64-closer-than-each both supported "
+                   "(Holm across their parts): without momentum the float64 method behaves like "
+                   "spectral descent, and each momentum variant ends farther from it",
                    MUON),
         PaperClaim(f"{adam}/own-norm-gap", "ours", REEXAMINE, "yardstick: SignGD's ℓ∞ margin "
                    "gap goes to near 0 over 3·10⁵ steps", ADAM),
