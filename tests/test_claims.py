@@ -426,3 +426,20 @@ def test_a_row_whose_parts_point_both_ways_says_which_lie_against_it():
     assert parts_against(asdict(Claim("c", parts=[part(0.5), part(0.2)]))) is None
     unmeasured = asdict(Claim("c", parts=[part(1.5), part(float("nan")), part(0.5, n=0)]))
     assert parts_against(unmeasured) is None and "both ways" not in verdict_text(unmeasured)
+
+
+def test_lemma13_rows_say_how_many_recorded_steps_went_unchecked():
+    """Referee read 11: steps past float64's range of L are left out of Lemma 13's count, and
+    the row's effect says how many (none: nothing said)."""
+    from attnbias.judging.claims import verdict_columns
+
+    fixed, fixed_off, joint, config = claim_cases_rates.trajectory_inputs()
+    quiet = {c.id: c for c in trajectory_lemmas.claims(fixed, fixed_off, joint, config)}
+    assert (
+        "unchecked" not in verdict_columns(asdict(quiet["trajectory-lemmas/lemma13-gap"]))["effect"]
+    )
+    joint = {**joint, "underflow": [(1, 90), (1, 95), (2, 99)]}
+    made = {c.id: c for c in trajectory_lemmas.claims(fixed, fixed_off, joint, config)}
+    for slug in ("lemma13-gap", "lemma13-score"):
+        effect = verdict_columns(asdict(made[f"trajectory-lemmas/{slug}"]))["effect"]
+        assert "3 recorded steps past float64's range of L left unchecked" in effect

@@ -123,8 +123,9 @@ CONFIG_KEYS = {
     # by its final spectral gap (the fixed-η sweep arms gone); as_run: torch's Muon;
     # Muon-long (10× the steps at Muon's tuned η), at_config_step (the atlas's η = 0.2)
     # issue 29: `checks` (NS-f64's row a consistency check), Muon-long in `stalls`
-    # confirmation_seeds = 0 (a field of every tuned experiment); referee read 11: no `checks`
-    "reexamine-muon": ("8b0a1a4da6d83a6b", "ca4a310c0176c04b"),
+    # confirmation_seeds = 0 (a field of every tuned experiment); referee read 11: no `checks`,
+    # Muon-f64-Nesterov-long (muon-long-stalls at one η and horizon)
+    "reexamine-muon": ("80ee5468dc38f109", "2ccca60c9c3f5180"),
     # as_run: constant-rate Adam; 3·10⁵ steps: at 10⁵ Adam-decay's gap straddled 0.05;
     # `stalled`: constant-rate Adam's stall in its ε regime decides no row
     # issue 29: an arm with ε = 0 (Adam-eps0) judges the constant-rate rows; ε = 1e-300 none

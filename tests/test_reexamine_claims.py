@@ -117,16 +117,22 @@ def muon_at_config(nesterov: str = "reaches", muon: str = "stalled") -> dict:
 def muon_claims(best: dict | None = None, long: str = "falling", at_config=None) -> list:
     """reexamine-muon's claims, each arm at its step chosen by its final spectral gap
     (best: arm → its best factor, 1 when not named; 4 is the grid's largest), Muon-long at
-    its config η (`MUON_LONG[long]`), and the at-config-step claims on `at_config` (default
+    its config η (`MUON_LONG[long]`) beside the float64 arm at that η and horizon, and the
+    at-config-step claims on `at_config` (default
     `muon_at_config()`)."""
     from claim_cases_reexamine import tuned_gaps
 
     muon = load_config("reexamine-muon", quick=True)
     tuned = tuned_gaps(muon_groups(), best)
     metric = f"gap/{muon.tuned_in}"
-    groups = {**tuned.at_chosen(metric), "Muon-long": MUON_LONG[long]()}
+    # the float64 arm at Muon-long's η and horizon (untuned): it keeps moving
+    longer = {
+        "Muon-long": MUON_LONG[long](),
+        "Muon-f64-Nesterov-long": muon_groups()["Muon-f64-Nesterov"],
+    }
+    groups = {**tuned.at_chosen(metric), **longer}
     at_config = muon_at_config() if at_config is None else at_config
-    at_config["Muon-long"] = groups["Muon-long"]
+    at_config.update(longer)
     return reexamine_atlas.claims(groups, muon, tuned, metric, at_config)
 
 
@@ -262,16 +268,17 @@ PINNED = [
     *MUON_INSIDE,
     # NS-f64's best step is the largest tried: its refutation by the NM arms could be
     # overturned by a better step (inconclusive, with why); its support stands
-    *muon_pinned({"ns-f64-closer-than-each": "I/SSNN", "momentum-explains": "I/I"}),
+    # (NS-f64's own row, supported, is momentum-explains's other part)
+    *muon_pinned({"ns-f64-closer-than-each": "I/SSNN", "momentum-explains": "I/SI"}),
     # Muon-f64-Nesterov's best is the smallest tried: its refutation and the stall it moves
     # in are open; NS-f64's lead over it stands (a better step could only narrow it), as does
     # the yardstick's support at SpectralDescent's largest step
-    # (torch-muon-explains rests on the atlas's η, untuned: no edge leaves it open)
+    # (torch-muon-explains rests on the atlas's η, and muon-long-stalls on the float64 arm at
+    # Muon-long's η, both untuned: no edge leaves them open)
     *muon_pinned(
         {
             "muon-f64-nesterov-like-spectraldescent": "I/NSSSS",
             "muon-stalls": "I/SS",
-            "muon-long-stalls": "I/NS",
         }
     ),
     # Muon-long reaches the level; at the atlas's η Muon-f64-Nesterov stops above it: the

@@ -264,10 +264,15 @@ def test_ns_f64_like_spectraldescent_is_evidence_not_a_check_of_our_code():
 
 
 def test_muon_stalls_is_decided_on_muon_long_s_runs():
-    """Item 4: at 3,000 steps Muon at η = 0.0125 has not stalled; Muon-long decides it."""
+    """Item 4: at 3,000 steps Muon at η = 0.0125 has not stalled; Muon-long decides it,
+    against the float64 arm at its η over its steps (referee read 11), both untuned."""
     from attnbias.experiment_registry import load_config
 
-    assert load_config("reexamine-muon").stalls["Muon-long"] == "Muon-f64-Nesterov"
+    config = load_config("reexamine-muon")
+    assert config.stalls["Muon-long"] == "Muon-f64-Nesterov-long"
+    long, f64 = (next(a for a in config.algorithms if a.name == n)
+                 for n in ("Muon-long", "Muon-f64-Nesterov-long"))  # fmt: skip
+    assert long.lr == f64.lr and config.longer["Muon-long"] == config.longer[f64.name]
     stalls = ENTRIES["reexamine-muon/muon-stalls"]
     assert stalls.superseded_by == "reexamine-muon/muon-long-stalls"
     assert "has not stalled within 3,000 steps" in stalls.differences

@@ -395,8 +395,13 @@ def claims(fixed: dict, fixed_off: dict, joint: dict, config: Config) -> list[Cl
     )
     score.evidence["pairs_score_rounds_to_1_in_float64"] = joint.get("score_at_one", 0)
     score.evidence["effect_note"] = score_note(joint)
-    for claim in (gap, score):  # steps past the float64 range of L are not checked
-        claim.evidence["recorded_steps_not_checked_loss_underflows"] = len(joint["underflow"])
+    for claim in (gap, score):  # steps past the float64 range of L are not checked: said
+        skipped = len(joint["underflow"])
+        claim.evidence["recorded_steps_not_checked_loss_underflows"] = skipped
+        if skipped:
+            note = f"{skipped} recorded steps past float64's range of L left unchecked"
+            said = claim.evidence.get("effect_note")
+            claim.evidence["effect_note"] = f"{said}; {note}" if said else note
     return identified(
         config.experiment,
         [lemma5, lemma6, gap, score],

@@ -798,8 +798,9 @@ def theory_entries() -> list[PaperClaim]:
         PaperClaim("md-plain/own-p-nearest", "MD", "main theorem", "plain ℓp-AttGD converges "
                    "to the ℓp-AttSVM of its own p", f"{MD_LOCAL.split(';')[0]}; plain steps "
                    "η = 1, 10⁵ steps (ours); the limit is judged only where the own divergence "
-                   "is below 0.05: at its poly-log rate that takes 10⁶–10⁷ steps (the row names "
-                   "them), beyond a few CPU minutes",
+                   "is below 0.05: at each p's fitted rate that takes from a few times to a "
+                   "hundred times the run's 10⁵ steps (each part's reason names its step), the "
+                   "longest beyond this machine's session",
                    read_in=papers.READ_MD),
         PaperClaim("md-plain/polylog-rate", "MD", "abstract", "'a rate comparable to that "
                    "of traditional GD in simpler models' (poly-logarithmic)",
@@ -807,7 +808,11 @@ def theory_entries() -> list[PaperClaim]:
                    "abstract's 'comparable to GD' (the rate theorem was not read: its formula "
                    "is not in the seed texts): (log log t / log t)², the square of Soudry et "
                    "al.'s distance rate for GD (D_ψ is locally half a squared distance), its own "
-                   "exponent of log t over 10³–10⁵, −1.09"),
+                   "exponent of log t over 10³–10⁵, −1.09; whether each p's exponent depends "
+                   "on the window is md-plain/polylog-window-stable's question (a consistency "
+                   "check, listed apart, its verdict printed there): a late exponent steeper "
+                   "than the early one strengthens a verdict of 'at least GD's rate', a flatter "
+                   "one would weaken it"),
         PaperClaim("md-plain/polylog-window-stable", "ours", "method", "the poly-log exponent "
                    "does not depend on the window (within 20 %)", "as md-plain/polylog-rate; a "
                    "consistency check of our fitting method (a precondition of the rate rows, "
@@ -918,10 +923,13 @@ def reexamination_entries() -> list[PaperClaim]:
                    superseded_by=f"{muon}/muon-long-stalls"),
         PaperClaim(f"{muon}/muon-long-stalls", "ours", REEXAMINE, "the suspected artefact, "
                    "measured: torch's Muon, at the η tuned for it at 3,000 steps and run 10× "
-                   "longer, stalls where the float64 method in its order keeps moving at its "
-                   "tuned η", MUON + MUON_LONG + "; the float64 method's slope is fitted over "
-                   "its own 3,000 steps (it is not run longer), Muon-long's over the last 90 % "
-                   "of its 3·10⁴"),
+                   "longer, stalls where the float64 method in its order keeps moving at the "
+                   "same η over the same steps", MUON + MUON_LONG + "; the float64 method "
+                   "(Muon-f64-Nesterov-long: torch's order, Nesterov, float64 Newton–Schulz, no "
+                   "floor) at Muon-long's η over its 3·10⁴ steps, untuned as Muon-long is, so "
+                   "that both are read at one η and one horizon (a floor-free float64 method "
+                   "can freeze too, once its gradient underflows: referee read 11); both slopes "
+                   "over the last 90 % of the 3·10⁴ steps"),
         PaperClaim(f"{muon}/muon-stalls-at-config-step", "ours", REEXAMINE, "the suspected "
                    "artefact where the atlas saw it: at the atlas's η, torch's Muon stalls "
                    "where the float64 method in its order keeps moving", MUON + MUON_ATLAS_ETA),
@@ -1054,7 +1062,9 @@ def entries() -> tuple[PaperClaim, ...]:
                        "confirmation: a Bonferroni bound of 3 × 2.5 % on a false refutation, not "
                        "the legend's 2.5 %)"),
     PaperClaim("ngd-joint/loss-to-zero", "NGD", "§4 (Thm 3), Fig. 3",
-               "'fast train loss convergence' under joint training of W and v",
+               "the train loss converges under joint training of W and v: the convergence "
+               "half of §4's 'fast train loss convergence' (its speed is judged at "
+               "ngd-joint/all-beat-gd)",
                f"{NGD_JOINT}; {BEYOND_THM3}; {LOSS_TO_ZERO}"),
     PaperClaim("ngd-joint/v-aligns", "NGD", "§4 (Thm 3), Fig. 3",
                "'the linear decoder converges, in direction, to [u_mm]'",
