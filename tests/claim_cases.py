@@ -974,12 +974,14 @@ def local_global_inputs():
     seeds clear 0.9 at Holm's level for three radii), ℓ3-MD's at a share rising with R but
     below 0.9 (0.2, 0.6, then 0.7 at the local-only radius: R₀ beyond the sweep), the other
     starts away from the optimal tokens; Gram dominance 0.5 on 100 example1 problems and 1.5
-    on 100 gaussian_unit ones."""
+    on 100 gaussian_unit ones; Assumption 1's d sweep at n = 2, T = 3 up to d = 256, where
+    every one of those problems satisfies it."""
     from attnbias.data import example1
     from attnbias.experiment_registry import load_config
     from attnbias.experiments import local_global
 
-    config = load_config("local-global", quick=True)
+    sweep = {"assumption_sizes": [[2, 3]], "assumption_dims": [16, 256]}
+    config = load_config("local-global", quick=True, overrides=sweep)
     n, T, d = config.example1_shape
     names = [a.name for a in config.algorithms]
     ngd = [a.name for a in config.algorithms if a.optimizer == "ngd"]

@@ -5,6 +5,8 @@ every radius, and the other claims keep their own starts."""
 
 from __future__ import annotations
 
+import numpy as np
+
 import claim_cases
 from attnbias.experiments import local_global
 
@@ -55,3 +57,24 @@ def test_local_gaussian_rules_say_they_are_some_setting_claims():
         assert algorithm.any_part
         for part in algorithm.parts:
             assert part.rule.quantity.endswith(f"(at some R, Holm over {k} radii)")
+
+
+def test_assumption1_is_judged_at_the_sweep_s_largest_d_at_every_size():
+    """Referee read 11: Lemma 8's "w.h.p. for d large", judged at the largest d of the sweep
+    at each [n, T] (Holm over the sizes): supported where every size's share there clears
+    0.9, refuted where one size's share is far below it, inconclusive where it straddles;
+    the share at each d is the part's evidence."""
+    rows, dominance, config = claim_cases.local_global_inputs()
+    below = {16: np.full(100, 1.5), 256: np.full(100, 0.5)}  # δ < 1 at d = 256 on all 100
+
+    def verdict(sweep_of_d):
+        made = local_global.claims(rows, dominance, config, None, sweep_of_d)
+        return {c.id: c for c in made}["local-global/assumption1-example1"]
+
+    held = verdict({"n=2, T=3": below, "n=4, T=4": below})
+    assert held.status == "supported" and len(held.parts) == 2
+    assert held.parts[0].evidence["share_by_d"] == {"16": 0.0, "256": 1.0}
+    far = {16: np.full(100, 3.0), 256: np.full(100, 1.2)}
+    assert verdict({"n=2, T=3": below, "n=4, T=4": far}).status == "not supported"
+    near = {16: np.full(100, 1.5), 256: np.r_[np.full(90, 0.5), np.full(10, 1.5)]}
+    assert verdict({"n=2, T=3": below, "n=4, T=4": near}).status == "inconclusive"

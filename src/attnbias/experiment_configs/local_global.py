@@ -28,6 +28,13 @@ class Config(SweepConfig):
     assumption_seeds: PositiveInt = Field(
         description="Assumption 1 is checked on the problems of seeds 1..assumption_seeds"
     )
+    assumption_sizes: list[numbers(int, 1)] = Field(
+        description="example1's [n, T] at which Assumption 1 is judged 'for d large' (Lemma 8)"
+    )
+    assumption_dims: numbers(int, 1) = Field(
+        description="the d sweep: Assumption 1's share at each d is evidence; at the largest, "
+        "'d large', it is judged"
+    )
     algorithms: Algorithms = Field(description="ngd and md runs ([[algorithms]] tables)")
     level: Positive = Field(description="fraction of starts a convergence claim needs")
 
@@ -39,6 +46,14 @@ class Config(SweepConfig):
         for name in ("example1_shape", "gaussian_shape"):
             if getattr(self, name)[1] < 2:  # one token leaves the Att-SVM no constraint
                 raise ValueError(f"{name} needs T >= 2 tokens, got {list(getattr(self, name))!r}")
+        for k, size in enumerate(self.assumption_sizes):
+            if len(size) != 2:
+                raise ValueError(f"assumption_sizes[{k}] must be [n, T], got {list(size)!r}")
+            if size[0] * size[1] > max(self.assumption_dims):
+                raise ValueError(
+                    f"assumption_sizes[{k}] needs d >= n*T = {size[0] * size[1]} at the largest "
+                    f"of assumption_dims, got {max(self.assumption_dims)}"
+                )
         n, T, d = self.example1_shape
         if n * T > d:
             raise ValueError(f"example1_shape needs d >= n*T = {n * T}, got {d}")

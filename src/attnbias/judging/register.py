@@ -819,14 +819,16 @@ def theory_entries() -> list[PaperClaim]:
                    "not a paper's claim): listed apart, as ngd-rates/window-stable",
                    consistency=True),
         PaperClaim("local-global/assumption1-example1", "NGD", "Ass. 1, Example 1, Lemma 8",
-                   f"Example 1 satisfies Assumption 1 (nearly orthogonal tokens), at n={n_a}, "
-                   f"T={T_a}, d={d_a} (the paper: w.h.p. for d large)",
-                   LOCAL_GLOBAL + f"; judged at n={n_a}, T={T_a}, d={d_a} only, a size chosen "
-                   "where it holds: at the register's other sizes of example1 (n=4, T=4, d=64 "
-                   "for ngd-fixed and antipodal, d=32 for ngd-rates, d=16 for kq-nuclear) it "
-                   "fails on every problem checked (measured on the same seeds, the row's "
-                   "evidence at_other_sizes: δ ≈ 2, 3 and 5), which is why those rows test "
-                   "beyond the theorem"),
+                   "Example 1 satisfies Assumption 1 (nearly orthogonal tokens) w.h.p. for d "
+                   "large",
+                   LOCAL_GLOBAL + "; judged at each example1 size [n, T] of the register's runs "
+                   f"(n={n_a}, T={T_a} here; n=4, T=4 for ngd-fixed, antipodal, ngd-rates and "
+                   "kq-nuclear) at d = 1024, the largest of a d sweep 16–1024 ('d large' ours, "
+                   f"read after d = {d_a} had been judged alone, a size chosen where it holds: a "
+                   "referee's objection), Holm over the sizes; the share at every d of the "
+                   "sweep is each part's evidence (share_by_d): the register's other rows run "
+                   "example1 at sizes of the sweep below the d where the share reaches the "
+                   "level, which is why they test beyond the theorem"),
         PaperClaim("local-global/assumption1-gaussian", "ours", "Ass. 1", "gaussian_unit "
                    "(d = 10) does not satisfy Assumption 1", LOCAL_GLOBAL + "; a consistency "
                    "check: a fact about our own data generator (a precondition of the "
