@@ -210,7 +210,8 @@ SYNTHETIC_VERDICTS = {
     "ngd-rates/asymptotic-exponent": "S/SS",
     "ngd-rates/window-stable": "S/SS",
     "ngd-rates/thm7-polyak-rate": "S",
-    "ngd-rates/polyak-cap-slows": "S/SS",
+    # its early rate against NGD untuned is evidence only (referee read 11)
+    "ngd-rates/polyak-cap-slows": "S/S",
     "ngd-rates/eq12-norm-growth": "S",
     "ngd-rates/eq12-upper-bound": "S",
     "ngd-rates/eq12-linear-in-lr": "S/SS",
