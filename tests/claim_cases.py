@@ -1016,7 +1016,7 @@ def value_cases() -> dict[str, list]:
     not, and no finite κ with a loss frozen from step 2), `ngd.fit_window_note` (one run frozen
     before the end, one moving to it), `common.growing_until` (a run whose ‖W_t‖ grows like
     t, then stalls; one that grows to the end; one that never grows fast enough) and
-    `tuning.timed_from_value` (step 0's value differs from step 2's), `ngd.still_falling` (a run
+    `tuning.start_value` (step 0's value differs from step 1's), `ngd.still_falling` (a run
     long enough to decide, and none)."""
     steps = np.array([0, 1, 2, 4, 8])
     falling = np.array([[0.7, 1e-3, 1e-6, 1e-9, 1e-12], [0.7, 0.5, 0.4, 0.3, 0.2]])
@@ -1034,9 +1034,8 @@ def value_cases() -> dict[str, list]:
         "common.growing_until": [
             (None, (Curves(steps, {"norm/2": np.vstack([norms, np.ones(5) * 3.0])}), 0.5), {}),
         ],
-        # where the grid can first order two runs: at the second recorded step after 0, not at
-        # step 0's value
-        "tuning.timed_from_value": [(None, (windowed, "1-alignment/2"), {})],
+        # where the runs start: at the first recorded step after 0, not at step 0's value
+        "tuning.start_value": [(None, (windowed, "1-alignment/2"), {})],
         # a part as evidence: its rule's text, or where it has none (not applicable) its why
         "ngd.part_summary": [
             (None, (Claim("", rule=Rule("q", ">", 1.0, "s"), effect=None),), {}),

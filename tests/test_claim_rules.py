@@ -120,21 +120,3 @@ def test_cap_onsets_place_the_step_polyaks_cap_binds_from():
     assert onsets.tolist() == [2.0, np.inf]
     frozen = np.array([[0.7, 1e-3, 1e-5, 1e-5, 1e-5]])
     assert ngd.cap_onsets(Curves(steps, {"loss": frozen}), np.array([np.nan]), 1.0, 1e6) == 2.0
-
-
-def test_a_profile_leaves_out_the_levels_both_methods_reach_by_the_second_recorded_step():
-    """Referee read 11: a decade both methods' selection runs reach by the second recorded
-    step after 0 cannot be timed on that grid, so it is no level of the profile; the decades
-    below it, and the half-budget level, are."""
-    from attnbias.curves import Curves
-    from attnbias.judging.verdicts.tuning import Tuned, profile_levels
-
-    steps = np.array([0, 1, 2, 4, 8, 16, 32])
-    fast = np.array([1.0, 0.5, 0.05, 5e-3, 5e-4, 5e-5, 5e-6])  # below 0.1 at step 2
-    slow = np.array([1.0, 0.6, 0.08, 8e-3, 8e-4, 3e-4, 1e-4])
-    runs = {name: {1.0: Curves(steps, {"m": np.vstack([v, v])})}
-            for name, v in (("A", slow), ("B", fast))}  # fmt: skip
-    tuned = Tuned(runs, runs, {"A": ("η", 1.0), "B": ("η", 1.0)})
-    levels = profile_levels(tuned, "A", "B", "m")
-    assert levels[:-1] == [0.01, 0.001]  # not 0.1: both are below it at step 2
-    assert levels[-1] == pytest.approx(3e-4)  # the slower's value at half the budget (step 16)

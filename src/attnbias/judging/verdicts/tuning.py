@@ -203,19 +203,16 @@ FLOAT_LEVEL = (
 )
 
 
-def timed_from_value(c: Curves, metric: str) -> float:
-    """The median over runs of `metric` at the second recorded step after 0 (the first one
-    only where there is one): a level above it is reached by then, where the recording grid
-    cannot order two methods (`untimed`); NaN without runs."""
+def start_value(c: Curves, metric: str) -> float:
+    """The median over runs of `metric` at the first recorded step after 0; NaN without runs."""
     v = values(c, metric)[:, c.steps > 0]
-    return float(np.median(v[:, min(1, v.shape[1] - 1)])) if v.shape[0] and v.shape[1] else math.nan
+    return float(np.median(v[:, 0])) if v.shape[0] and v.shape[1] else math.nan
 
 
 PROFILE_RULE = (
-    "the profile: besides LEVEL_RULE's level, every power of ten between it and where the "
-    "recording grid can first order the two methods (below the larger of their median values "
-    "at the second recorded step after 0, on the selection seeds at their chosen steps: a level "
-    "both reach by then cannot be timed), each level a part"
+    "the profile: besides LEVEL_RULE's level, every power of ten between it and where both "
+    "methods start (below the larger of their median values at the first recorded step, on "
+    "the selection seeds at their chosen steps), each level a part"
 )
 
 
@@ -224,7 +221,7 @@ def profile_levels(tuned: Tuned, slow: str, fast: str, metric: str) -> list[floa
     that level where it is not positive (no decade lies above 0 and below every value)."""
     runs = [tuned.selection[m][tuned.chosen(m, metric)] for m in (slow, fast)]
     level = max(half_budget_value(c, metric) for c in runs)
-    top = max(timed_from_value(c, metric) for c in runs)
+    top = max(start_value(c, metric) for c in runs)
     if not (np.isfinite(level) and level > 0 and np.isfinite(top) and top > level):
         return [level]
     exponents = range(math.ceil(math.log10(top)) - 1, math.floor(math.log10(level)), -1)
