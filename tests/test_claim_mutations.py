@@ -215,8 +215,6 @@ SURVIVING = {
     "trajectory_lemmas.score_note": "evidence: lemma13-score's unchanged and rounded pairs",
     "runs.assumption1_by_seed": "evidence: δ without the optimal tokens' pairs (antipodal's "
     "footnote), printed beside verdicts that stand either way",
-    "ngd_fixed.polyak_faster_row": "evidence: the evaluation seeds' verdict kept beside the "
-    "confirmation seeds' (the verdict is the confirmation's either way)",
     "text_md.with_cut_sensitivity": "evidence and wording: the near-zero share's verdict at "
     "½× and 2× its cut, printed beside the part's own verdict, which stands either way",
 }

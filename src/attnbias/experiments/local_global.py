@@ -202,6 +202,11 @@ def assumption1_sweep(config: Config, seed_list) -> dict[str, dict[int, np.ndarr
     }
 
 
+def satisfied(by_d: dict[int, np.ndarray]) -> dict[int, np.ndarray]:
+    """Per d: which problems satisfy Assumption 1 (Gram dominance δ < 1)."""
+    return {d: delta < 1.0 for d, delta in by_d.items()}
+
+
 def tally(rows: list[dict]) -> list[dict]:
     """Counts of outcomes per problem, algorithm, R and kind of start."""
     keys = sorted({(r["problem"], r["algorithm"], r["R"], r["locally_optimal"]) for r in rows})
@@ -290,20 +295,22 @@ def claims(
     checked = list(dominance["example1"])
     sweep_of_d = sweep_of_d or assumption1_sweep(config, checked)
     large = max(config.assumption_dims)
-    a1 = Claim(
+    # Lemma 8 on our generator: δ falls like 1/√d for any isotropic Gaussian tokens, so at a d
+    # large enough the share cannot fail; a check of the generator, not evidence for the paper
+    a1 = as_consistency_check(Claim(
         "Assumption 1 (nearly orthogonal tokens) holds w.h.p. for d large on example1: at each "
         f"size [n, T] the share of problems whose token Gram matrix is diagonally dominant "
         f"(our reading of the lost formula) exceeds {level:g} at d = {large} (the sweep's "
         "largest), Holm over the sizes; the share at each d of the sweep is evidence",
         parts=[
             rules.fraction_above(
-                by_d[large] < 1.0, level, "",
+                satisfied(by_d)[large], level, "",
                 f"fraction of example1 problems at {at}, d = {large} (seeds 1–"
                 f"{config.assumption_seeds}) whose Gram dominance ratio is below 1",
                 f"the paper (Example 1, Lemma 8: holds w.h.p. for d large); d large read as "
                 f"the sweep's largest, {level:g} ours",
                 clusters=checked, unit="problems",  # one problem per seed
-                share_by_d={str(d): float(np.mean(v < 1.0)) for d, v in by_d.items()},
+                share_by_d={str(d): float(np.mean(h)) for d, h in satisfied(by_d).items()},
                 median_dominance_by_d={str(d): float(np.median(v)) for d, v in by_d.items()},
             )
             for at, by_d in sweep_of_d.items()
@@ -313,7 +320,7 @@ def claims(
             "dominance": {str(s): v for s, v in dominance["example1"].items()},
             "at_other_sizes": elsewhere or {},
         },
-    )  # fmt: skip
+    ))  # fmt: skip
     # a fact about our own data generator, a precondition of the gaussian rows: a check
     a1_gauss = as_consistency_check(
         rules.fraction_below(

@@ -200,7 +200,7 @@ def tuned_sweep(
     base = [(spec, ("evaluation", spec.algorithm.name, 1.0)) for spec in specs(config)]
     tags = base + evaluation_tags + selection_tags
     if confirm and config.confirmation_seeds:
-        factors = {name: sorted(chosen[name]) for name in confirm}
+        factors = {name: sorted(chosen[name]) for name in confirm if name in chosen}
         tags += tagged(config, specs, factors, "confirmation", config.confirmation_range)
         for look in config.earlier_ranges:
             tags += tagged(config, specs, factors, seeds_label(look), look)
