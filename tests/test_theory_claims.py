@@ -703,3 +703,15 @@ def test_lemma6_reports_the_cosine_not_the_inner_product():
     assert descent_cosine(tilted, W_mm) == pytest.approx(0.6)
     assert descent_cosine(-tilted, W_mm) == pytest.approx(-0.6)
     assert math.isnan(descent_cosine(np.zeros((2, 2)), W_mm))
+
+
+def test_of_ngd_rates_sizes_only_one_sample_satisfies_assumption_1():
+    """The register's lemma1-vs-margin-geometry row says: at ngd-rates' T and d, n = 1
+    satisfies Assumption 1 on every seed, n = 2, 4, 8 on none (δ grows with n)."""
+    from attnbias.experiment_registry import load_config
+
+    config = load_config("ngd-rates")
+    for n in (1, *config.sizes, config.n):
+        deltas = [tm.gram_dominance(example1(n, config.T, config.d, seed=s).X)
+                  for s in range(1, config.seeds + 1)]  # fmt: skip
+        assert all((delta < 1.0) == (n == 1) for delta in deltas), n

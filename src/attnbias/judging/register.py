@@ -783,8 +783,10 @@ def theory_entries() -> list[PaperClaim]:
                    "samples, margins ≈ 0.4–1.4); per-seed slopes, mean over seeds; ±10 % ours; "
                    "rate ∝ margin follows on each problem from margin 1 at its W_mm once the run "
                    "is aligned (lemma1-rate), so this adds no test beyond alignment; tests "
-                   "beyond the theorem: only n = 1 satisfies Assumption 1 (δ ≈ 0.6; "
-                   "δ ≈ 1.5, 3 and 6 at n = 2, 4, 8; δ per seed of n = 4 in the summary)",
+                   "beyond the theorem: of the sizes only n = 1 satisfies Assumption 1 at "
+                   "this d, on every seed, and n = 2, 4, 8 on none (δ grows with n at fixed "
+                   "d; tests/test_theory_claims.py checks it on the config's seeds; δ per "
+                   "seed of n = 4 in the summary)",
                    consistency=True),
         PaperClaim("joint-rates/thm3-slower", "NGD", "Thm 3 vs Thm 1 (§4)", "under joint "
                    "training 'the convergence to implicit bias is much slower'",
@@ -1126,8 +1128,9 @@ def entries() -> tuple[PaperClaim, ...]:
     PaperClaim("kq-nuclear/kq-converges-nuclear", "ours", KQ_WHERE,
                "W = KQᵀ trained by normalized GD converges in direction to the nuclear-norm "
                "Att-SVM",
-               f"{KQ}; {kq_window(load_config('kq-nuclear'))}; a level (mean alignment > 0.99) "
-               "was still straddled at 2·10⁴ steps (0.991)",
+               f"{KQ}; {kq_window(load_config('kq-nuclear'))}; a level rule (mean alignment "
+               "> 0.99) was tried first and straddled in a longer pilot run that was not "
+               "stored, which is why the rule is a trend",
                read_in=papers.READ_SVM),
     PaperClaim("kq-nuclear/direct-frobenius-svm", "ours", "extension to finite steps of the "
                "SVM paper's result for W trained directly by GD (the Frobenius Att-SVM as its "
