@@ -318,6 +318,12 @@ def cases() -> dict[str, list]:
             # no evaluation runs at that step
             (INCONCLUSIVE, (tuned(g), "GD", "NGD", 0.5, 0.1), {}),
         ],
+        # the rule polyak-faster and momentum-improves share: (tuned, slow, fast, text, source)
+        "ngd.faster_on_every_level": [
+            (SUPPORTED, (tuned(g), "NGD", "Polyak", "", "s"), {}),
+            (NOT_SUPPORTED, (tuned(g), "NGD", "GD", "", "s"), {}),
+            (INCONCLUSIVE, (tuned(g, best={"NGD": 4.0}), "NGD", "Polyak", "", "s"), {}),
+        ],
         "ngd.tuned_polyak_faster": [
             (SUPPORTED, (tuned(g), "Polyak", "NGD"), {}),
             (NOT_SUPPORTED, (tuned(g), "GD", "NGD"), {}),

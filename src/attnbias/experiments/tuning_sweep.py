@@ -63,7 +63,7 @@ class TuningConfig(SweepConfig):
         apart = CONFIRMATION_SEED_BASE - SELECTION_SEED_BASE  # the confirmation seeds above
         if self.selection_seeds > apart:
             raise ValueError(f"selection_seeds must be <= {apart}, got {self.selection_seeds}")
-        looks = [range(first, first + n) for first, n in self.earlier_confirmations]
+        looks = self.earlier_ranges
         for i, (look, later) in enumerate(zip(looks, [*looks[1:], self.confirmation_range])):
             if look.stop > later.start:
                 raise ValueError(

@@ -1623,9 +1623,9 @@ def other_configs(found: dict[str, dict]) -> list[str]:
     ]
 
 
-def other_configs_line(found: dict[str, dict]) -> list[str]:
-    """A line under the counts naming the experiments whose rows come from another config."""
-    others = other_configs(found)
+def other_configs_line(others: list[str]) -> list[str]:
+    """A line under the counts naming the experiments whose rows come from another config
+    (`other_configs`)."""
     if not others:
         return []
     return [
@@ -1638,13 +1638,12 @@ def other_configs_line(found: dict[str, dict]) -> list[str]:
     ]
 
 
-def provenance(found: dict[str, dict]) -> list[str]:
+def provenance(found: dict[str, dict], others: list[str]) -> list[str]:
     """Where each experiment's verdicts come from: the code version and config hash its
     summary was made by, whether that is the current default config's (`other_configs`), and
     its scale (a stale summary is visible row by row)."""
     if not found:
         return []
-    others = set(other_configs(found))
 
     def short(value) -> str:  # a summary is untrusted: its text is bounded and escaped
         return cell(str(value if value is not None else "unknown")[:64])
@@ -1683,6 +1682,7 @@ def register_markdown(found: dict[str, dict], command: str, figure: str | None =
     """The register (Markdown) of the summaries `found` (by experiment name); `figure`: the
     path of its forest plot, shown above the table."""
     rows = register_rows(found)
+    others = other_configs(found)  # each summary's config against the current default, once
     repeats = [row for row in rows if row.same_as]
     replaced = [row for row in rows if row.superseded_by]
     counted = [row for row in rows if not row.same_as and not row.superseded_by]
@@ -1711,7 +1711,7 @@ def register_markdown(found: dict[str, dict], command: str, figure: str | None =
         "",
         *by_source(paper),
         *fragile_decided(paper),
-        *other_configs_line(found),
+        *other_configs_line(others),
         *(
             [
                 f"Not counted: {rows_count(len(repeats))} another row's evidence (the same runs "
@@ -1764,7 +1764,7 @@ def register_markdown(found: dict[str, dict], command: str, figure: str | None =
                   *repeats_table(replaced), ""]  # fmt: skip
     if missing := unregistered(found):
         lines += ["Claims of the summaries not in the register: " + ", ".join(missing), ""]
-    lines += provenance(found)
+    lines += provenance(found, others)
     lines += [
         "## Claims not tested here",
         "",
