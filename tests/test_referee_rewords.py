@@ -348,13 +348,33 @@ def test_thm3_slower_says_why_its_premise_leaves_it_open():
 
 
 def test_adam_decay_closer_is_compared_at_equal_norm():
-    """Item 12: the arms travel Σηₜ ≈ 55 and ≈ 15,000 in the same steps: the row compares
-    them at equal ‖W_t‖_F, and says so."""
+    """Item 12: the arms travel very different Σηₜ in the same steps: the row compares them
+    at equal ‖W_t‖_F, and says so, with the distances computed from the config."""
     from attnbias.experiment_registry import load_config
 
-    assert load_config("reexamine-adam").closer_at_equal_norm == ("Adam-decay",)
+    config = load_config("reexamine-adam")
+    assert config.closer_at_equal_norm == ("Adam-decay",)
     entry = ENTRIES["reexamine-adam/adam-decay-closer-than-adam-eps0"]
-    assert "at equal ‖W_t‖_F" in entry.wording and register.EQUAL_NORM in entry.differences
+    assert "at equal ‖W_t‖_F" in entry.wording and register.equal_norm() in entry.differences
+    # η_t = η(t + 1)^(−½) sums to about 2η√T; the constant rate to ηT
+    T = config.steps
+    decaying = register.travelled("reexamine-adam", "Adam-decay")
+    assert decaying == pytest.approx(0.05 * np.sum(np.arange(1, T + 1) ** -0.5), rel=1e-12)
+    assert decaying == pytest.approx(2 * 0.05 * np.sqrt(T), rel=0.01)
+    assert register.travelled("reexamine-adam", "Adam-eps0") == pytest.approx(0.05 * T)
+    assert f"Σηₜ = {decaying:.3g}" in register.equal_norm() and f"{0.05 * T:,.0f}" in (
+        register.equal_norm()
+    )
+
+
+@pytest.mark.parametrize("experiment", ["ngd-fixed", "antipodal"])
+def test_momentum_warm_up_cost_is_computed_from_the_config(experiment):
+    """momentum-beyond-effective-step's estimate of what the warm-up alone costs: β/(1 − β)
+    steps late, ((T − lag)/T)² at the last step, from the config's β and T."""
+    text = register.warm_up_cost(experiment)
+    assert "= 9 steps late" in text and "= 0.991 at the last step T = 2,000" in text
+    row = ENTRIES[f"{experiment}/momentum-beyond-effective-step"]
+    assert text in row.differences
 
 
 @pytest.mark.parametrize("experiment", ["ngd-fixed", "antipodal"])
