@@ -12,6 +12,9 @@ not a step's time added to SGD's iteration. The two differ when an optimiser slo
 and backward passes too (mirror descent keeps θ and a copy of w, twice the model, in memory the
 passes then read through colder caches), or when the copies of the model differ by their place
 in memory: "SGD (second copy)", a second model trained with SGD, shows how large that is.
+"ℓ1.1-MD (torch step)" is ℓ1.1-MD with its compiled one-pass step of large CPU tensors turned
+off (`ATTNBIAS_ENGINE_BACKEND=torch` around its steps: optim.fused_mirror), the reference the
+compiled step is measured against in the same run.
 
 Thread counts are pinned through OMP/MKL/OpenBLAS environment variables before torch is
 imported (torch.set_num_threads alone leaves BLAS pools and inter-op threads free), so runs on
@@ -52,6 +55,7 @@ ARGS = parse_args()
 for variable in THREAD_VARIABLES:  # before torch (and its BLAS) is loaded
     os.environ[variable] = str(ARGS.threads)
 
+import contextlib  # noqa: E402
 import copy  # noqa: E402
 import json  # noqa: E402
 import random  # noqa: E402
@@ -61,6 +65,7 @@ import time  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
+from attnbias.compiled_backend import BACKEND_VARIABLE  # noqa: E402
 from attnbias.data.text import rotten_tomatoes  # noqa: E402
 from attnbias.real.minilm import MiniLMClassifier, encode, load_tokenizer  # noqa: E402
 from attnbias.real.train import make_optimizer, optimizer_label  # noqa: E402
@@ -76,14 +81,33 @@ OPTIMIZERS = [
     {"name": "sngd", "lr": 0.1},
     {"name": "sps", "lr_max": 0.1, "c": 0.5},
     {"name": "md", "p": 1.1, "lr": 0.05},
+    {"name": "md", "p": 1.1, "lr": 0.05, "backend": "torch"},
     {"name": "md", "p": 1.1, "lr": 0.05, "normalize": "per_tensor"},
 ]
+BENCH_KEYS = ("control", "backend")  # this benchmark's, not the optimiser's
 
 
 def label(config) -> str:
     if config.get("control"):
         return CONTROL
-    return optimizer_label(config) + (" (normalized)" if config.get("normalize") else "")
+    own = {k: v for k, v in config.items() if k not in BENCH_KEYS}
+    name = optimizer_label(own) + (" (normalized)" if config.get("normalize") else "")
+    return name + (f" ({config['backend']} step)" if config.get("backend") else "")
+
+
+@contextlib.contextmanager
+def backend(name: str | None):
+    """The compiled-kernel backend for what runs inside (None: as the environment says)."""
+    before = os.environ.get(BACKEND_VARIABLE)
+    if name is not None:
+        os.environ[BACKEND_VARIABLE] = name
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(BACKEND_VARIABLE, None)
+        else:
+            os.environ[BACKEND_VARIABLE] = before
 
 
 def sync() -> None:
@@ -130,18 +154,21 @@ def main(args: argparse.Namespace) -> None:
     optimizers = []
     for c in OPTIMIZERS:
         model = copy.deepcopy(base)
-        config = {k: v for k, v in c.items() if k != "control"}
-        optimizers.append((label(c), model, make_optimizer(model.parameters(), config)))
+        config = {k: v for k, v in c.items() if k not in BENCH_KEYS}
+        optimizer = make_optimizer(model.parameters(), config)
+        optimizers.append((label(c), model, optimizer, c.get("backend")))
 
     load_before = os.getloadavg()[0]
-    for _, model, optimizer in optimizers:  # warm-up: allocations, optimiser state
-        iteration(model, optimizer, batch, labels)
-    times = {name: ([], []) for name, _, _ in optimizers}
+    for _, model, optimizer, chosen in optimizers:  # warm-up: allocations, state, compiling
+        with backend(chosen):
+            iteration(model, optimizer, batch, labels)
+    times = {name: ([], []) for name, _, _, _ in optimizers}
     order = list(optimizers)
     for _ in range(args.rounds):
         random.shuffle(order)
-        for name, model, optimizer in order:
-            full, step = iteration(model, optimizer, batch, labels)
+        for name, model, optimizer, chosen in order:
+            with backend(chosen):
+                full, step = iteration(model, optimizer, batch, labels)
             times[name][0].append(full)
             times[name][1].append(step)
 

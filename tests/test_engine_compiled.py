@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from attnbias import compiled_backend
 from attnbias.engine import Algorithm, RunBatch, compiled, simulate, union_grid
 from test_engine_fused import MIRROR, STEEPEST, specs_of
 
@@ -122,13 +123,13 @@ def test_batches_the_compiled_step_does_not_cover_step_with_torch(algorithms, ki
 @needs_numba
 def test_the_compiled_step_is_the_default_and_the_variable_chooses(monkeypatch):
     batch = RunBatch.from_specs(specs_of(MIRROR[:2], "W", 5))
-    monkeypatch.delenv(compiled.BACKEND_VARIABLE, raising=False)
+    monkeypatch.delenv(compiled_backend.BACKEND_VARIABLE, raising=False)
     assert compiled.steps_compiled(batch)
-    monkeypatch.setenv(compiled.BACKEND_VARIABLE, "torch")
+    monkeypatch.setenv(compiled_backend.BACKEND_VARIABLE, "torch")
     assert not compiled.steps_compiled(batch)
     assert compiled.steps_compiled(batch, "compiled")  # an explicit argument wins
-    monkeypatch.setenv(compiled.BACKEND_VARIABLE, "jax")
-    with pytest.raises(ValueError, match=compiled.BACKEND_VARIABLE):
+    monkeypatch.setenv(compiled_backend.BACKEND_VARIABLE, "jax")
+    with pytest.raises(ValueError, match=compiled_backend.BACKEND_VARIABLE):
         compiled.steps_compiled(batch)
 
 

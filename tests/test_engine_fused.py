@@ -10,12 +10,12 @@ import pytest
 import torch
 from threadpoolctl import threadpool_info, threadpool_limits
 
+from attnbias import compiled_backend
 from attnbias.data import gaussian_unit
 from attnbias.engine import (
     Algorithm,
     RunBatch,
     RunSpec,
-    compiled,
     fused,
     graphs,
     memory,
@@ -34,7 +34,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 def torch_backend(monkeypatch):
     """The torch step, the reference: the compiled one is tested against it in
     tests/test_engine_compiled.py."""
-    monkeypatch.setenv(compiled.BACKEND_VARIABLE, "torch")
+    monkeypatch.setenv(compiled_backend.BACKEND_VARIABLE, "torch")
 
 
 # Every step rule of the mirror-descent core (plain, per-tensor, global, loss, Polyak; with and

@@ -15,25 +15,23 @@ not finite makes the call return; the stretch is then taken again by torch from 
 state, and the batch steps with torch from there on.
 
 Which backend: `ATTNBIAS_ENGINE_BACKEND` = "compiled" (the default: numba where installed) or
-"torch". Without numba (`pip install 'attnbias[compiled]'`) the engine says so once, in one
-line, and steps with torch. numba caches its compiled program in ~/.cache/attnbias/numba
-(`NUMBA_CACHE_DIR` if set), so only a process that finds no cache compiles (a few seconds).
+"torch" (`compiled_backend`). Without numba (`pip install 'attnbias[compiled]'`) the engine says
+so once, in one line, and steps with torch. numba caches its compiled program (a few seconds to
+compile) across processes.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-import os
-from pathlib import Path
 
 import numpy as np
 import torch
 
+from ..compiled_backend import backend_named, numba_module
+
 logger = logging.getLogger(__name__)
 
-BACKENDS = ("compiled", "torch")
-BACKEND_VARIABLE = "ATTNBIAS_ENGINE_BACKEND"
 # whole runs against the torch step from the same start, at every recorded step, relative to
 # the run's largest entry (every rule of tests/test_engine_fused.MIRROR over 2,000 steps:
 # 1.5e-13 measured in float64, 4.6e-6 in float32)
@@ -42,36 +40,10 @@ RUN_RTOL_FLOAT32 = 1e-3
 LOSS_CODES = {"logistic": 0, "exponential": 1, "correlation": 2}
 
 
-def backend_named(name: str | None = None) -> str:
-    """The backend asked for: `name`, else $ATTNBIAS_ENGINE_BACKEND, else "compiled"."""
-    chosen = name or os.environ.get(BACKEND_VARIABLE) or "compiled"
-    if chosen not in BACKENDS:
-        raise ValueError(f"{BACKEND_VARIABLE} must be one of {BACKENDS}, got {chosen!r}")
-    return chosen
-
-
 @functools.cache
 def kernels():
     """The numba module, or None (said once, in one line) when numba is missing or unusable."""
-    if "NUMBA_CACHE_DIR" not in os.environ:
-        try:
-            cache = Path.home() / ".cache" / "attnbias" / "numba"
-            cache.mkdir(parents=True, exist_ok=True)
-            os.environ["NUMBA_CACHE_DIR"] = str(cache)
-        except (OSError, RuntimeError):
-            pass  # numba's own cache places (none where nothing is writable)
-    try:
-        from . import kernels_numba
-    except ImportError:
-        logger.info(
-            "numba is not installed: the engine steps with torch (pip install "
-            "'attnbias[compiled]' for its compiled step)"
-        )
-        return None
-    except RuntimeError as err:  # numba without a writable cache, or an unknown CPU
-        logger.info("the compiled step is unavailable (%s): the engine steps with torch", err)
-        return None
-    return kernels_numba
+    return numba_module("attnbias.engine.kernels_numba", logger, "the engine steps with torch")
 
 
 def covers(batch) -> bool:

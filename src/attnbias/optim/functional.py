@@ -36,6 +36,7 @@ from ..norms import (
     per_run,
     power_,
 )
+from . import fused_mirror
 
 Number = float | torch.Tensor
 
@@ -110,6 +111,11 @@ def step_(
     for k, (w, g) in enumerate(zip(params, grads)):
         d = None if prepared is None else prepared[k]
         theta = duals[k] if mirror else None
+        copy = None if copies is None else copies[k]
+        # a large CPU tensor's plain mirror step in one pass, bit for bit this loop's
+        if mirror and not uses_momentum and (d is None or one_pass):
+            if fused_mirror.step_(w, g, theta, copy, d, lr, p):
+                continue
         powers = None if scratch is None else scratch[k]
         views = None if pieces is None else pieces[k]
         if d is not None and one_pass:
@@ -119,8 +125,8 @@ def step_(
         else:
             buffer = None if buffers is None else buffers[k]
             _step_tensor_(w, g, d, lr, p, theta, momentum, buffer, powers, range_ok, views)
-        if copies is not None and copies[k] is not None:
-            copies[k].copy_(w)
+        if copy is not None:
+            copy.copy_(w)
 
 
 def _foreach_mirror(params, divisors, lr, p, mirror, uses_momentum, one_pass) -> bool:
