@@ -13,6 +13,8 @@ from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
+import numpy as np
+
 from ..experiment_registry import experiment_names, load_config
 from ..store import ResultsStore, UnsafeStore, config_key, parse_json
 from ..theory_measures import ASSUMPTION1_EXAMPLE1, span
@@ -585,7 +587,11 @@ def travelled(experiment: str, arm: str) -> float:
     can move ‖W_t‖ in the run."""
     config = load_config(experiment)
     (algorithm,) = [a for a in config.algorithms if a.name == arm]
-    return sum(algorithm.lr_at(t) for t in range(config.steps))
+    if not algorithm.lr_decay:
+        return algorithm.lr * config.steps
+    # Algorithm.lr_at over the steps, in one array (the tally builds the register each run)
+    steps = np.arange(1.0, config.steps + 1.0)
+    return float(algorithm.lr * np.sum(steps**-algorithm.lr_decay))
 
 
 def equal_norm() -> str:
