@@ -3,22 +3,33 @@ takes eight: θ − η·g, the power |θ|^{1/(p−1)} by squarings, its sign and
 classes keep each read and write the whole tensor, so a step on MiniLM's 11 M dense entries
 moved them about sixteen times against SGD's three.
 
-The compiled step (`kernels_mirror`) is torch's arithmetic operation for operation, so its
-results are torch's bit for bit (tests/test_fused_mirror.py compares every entry, float32 and
-float64, with and without a divisor, with NaN and infinite gradients). It takes a step when:
-the tensors are on the CPU, contiguous, of one dtype (float32 or float64) and at least
-`MIN_ENTRIES` long; torch steps with one thread (with more, its operators share a tensor
-between threads, and the kernel has one); p < 2 is a number whose exponent 1/(p − 1) torch
-takes as a whole number (`norms.whole_exponent`: p = 1.1 in float32, 1.5, 1.25, …); η is a
-number; no momentum; no divisor, or a one-element divisor with η = 1 (`functional.step_`'s one
-pass). Everything else,
-and every step where numba is missing or `ATTNBIAS_ENGINE_BACKEND=torch`
+The compiled step (`kernels_mirror`) is torch's arithmetic operation for operation as torch's
+AVX2 CPU kernels round it (θ + (−η)·g as one fused multiply-add), so its results are torch's
+bit for bit (tests/test_fused_mirror.py compares every entry's bits, float32 and float64, with
+and without a divisor, special values included); one exception: where two operands of an entry
+are NaN (θ and g, a NaN gradient the classes refuse before stepping), the entry is NaN in both
+but its sign and payload may differ. It takes a step when: torch's CPU kernels are its AVX2
+ones (`torch.backends.cpu.get_cpu_capability()`; its default kernels round η·g before adding
+it); the tensors are on the CPU, contiguous, of one dtype (float32 or float64) and one shape,
+at least `MIN_ENTRIES` long, in memory no two of them share, neither negative nor conjugate
+views, and none a tensor autograd would refuse to change in place; torch steps with one thread
+(with more, torch's operators split a tensor between threads and are faster than the one-thread
+kernel); p < 2 is a number whose exponent 1/(p − 1) torch takes as a whole number
+(`norms.whole_exponent`: p = 1.1 in float32, 1.5, 1.25, …); η is a number the dtype holds; no
+momentum; no divisor, or a one-element divisor with η = 1 (`functional.step_`'s one pass). The
+version counters of w, θ and the copy advance as torch's in-place operations advance them.
+Everything else, and every step where numba is missing or `ATTNBIAS_ENGINE_BACKEND=torch`
 (`compiled_backend`), is torch's.
+
+The classes reach it where they step tensor by tensor (a group of more than 2^20 entries on the
+CPU) or through a group's flat buffer (`flat_duals`); smaller groups stepped tensor by tensor
+take torch's multi-tensor kernels instead.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import logging
 
 import numpy as np
@@ -31,6 +42,9 @@ logger = logging.getLogger(__name__)
 
 MIN_ENTRIES = 1 << 16  # below this, torch's few calls cost less than a numba call's setup
 DTYPES = (torch.float32, torch.float64)
+KERNELS = ("AVX2",)  # torch's CPU kernels whose rounding the compiled step is (tested here)
+# torch ≥ 2.2 has it; without it autograd could not be told that a tensor changed
+VERSIONED = hasattr(torch.autograd.graph, "increment_version")
 
 
 @functools.cache
@@ -69,39 +83,52 @@ def step_(
     Returns whether it took the step (False: nothing was touched; torch takes it)."""
     if isinstance(lr, torch.Tensor) or isinstance(p, torch.Tensor) or not p < 2.0:
         return False
-    if torch.get_num_threads() != 1:
+    if torch.get_num_threads() != 1 or torch.backends.cpu.get_cpu_capability() not in KERNELS:
         return False
-    tensors = [w, g, theta] + ([] if copy is None else [copy])
-    if not _covered(tensors) or (divisor is not None and not _one_pass(divisor, lr, w)):
+    written = [w, theta] + ([] if copy is None else [copy])
+    if not _covered([*written, g]) or (divisor is not None and not _one_pass(divisor, lr, w)):
         return False
-    plan = powers(float(p), w.dtype)
-    if plan is None or backend_named() != "compiled" or kernels() is None:
-        return False
+    if torch.is_grad_enabled() and any(t.requires_grad for t in written):
+        return False  # torch refuses (a leaf that requires grad), or records the operation
     scalar = np.float32 if w.dtype == torch.float32 else np.float64
+    with np.errstate(over="ignore"):
+        alpha = scalar(-lr)
+    if np.isinf(alpha) and np.isfinite(lr):
+        return False  # η beyond the dtype's range: torch refuses it
+    plan = powers(float(p), w.dtype)
+    if plan is None or not VERSIONED or backend_named() != "compiled" or kernels() is None:
+        return False
     arrays = [t.detach().view(-1).numpy() for t in (theta, g, w, copy if copy is not None else w)]
     d = scalar(1.0 if divisor is None else divisor.item())
-    kernels().mirror_step(*arrays, scalar(-lr), d, divisor is not None, *plan)
+    kernels().mirror_step(*arrays, alpha, d, divisor is not None, *plan)
+    # as torch's in-place operations do: autograd sees that these tensors changed
+    for t in written:
+        if not t.is_inference():
+            torch.autograd.graph.increment_version(t)
     return True
 
 
 def _covered(tensors: list[torch.Tensor]) -> bool:
-    """One dtype of DTYPES, on the CPU, contiguous, of one size ≥ MIN_ENTRIES, and no two
-    sharing memory (the kernel reads and writes them entry by entry)."""
+    """One dtype of DTYPES and one shape, ≥ MIN_ENTRIES entries, on the CPU, contiguous,
+    neither negative nor conjugate views, and no two overlapping in memory (the kernel reads
+    and writes them entry by entry)."""
     first = tensors[0]
     if first.numel() < MIN_ENTRIES or first.dtype not in DTYPES:
         return False
     if not all(
-        t.device.type == "cpu" and t.dtype == first.dtype and t.is_contiguous()
-        and t.numel() == first.numel()
+        t.device.type == "cpu" and t.dtype == first.dtype and t.shape == first.shape
+        and t.is_contiguous() and not t.is_neg() and not t.is_conj()
         for t in tensors
     ):  # fmt: skip
         return False
-    return len({t.untyped_storage().data_ptr() for t in tensors}) == len(tensors)
+    spans = sorted((t.data_ptr(), t.data_ptr() + t.numel() * t.element_size()) for t in tensors)
+    return all(end <= start for (_, end), (start, _) in itertools.pairwise(spans))
 
 
 def _one_pass(divisor: torch.Tensor, lr, w: torch.Tensor) -> bool:
-    """A divisor the one pass takes: one element of w's dtype on the CPU, with η = 1."""
+    """A divisor the one pass takes: one element of w's dtype on the CPU, broadcasting to w
+    (no more dimensions), with η = 1."""
     return (
-        lr == 1.0 and divisor.numel() == 1 and divisor.dtype == w.dtype
-        and divisor.device.type == "cpu"
+        lr == 1.0 and divisor.numel() == 1 and divisor.dim() <= w.dim()
+        and divisor.dtype == w.dtype and divisor.device.type == "cpu"
     )  # fmt: skip

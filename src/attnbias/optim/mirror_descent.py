@@ -66,10 +66,11 @@ class MirrorDescent(CheckedOptimizer):
     the copies are views into one flat buffer each per group
     (`flat_duals.FlatDuals`; the parameters keep their own storage): the step is then a
     dozen kernels for the whole group, the per-tensor step bit for bit on the CPU. The state
-    dict holds the views (each as large as its parameter) and loads as any. On the CPU, with
-    one thread and numba installed, the plain step of a tensor of at least 2^16 entries whose
-    exponent 1/(p − 1) torch squares (p = 1.1 in float32) is one compiled pass, torch's
-    bit for bit (`fused_mirror`).
+    dict holds the views (each as large as its parameter) and loads as any. On the CPU (one
+    thread, torch's AVX2 kernels, numba installed), a plain step of at least 2^16 entries at
+    a p whose exponent 1/(p − 1) torch squares (p = 1.1 in float32) is one compiled pass,
+    torch's bit for bit (`fused_mirror`): a group's flat buffer, or each tensor of a group of
+    more than 2^20 entries.
 
     Every value is checked where it enters (TypeError for a wrong type, ValueError for a
     value out of range, naming the argument and the param group): here, in each param group,
