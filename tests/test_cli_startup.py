@@ -68,3 +68,11 @@ def test_the_registers_configs_build_no_torch_optimizer():
         "    load_config(name)\n"
     )
     assert heavy_imported(code, ("torch", "torch._dynamo")) == ["torch"]
+
+
+def test_the_register_builds_no_torch_optimizer():
+    """The register's rows state protocols from their configs (reexamine-adam's Σηₜ from its
+    Adam arms, whose options were checked by building torch's Adam); the tally builds them at
+    the end of every `reproduce`. Options are checked on an empty parameter list now."""
+    code = "from attnbias.judging import register\nregister.entries()\n"
+    assert heavy_imported(code, ("torch", "torch._dynamo")) == ["torch"]

@@ -15,8 +15,6 @@ import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
 
-import torch
-
 from .._validate import check_scalar
 from .divisors import NORMALIZE_TRUE
 from .registry import HYPER_FIELDS, RULES, TABLE_NAMES, UpdateRule, readers
@@ -147,7 +145,7 @@ class Algorithm:
         object.__setattr__(self, "normalize", normalize)
 
     def _check_options(self, torch_class: type):
-        """options must be keywords of the torch optimiser it builds (tried on a dummy)."""
+        """options must be keywords of the torch optimiser it builds (tried on an empty parameter list)."""
         options = {} if self.options is None else self.options
         if not isinstance(options, dict):
             raise FieldError(f"options must be a table, got {type(options).__name__}")
@@ -156,15 +154,14 @@ class Algorithm:
         options = {k: tuple(v) if isinstance(v, list) else v for k, v in options.items()}
         object.__setattr__(self, "options", options)
         if not options and torch_class.__module__.split(".")[:2] == ["torch", "optim"]:
-            # torch's own take their defaults at any lr > 0 (checked above); building one
-            # imports torch._dynamo (~2.5 s of CPU) in commands that never step one
-            return
-        try:
-            torch_class([torch.zeros(1, 1)], lr=self.lr, **options)
-        except (TypeError, ValueError) as err:
-            raise FieldError(
-                f"options are not accepted by torch's {self.optimizer}: {err}"
-            ) from None
+            return  # torch's own take their defaults at any lr > 0 (checked above)
+        # Checked on no parameters: a torch optimiser checks its options before its parameter
+        # list, which it then refuses as empty; adding a parameter group would import
+        # torch._dynamo (~2.5 s of CPU) in commands that never step one.
+        empty = _refusal(torch_class, self.lr, {})
+        refusal = _refusal(torch_class, self.lr, options)
+        if refusal != empty:
+            raise FieldError(f"options are not accepted by torch's {self.optimizer}: {refusal}")
 
     @classmethod
     def parse(cls, spec) -> Algorithm:
@@ -321,3 +318,13 @@ def _number(algorithm: Algorithm, name: str, **bounds) -> None:
     except ValueError as err:
         raise FieldError(str(err)) from None
     object.__setattr__(algorithm, name, float(value))
+
+
+def _refusal(torch_class: type, lr: float, options: dict) -> str | None:
+    """What `torch_class` says when built on an empty parameter list with these options: its
+    refusal of the options, or of the empty list once they pass (None if it says nothing)."""
+    try:
+        torch_class([], lr=lr, **options)
+    except (TypeError, ValueError) as err:
+        return str(err)
+    return None
