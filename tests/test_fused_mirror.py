@@ -132,7 +132,7 @@ def test_what_it_does_not_cover_is_left_untouched(monkeypatch, case):
     if case == "threads":  # torch's operators would share the tensor between threads
         monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
     if case == "default kernels":  # they round η·g before adding it
-        monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "DEFAULT")
+        monkeypatch.setattr(fused_mirror, "cpu_kernels", lambda: "DEFAULT")
     if case == "lr overflows":  # torch refuses an η float32 cannot hold
         lr = 1e39
     if case == "divisor dims":  # (1, 1) against a vector: torch refuses the broadcast

@@ -145,7 +145,8 @@ class Algorithm:
         object.__setattr__(self, "normalize", normalize)
 
     def _check_options(self, torch_class: type):
-        """options must be keywords of the torch optimiser it builds (tried on an empty parameter list)."""
+        """options must be keywords of the torch optimiser it builds (tried on an empty
+        parameter list)."""
         options = {} if self.options is None else self.options
         if not isinstance(options, dict):
             raise FieldError(f"options must be a table, got {type(options).__name__}")

@@ -56,6 +56,13 @@ def kernels():
 
 
 @functools.cache
+def cpu_kernels() -> str:
+    """torch's CPU kernels in this process (`torch.backends.cpu.get_cpu_capability()`; fixed
+    when torch loads)."""
+    return torch.backends.cpu.get_cpu_capability()
+
+
+@functools.cache
 def powers(p: float, dtype: torch.dtype) -> tuple[bool, int, np.ndarray] | None:
     """How `norms.inverse_mirror_map` raises |θ| for this p and dtype, where it squares:
     (even, k, steps): y = θ² (even) or |θ|, then y^k by `steps` after the first square;
@@ -81,9 +88,9 @@ def step_(
     """`functional.step_`'s mirror step of one tensor without momentum, compiled where it is
     covered (module text): θ ← θ − η·g (or θ − g/D with η = 1), w = (∇ψ)⁻¹(θ), copy ← w.
     Returns whether it took the step (False: nothing was touched; torch takes it)."""
-    if isinstance(lr, torch.Tensor) or isinstance(p, torch.Tensor) or not p < 2.0:
-        return False
-    if torch.get_num_threads() != 1 or torch.backends.cpu.get_cpu_capability() not in KERNELS:
+    if w.numel() < MIN_ENTRIES or isinstance(lr, torch.Tensor) or isinstance(p, torch.Tensor):
+        return False  # (the small tensors of a model first: a step asks for each)
+    if not p < 2.0 or torch.get_num_threads() != 1 or cpu_kernels() not in KERNELS:
         return False
     written = [w, theta] + ([] if copy is None else [copy])
     if not _covered([*written, g]) or (divisor is not None and not _one_pass(divisor, lr, w)):
