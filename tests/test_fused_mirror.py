@@ -16,7 +16,7 @@ from attnbias.optim import MirrorDescent, fused_mirror
 from attnbias.optim import functional as F
 
 needs_numba = pytest.mark.skipif(
-    fused_mirror.kernels() is None,
+    fused_mirror.mirror_kernels() is None,
     reason="numba is not installed (pip install 'attnbias[compiled]')",
 )
 needs_kernels = pytest.mark.skipif(
@@ -79,9 +79,9 @@ def test_the_compiled_step_is_torchs_bit_for_bit(monkeypatch, dtype, p, divisor,
     lr = 0.013 if divisor is None else 1.0  # a divisor comes with η = 1 (the one pass)
     divisor = None if divisor is None else (divisor or float("inf"))  # D = 0 → no step (∞)
     calls = []
-    original = fused_mirror.kernels().mirror_step
+    original = fused_mirror.mirror_kernels().mirror_step
     monkeypatch.setattr(
-        fused_mirror.kernels(), "mirror_step", lambda *a: calls.append(1) or original(*a)
+        fused_mirror.mirror_kernels(), "mirror_step", lambda *a: calls.append(1) or original(*a)
     )
     compiled = stepped("compiled", monkeypatch, w0, g, p, lr, divisor)
     assert calls, "the compiled step was not taken"
@@ -148,7 +148,7 @@ def test_what_it_does_not_cover_is_left_untouched(monkeypatch, case):
         w, theta = torch.from_numpy(memory[:n]), torch.from_numpy(memory[1:])
     w.requires_grad_(case == "requires grad")
     before = [t.detach().clone() for t in (w, g, theta)]
-    assert not fused_mirror.step_(w, g, theta, None, divisor, lr, p)
+    assert not fused_mirror.fused_step_(w, g, theta, None, divisor, lr, p)
     assert all(torch.equal(a, b.detach()) for a, b in zip(before, (w, g, theta)))
 
 
@@ -181,9 +181,9 @@ def test_mirror_descent_steps_a_layer_as_torch_does(monkeypatch, normalize, widt
     group of up to 2^20 entries in its flat buffers when it can be stepped as one, beyond that
     tensor by tensor) and leaves the small bias to torch."""
     calls = []
-    original = fused_mirror.kernels().mirror_step
+    original = fused_mirror.mirror_kernels().mirror_step
     monkeypatch.setattr(
-        fused_mirror.kernels(), "mirror_step", lambda *a: calls.append(1) or original(*a)
+        fused_mirror.mirror_kernels(), "mirror_step", lambda *a: calls.append(1) or original(*a)
     )
     results = {}
     for backend in ("compiled", "torch"):
@@ -208,7 +208,7 @@ def test_mirror_descent_steps_a_layer_as_torch_does(monkeypatch, normalize, widt
 def test_without_numba_it_says_so_once_and_torch_steps(monkeypatch, caplog):
     monkeypatch.setitem(sys.modules, "numba", None)  # import numba: ImportError
     monkeypatch.delitem(sys.modules, "attnbias.optim.kernels_mirror", raising=False)
-    fused_mirror.kernels.cache_clear()
+    fused_mirror.mirror_kernels.cache_clear()
     try:
         w0, g = problem(SIZES[0], torch.float32)
         with caplog.at_level(logging.INFO, logger=fused_mirror.logger.name):
@@ -218,6 +218,6 @@ def test_without_numba_it_says_so_once_and_torch_steps(monkeypatch, caplog):
         assert len(notices) == 1 and "attnbias[compiled]" in notices[0], notices
         assert "\n" not in notices[0]
     finally:
-        fused_mirror.kernels.cache_clear()
+        fused_mirror.mirror_kernels.cache_clear()
     reference = stepped("torch", monkeypatch, w0, g, 1.1, 0.013, None)
     assert all(torch.equal(bits(a), bits(b)) for a, b in zip(first, reference))

@@ -114,7 +114,7 @@ def step_(
         copy = None if copies is None else copies[k]
         # a large CPU tensor's plain mirror step in one pass, bit for bit this loop's
         if mirror and not uses_momentum and (d is None or one_pass):
-            if fused_mirror.step_(w, g, theta, copy, d, lr, p):
+            if fused_mirror.fused_step_(w, g, theta, copy, d, lr, p):
                 continue
         powers = None if scratch is None else scratch[k]
         views = None if pieces is None else pieces[k]

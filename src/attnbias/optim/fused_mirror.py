@@ -48,7 +48,7 @@ VERSIONED = hasattr(torch.autograd.graph, "increment_version")
 
 
 @functools.cache
-def kernels():
+def mirror_kernels():
     """The numba module, or None (said once, in one line) when numba is missing or unusable."""
     return numba_module(
         "attnbias.optim.kernels_mirror", logger, "mirror descent's large CPU steps use torch"
@@ -76,7 +76,7 @@ def powers(p: float, dtype: torch.dtype) -> tuple[bool, int, np.ndarray] | None:
     return even, k, np.array(codes, dtype=np.int64)
 
 
-def step_(
+def fused_step_(
     w: torch.Tensor,
     g: torch.Tensor,
     theta: torch.Tensor,
@@ -103,11 +103,11 @@ def step_(
     if np.isinf(alpha) and np.isfinite(lr):
         return False  # η beyond the dtype's range: torch refuses it
     plan = powers(float(p), w.dtype)
-    if plan is None or not VERSIONED or backend_named() != "compiled" or kernels() is None:
+    if plan is None or not VERSIONED or backend_named() != "compiled" or mirror_kernels() is None:
         return False
     arrays = [t.detach().view(-1).numpy() for t in (theta, g, w, copy if copy is not None else w)]
     d = scalar(1.0 if divisor is None else divisor.item())
-    kernels().mirror_step(*arrays, alpha, d, divisor is not None, *plan)
+    mirror_kernels().mirror_step(*arrays, alpha, d, divisor is not None, *plan)
     # as torch's in-place operations do: autograd sees that these tensors changed
     for t in written:
         if not t.is_inference():

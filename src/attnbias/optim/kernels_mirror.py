@@ -15,7 +15,7 @@ import numpy as np
 from numba import njit
 from numba.core.extending import intrinsic
 
-BLOCK = 2048  # entries per block: the block's three buffers stay in L1/L2
+ENTRIES_PER_BLOCK = 2048  # entries per block: the block's three buffers stay in L1/L2
 SQUARE, TIMES_BASE = 0, 1  # the squaring steps after the first, as `norms.squaring_steps`
 
 
@@ -36,11 +36,11 @@ def mirror_step(theta, g, w, copy, alpha, divisor, divide, even, k, steps):
     w = sign(θ)·y^k with y = θ² (even) or |θ|, y^k by squarings (`steps` after the first
     y², each SQUARE or TIMES_BASE), and copy ← w. Flat arrays of one dtype."""
     n = theta.size
-    t = np.empty(BLOCK, dtype=theta.dtype)
-    y = np.empty(BLOCK, dtype=theta.dtype)
-    r = np.empty(BLOCK, dtype=theta.dtype)
-    for start in range(0, n, BLOCK):
-        m = min(BLOCK, n - start)
+    t = np.empty(ENTRIES_PER_BLOCK, dtype=theta.dtype)
+    y = np.empty(ENTRIES_PER_BLOCK, dtype=theta.dtype)
+    r = np.empty(ENTRIES_PER_BLOCK, dtype=theta.dtype)
+    for start in range(0, n, ENTRIES_PER_BLOCK):
+        m = min(ENTRIES_PER_BLOCK, n - start)
         th, grad = theta[start : start + m], g[start : start + m]
         if divide:
             for i in range(m):
