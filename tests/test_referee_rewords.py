@@ -362,6 +362,8 @@ def test_adam_decay_closer_is_compared_at_equal_norm():
     assert decaying == pytest.approx(0.05 * np.sum(np.arange(1, T + 1) ** -0.5), rel=1e-12)
     assert decaying == pytest.approx(2 * 0.05 * np.sqrt(T), rel=0.01)
     assert register.travelled("reexamine-adam", "Adam-eps0") == pytest.approx(0.05 * T)
+    (arm,) = [a for a in config.algorithms if a.name == "Adam-decay"]
+    assert arm.lr_sum(1000) == pytest.approx(sum(arm.lr_at(t) for t in range(1000)), rel=1e-13)
     assert f"Σηₜ = {decaying:.3g}" in register.equal_norm() and f"{0.05 * T:,.0f}" in (
         register.equal_norm()
     )

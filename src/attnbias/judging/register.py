@@ -13,8 +13,6 @@ from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
-import numpy as np
-
 from ..experiment_registry import experiment_names, load_config
 from ..store import ResultsStore, UnsafeStore, config_key, parse_json
 from ..theory_measures import ASSUMPTION1_EXAMPLE1, span
@@ -583,15 +581,10 @@ ADAM = (
 
 
 def travelled(experiment: str, arm: str) -> float:
-    """Σ η_t over an arm's steps, from its config: how far a normalised or sign-like method
-    can move ‖W_t‖ in the run."""
+    """Σ η_t over an arm's steps, from its config (`Algorithm.lr_sum`)."""
     config = load_config(experiment)
     (algorithm,) = [a for a in config.algorithms if a.name == arm]
-    if not algorithm.lr_decay:
-        return algorithm.lr * config.steps
-    # Algorithm.lr_at over the steps, in one array (the tally builds the register each run)
-    steps = np.arange(1.0, config.steps + 1.0)
-    return float(algorithm.lr * np.sum(steps**-algorithm.lr_decay))
+    return algorithm.lr_sum(config.steps)
 
 
 def equal_norm() -> str:

@@ -15,6 +15,8 @@ import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
 
+import numpy as np
+
 from .._validate import check_scalar
 from .divisors import NORMALIZE_TRUE
 from .registry import HYPER_FIELDS, RULES, TABLE_NAMES, UpdateRule, readers
@@ -245,6 +247,13 @@ class Algorithm:
     def lr_at(self, t: int) -> float:
         """The step size of step t = 0, 1, …: lr·(t + 1)^(−lr_decay)."""
         return self.lr * (t + 1.0) ** -self.lr_decay if self.lr_decay else self.lr
+
+    def lr_sum(self, steps: int) -> float:
+        """Σ of `lr_at(t)` over t = 0, …, steps − 1 (in one array: how far a normalised or
+        sign-like method can move its weights in the run)."""
+        if not self.lr_decay:
+            return self.lr * steps
+        return float(self.lr * np.sum(np.arange(1.0, steps + 1.0) ** -self.lr_decay))
 
     def schedule(self, optimizer, t: int) -> None:
         """Set the step size of every parameter group of `optimizer` (one this algorithm

@@ -116,11 +116,11 @@ def fused_step_(
 
 
 def _covered(tensors: list[torch.Tensor]) -> bool:
-    """One dtype of DTYPES and one shape, ≥ MIN_ENTRIES entries, on the CPU, contiguous,
-    neither negative nor conjugate views, and no two overlapping in memory (the kernel reads
-    and writes them entry by entry)."""
+    """One dtype of DTYPES and one shape, on the CPU, contiguous, neither negative nor
+    conjugate views, and no two overlapping in memory (the kernel reads and writes them entry
+    by entry)."""
     first = tensors[0]
-    if first.numel() < MIN_ENTRIES or first.dtype not in DTYPES:
+    if first.dtype not in DTYPES:
         return False
     if not all(
         t.device.type == "cpu" and t.dtype == first.dtype and t.shape == first.shape
