@@ -377,6 +377,12 @@ def check_named(config: ExperimentConfig, fields: Sequence[str]) -> None:
             raise ValueError(f"{field} {value!r} is not one of the algorithms {names}")
 
 
+def algorithm_named(config: ExperimentConfig, name: str) -> Algorithm | None:
+    """The algorithm of config.algorithms called `name`; None if there is none (names are
+    distinct: `_distinct_names`)."""
+    return next((a for a in config.algorithms if a.name == name), None)
+
+
 def check_paired(config: ExperimentConfig, field: str, other: str) -> None:
     """config.field must have one entry per entry of config.other."""
     values, others = getattr(config, field), getattr(config, other)

@@ -19,7 +19,7 @@ from typing import Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from ..config import Algorithms, Positive, PositiveInt, Text, check_named
+from ..config import Algorithms, Positive, PositiveInt, Text, algorithm_named, check_named
 from ..curves import Curves, loglog_slope, misalignment_curve, run_seed
 from ..data import GENERATORS
 from ..engine import RunSpec
@@ -115,7 +115,7 @@ def run(config: Config, out: Path) -> dict:
     fresh = confirmed(tuned)
     # Polyak's cap binds where ‖W_t‖ leaves the uncapped pace (reexamine-polyak's reading);
     # an infinite cap never binds
-    cap = next(a.lr for a in config.algorithms if a.name == config.fast)
+    cap = algorithm_named(config, config.fast).lr
     polyak_runs = {} if math.isinf(cap) else fresh.evaluation[config.fast]
     onsets = {f: growing_until(c, PACE_SLOPE) for f, c in polyak_runs.items()}
     summary = {
@@ -159,10 +159,10 @@ def effective_factor(config: Config) -> float | None:
     """The factor of the reference's (NGD's) config step at which its η is the momentum
     algorithm's effective step η/(1 − β), to 12 significant digits (1 − β's float noise off);
     None without a momentum algorithm."""
-    mom = next((a for a in config.algorithms if a.name == config.momentum), None)
+    mom = algorithm_named(config, config.momentum)
     if mom is None or not mom.momentum:
         return None
-    reference = next(a for a in config.algorithms if a.name == config.reference)
+    reference = algorithm_named(config, config.reference)
     return float(f"{mom.lr / (1.0 - mom.momentum) / reference.lr:.12g}")
 
 

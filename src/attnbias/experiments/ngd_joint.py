@@ -22,6 +22,7 @@ from ..config import (
     Positive,
     PositiveInt,
     Text,
+    algorithm_named,
     check_named,
 )
 from ..data import dm
@@ -90,7 +91,7 @@ def polyak_cap_onsets(config: Config, report, tuned: Tuned) -> dict:
             report, lambda seed: specs(config, run_seeds=[seed])[0].problem, config.loss
         )
     )
-    algorithm = next(a for a in config.algorithms if a.name == name)
+    algorithm = algorithm_named(config, name)
     out = {}
     for factor, c in tuned.evaluation[name].items():
         c_value = algorithm.c / factor
@@ -104,7 +105,8 @@ def run(config: Config, out: Path) -> dict:
     names = [a.name for a in config.algorithms]
     report, groups, tuned = tuned_sweep(config, out, specs, rules.JOINT_METRICS, every_factor=names)
     onsets = polyak_cap_onsets(config, report, tuned)
-    cap = next((a.lr for a in config.algorithms if a.name == config.fastest), None)
+    fastest = algorithm_named(config, config.fastest)
+    cap = None if fastest is None else fastest.lr
     config = {**config, "data": "dm"}
     summary = {
         "claims": claims(groups, config, tuned, onsets, cap),

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
+from ..config import algorithm_named
 from ..experiment_registry import experiment_names, load_config
 from ..store import ResultsStore, UnsafeStore, config_key, parse_json
 from ..theory_measures import ASSUMPTION1_EXAMPLE1, span
@@ -302,7 +303,7 @@ def warm_up_cost(experiment: str) -> str:
     β/(1 − β) steps late, which under a misalignment falling like t⁻² is a factor
     ((T − lag)/T)²."""
     config = load_config(experiment)
-    (mom,) = [a for a in config.algorithms if a.name == config.momentum]
+    mom = algorithm_named(config, config.momentum)
     lag = mom.momentum / (1.0 - mom.momentum)
     factor = ((config.steps - lag) / config.steps) ** 2
     return (
@@ -583,8 +584,7 @@ ADAM = (
 def travelled(experiment: str, arm: str) -> float:
     """Σ η_t over an arm's steps, from its config (`Algorithm.lr_sum`)."""
     config = load_config(experiment)
-    (algorithm,) = [a for a in config.algorithms if a.name == arm]
-    return algorithm.lr_sum(config.steps)
+    return algorithm_named(config, arm).lr_sum(config.steps)
 
 
 def equal_norm() -> str:
