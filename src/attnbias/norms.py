@@ -61,16 +61,19 @@ def power_(
     steps = squaring_steps(whole)
     r = torch.mul(x, x, out=scratch) if scratch is not None else x * x
     for op in steps[1:-1]:
-        r.mul_(r) if op == "square" else r.mul_(x)
-    return torch.mul(r, r, out=x) if steps[-1] == "square" else x.mul_(r)
+        r.mul_(r) if op == SQUARE else r.mul_(x)
+    return torch.mul(r, r, out=x) if steps[-1] == SQUARE else x.mul_(r)
 
 
-def squaring_steps(whole: int) -> list[str]:
+SQUARE, TIMES_BASE = 0, 1  # the steps of `squaring_steps` (ints: a compiled kernel reads them)
+
+
+def squaring_steps(whole: int) -> list[int]:
     """x^whole by repeated squaring, left to right over the bits of `whole`: r ← r² for each
-    bit after the leading one, then r ← r·x for a set bit ("square", "times x")."""
+    bit after the leading one (SQUARE), then r ← r·x for a set bit (TIMES_BASE)."""
     steps = []
     for bit in bin(whole)[3:]:
-        steps += ["square", "times x"] if bit == "1" else ["square"]
+        steps += [SQUARE, TIMES_BASE] if bit == "1" else [SQUARE]
     return steps
 
 
@@ -353,8 +356,8 @@ def _power_foreach_(xs: list[torch.Tensor], e: float, whole: int | None) -> None
         steps = squaring_steps(whole)
         r = torch._foreach_mul(xs, xs)
         for op in steps[1:-1]:
-            torch._foreach_mul_(r, r) if op == "square" else torch._foreach_mul_(r, xs)
-        if steps[-1] == "square":
+            torch._foreach_mul_(r, r) if op == SQUARE else torch._foreach_mul_(r, xs)
+        if steps[-1] == SQUARE:
             torch._foreach_mul_(r, r)
             torch._foreach_copy_(xs, r)
         else:

@@ -72,7 +72,7 @@ def powers(p: float, dtype: torch.dtype) -> tuple[bool, int, np.ndarray] | None:
         return None
     even = whole % 2 == 0
     k = whole // 2 if even else whole
-    codes = [0 if op == "square" else 1 for op in squaring_steps(k)[1:]] if k > 1 else []
+    codes = squaring_steps(k)[1:] if k > 1 else []
     return even, k, np.array(codes, dtype=np.int64)
 
 

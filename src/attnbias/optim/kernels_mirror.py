@@ -15,8 +15,9 @@ import numpy as np
 from numba import njit
 from numba.core.extending import intrinsic
 
+from ..norms import SQUARE
+
 ENTRIES_PER_BLOCK = 2048  # entries per block: the block's three buffers stay in L1/L2
-SQUARE, TIMES_BASE = 0, 1  # the squaring steps after the first, as `norms.squaring_steps`
 
 
 @intrinsic
