@@ -9,15 +9,19 @@ import numpy as np
 import pytest
 
 import claim_cases
+from attnbias.curves import Curves
 from attnbias.judging.claims import (
     INCONCLUSIVE,
     STATUSES,
     SUPPORTED,
     Claim,
+    Rule,
+    not_applicable,
     reasons,
     verdict_columns,
 )
 from attnbias.judging.verdicts import ngd
+from attnbias.judging.verdicts.tuning import start_value, untimed
 from claim_cases import cases
 
 
@@ -120,3 +124,37 @@ def test_cap_onsets_place_the_step_polyaks_cap_binds_from():
     assert onsets.tolist() == [2.0, np.inf]
     frozen = np.array([[0.7, 1e-3, 1e-5, 1e-5, 1e-5]])
     assert ngd.cap_onsets(Curves(steps, {"loss": frozen}), np.array([np.nan]), 1.0, 1e6) == 2.0
+
+
+def test_a_level_most_pairs_pass_within_two_recorded_steps_is_untimed():
+    """`tuning.untimed` judges pair by pair: a level both runs of most pairs reach by the
+    second recorded step (their times lie between the grid's first two points) cannot be
+    ordered; at half or fewer such pairs it can."""
+    c = Curves(np.array([0, 1, 2, 4, 8]), {"m": np.ones((4, 5))})
+    most = untimed(c, np.array([1.5, 2.0, 1.0, 8.0]), np.array([2.0, 1.7, 1.2, 3.0]))
+    assert most and "in 3 of 4 pairs" in most[0] and "(2)" in most[0]
+    assert untimed(c, np.array([1.5, 2.0, 8.0, 8.0]), np.array([2.0, 1.7, 3.0, 3.0])) == []
+    assert untimed(c, np.ones(4), np.array([3.0, 3.0, 3.0, 1.0])) == []
+    assert untimed(c, np.array([]), np.array([])) == []
+
+
+def test_the_profile_starts_below_where_the_methods_are_after_two_recorded_steps():
+    """`tuning.start_value` at position 1 reads the second recorded step after 0 (the
+    profile's top: a level passed within two steps is not one of its parts)."""
+    steps = np.array([0, 1, 2, 4, 8])
+    c = Curves(steps, {"m": np.array([[1.0, 0.5, 0.05, 0.01, 0.001]] * 3)})
+    assert start_value(c, "m") == 0.5
+    assert start_value(c, "m", position=1) == 0.05
+    assert np.isnan(start_value(c, "m", position=4))
+
+
+def test_a_part_with_nothing_to_compare_is_printed_with_its_reason():
+    """The register lists a compound claim's not-applicable parts after its measured ones,
+    each with its reason, not only the parts that have a rule."""
+    measured = Claim("a", rule=Rule("q", ">", 1.0, "s"), effect=None, unmet=["too few runs"])
+    idle = not_applicable("b reaches the level sooner", "the level is 0")
+    columns = verdict_columns(asdict(Claim("both", parts=[measured, idle])))
+    assert columns["rule"].split("<br>") == ["q > 1", "b reaches the level sooner"]
+    assert columns["effect"].split("<br>")[1] == "— → not applicable (the level is 0)"
+    # a claim that is itself not applicable has no rows of parts to list
+    assert verdict_columns(asdict(idle))["effect"] == "—"

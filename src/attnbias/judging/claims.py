@@ -781,6 +781,18 @@ def measured_parts(claim: dict) -> list[dict]:
     return [leaf for part in claim.get("parts") or [] for leaf in measured_parts(part)]
 
 
+def unmeasured_parts(claim: dict) -> list[dict]:
+    """The parts of a compound stored claim that are not applicable (nothing to compare: no
+    rule, their reason in evidence.not_applicable), depth first; [] for a claim without parts."""
+    found = []
+    for part in claim.get("parts") or []:
+        if not part.get("rule") and not part.get("parts"):
+            found += [part] if "not_applicable" in (part.get("evidence") or {}) else []
+        else:
+            found += unmeasured_parts(part)
+    return found
+
+
 def _field_error(where: str, field: str, wanted: str, value) -> ValueError:
     return ValueError(f"{where}: {field} is {str(value)[:40]!r}, not {wanted}")
 
@@ -1102,20 +1114,24 @@ def verdict_columns(claim: dict) -> dict[str, str]:
     verdict and, when inconclusive, why."""
     leaves = measured_parts(claim)
     sources = list(dict.fromkeys(leaf["rule"]["source"] for leaf in leaves))
+    # parts with nothing to compare are listed too, each with its reason, after the measured
+    # ones (outside the family: they neither support nor refute)
+    idle = unmeasured_parts(claim) if leaves else []
     return {
         "rule": "<br>".join(
-            f"{leaf['rule']['quantity']} {leaf['rule']['comparison']} "
-            f"{leaf['rule']['threshold']:g}"
-            for leaf in leaves
+            [f"{leaf['rule']['quantity']} {leaf['rule']['comparison']} "
+             f"{leaf['rule']['threshold']:g}" for leaf in leaves]
+            + [part["claim"] for part in idle]
         )
         or "—",
         "source": "<br>".join(sources) or "—",
         "effect": "<br>".join(
-            _effect_text(leaf.get("effect"))
-            + (f" ({leaf['evidence']['effect_note']})"
-               if "effect_note" in (leaf.get("evidence") or {}) else "")
-            + (f" → {verdict_text(leaf)}" if len(leaves) > 1 else "")
-            for leaf in leaves
+            [_effect_text(leaf.get("effect"))
+             + (f" ({leaf['evidence']['effect_note']})"
+                if "effect_note" in (leaf.get("evidence") or {}) else "")
+             + (f" → {verdict_text(leaf)}" if len(leaves) > 1 else "")
+             for leaf in leaves]
+            + [f"— → not applicable ({part['evidence']['not_applicable']})" for part in idle]
         )
         or "—",
         "verdict": verdict_text(claim),

@@ -263,6 +263,11 @@ def rate_compared(seeds: int) -> str:
     )
 
 
+# the paper's Fig. 2 and Fig. 5 capped every adaptive step; the runs here do not
+CAPPED = (
+    "the paper's figure capped NGD's and NGD-mom's adaptive steps and Polyak's ('We use a cap "
+    "on the adaptive step-size', App.) at values lost in extraction"
+)
 TUNED_AS_EVIDENCE = (
     "); GD's best step sits at the largest tried and on separable data GD has no best step, "
     "so those ratios are in the summary (steps_to_level_at_tuned_steps) with their reasons"
@@ -328,11 +333,11 @@ def ngd_fixed_entries(
         "with L* of the optimal tokens (our constants: the paper's were lost in extraction)"
     )
     return [
-        PaperClaim(f"{experiment}/global-convergence", "NGD", f"beyond Thm 1, {figure}",
+        PaperClaim(f"{experiment}/global-convergence", "ours", f"beyond NGD Thm 1, {figure}",
                    "NGD → W_mm of the globally optimal tokens from small random starts, beyond "
-                   "Thm 1's assumptions (the data fail Assumption 1 at this size: the row tests "
-                   "beyond the theorem, not the paper's data settings where convergence is "
-                   "provably global)",
+                   "Thm 1's assumptions (the data fail Assumption 1 at this size: an extension "
+                   "of ours, not a claim of the paper, which proves global convergence only "
+                   f"under its assumptions and is judged on them at {GLOBAL_ROW})",
                    setting + "; tested only from small random initialisations (W₀ ~ N(0, "
                    "0.1²)), not from any initialisation: global convergence (adversarial "
                    f"starts, on example1 where Assumption 1 holds) is {GLOBAL_ROW}'s, larger "
@@ -343,14 +348,19 @@ def ngd_fixed_entries(
                    "'NGD is significantly faster than standard GD' (§3); 'adaptive step-size "
                    "rules can accelerate the convergence of self-attention' (abstract)",
                    setting + "; " + rate_compared(seeds) + tuned + TUNED_AS_EVIDENCE + "; the "
-                   f"rate compared is Thm 1's, {beyond}"),
-        PaperClaim(f"{experiment}/polyak-faster", "NGD", f"§3 'Extension to Polyak', {figure}",
-                   "'Polyak step-size leads to even faster convergence than NGD across all "
-                   "metrics, including the train loss'", setting + "; judged by steps to the "
-                   "misalignment level at every power of ten from where both start down to "
-                   "its half-budget level, each a part (its profile: a method ahead early and "
-                   "behind late is not 'faster'; one level of our choosing could decide either "
-                   f"way), Holm over the parts, on {confirmation} with "
+                   f"rate compared is Thm 1's, of NGD uncapped as Thm 1 analyses it ({CAPPED}), "
+                   f"{beyond}"),
+        PaperClaim(f"{experiment}/polyak-faster", "ours",
+                   f"reading of NGD §3 (Extension to Polyak), {figure}",
+                   "Polyak, uncapped, is faster than NGD, uncapped, on every metric: our "
+                   "reading at γ_b = ∞ of the paper's Polyak statement, which the paper made of "
+                   "its implementation with capped adaptive steps at values lost in extraction "
+                   "(the statement and its cap are listed among the claims not tested here)",
+                   setting + "; judged by steps to the "
+                   "misalignment level at every power of ten from where both are after two "
+                   "steps down to its half-budget level, each a part (its profile: a method "
+                   "ahead early and behind late is not 'faster'; one level of our choosing "
+                   f"could decide either way), Holm over the parts, on {confirmation} with "
                    "each method's steps and the levels chosen on the selection seeds: the grid's "
                    "growth (twice → eight times), and on ngd-fixed the seeds (10 → 100), were "
                    "changed after a look at the evaluation seeds (NGD's best step at the grid's "
@@ -382,7 +392,13 @@ def ngd_fixed_entries(
                    "lagged far behind ηt; 1.2 ours", consistency=True),
         PaperClaim(f"{experiment}/momentum-improves", "NGD", f"§3, {figure}",
                    "'NGD with momentum, which results in a performance boost'",
-                   setting + "; momentum β = 0.9 (ours); a method that beats another is "
+                   setting + f"; NGD and NGD-mom uncapped ({CAPPED}); the profile's levels "
+                   "lie below where both methods are after two recorded steps: "
+                   "before that rule (issue 29, referee read 12) its top level, which both "
+                   "methods pass within two steps on most seeds (a timing of the first step, "
+                   "between the grid's first two points), refuted the row alone; the rule was "
+                   "made after that look, so fresh seeds judged under it would make the verdict "
+                   "final; momentum β = 0.9 (ours); a method that beats another is "
                    "judged with the other tuned as fairly, so each method's one step knob is "
                    "tuned alike (NGD's η, NGD-mom's η at its β as set) and the boost is "
                    "judged as polyak-faster's speed is (steps to L − L*, to the other tokens' "
@@ -627,12 +643,16 @@ POLYAK_TUNED = "; ".join(
         tuned_protocol("NGD η = 0.1, Polyak c = 1", "NGD's η and, at each cap, Polyak's 1/c "
                        "(the cap kept)", POLYAK_GROWN, judged="the confirmation seeds"),
         "judged as ngd-fixed/polyak-faster (the misalignment at every power of ten from where "
-        "both start down to its half-budget level, each a part; L − L* and the other tokens' "
-        "mass in forms float64 does not round to their floor; a part whose level is 0, both "
-        "methods below float64's range within half the budget, is not applicable and not shown: "
-        "where L − L* and the mass are missing from a row, the train loss is untested at that "
-        "cap), without its cap doubt: here the cap is the setting judged (the paper's practice: "
-        "Eq. 3's capped rule), so a binding cap is part of the method. NGD has no best step for "
+        "both are after two steps down to its half-budget level, each a part; L − L* and the "
+        "other tokens' mass in forms float64 does not round to their floor; a part whose "
+        "level is 0, both methods below float64's range within half the budget, is not "
+        "applicable, printed with that reason: where L − L* and the mass are not applicable, "
+        "the train loss is untested at that cap), without its cap doubt: here the cap is the "
+        "setting judged (the paper's practice: Eq. 3's capped rule), so a binding cap is part "
+        "of the method; NGD runs uncapped, unlike the paper's figure, which capped NGD's "
+        "adaptive step too (at a value lost in extraction), so each row compares capped Polyak "
+        "with uncapped NGD"
+        ". NGD has no best step for "
         "L − L* and the mass (they fall faster the larger its η, to the grid's last factor): a "
         "larger η would only widen its lead, so a refutation stands and the misalignment parts, "
         "both steps inside their grids, decide the row",
@@ -1278,6 +1298,13 @@ UNTESTED = [
              "can install offline; text-finetune tests the same statements on MiniLM"),
     Untested("NGD", "Fig. 7", "the ViT comparison on CIFAR-10", "CIFAR-10 does not ship in an "
              "installable package here; vision uses MNIST and Fashion-MNIST"),
+    Untested("NGD", "§3 'Extension to Polyak', Fig. 2, Fig. 5", "'Polyak step-size leads to "
+             "even faster convergence than NGD across all metrics, including the train loss', "
+             "of the paper's implementation, whose adaptive steps are capped ('we use a "
+             "hyperparameter as a threshold on the step-size value')", "the caps' values were "
+             "lost in extraction; ngd-fixed/polyak-faster and antipodal/polyak-faster judge "
+             "both methods uncapped (ours), reexamine-polyak Polyak at finite caps against NGD "
+             "uncapped"),
     Untested("NGD", "Lemma 13 (iii)", "joint training: the ratio of any two samples' losses is "
              "bounded by a constant", "not testable as stated: the constant is lost from the "
              "text and no finite run refutes a bound whose constant is unknown; the runs also "

@@ -668,14 +668,15 @@ def tuned_polyak_faster(tuned: Tuned, fast: str, reference: str) -> Claim:
     their scale-safe forms (L − L*, the other tokens' mass: SCALE_SAFE_METRICS), which float64
     does not round to 0 near L* and score 1, so a run is timed by its method, not by float64.
     The misalignment at every level of its profile (`tuning.profile_levels`: each power of ten
-    from where both start down to the half-budget level), so that "faster" holds along the
-    run, not at one level we chose: one that is ahead early and behind late is not faster."""
+    from where both are after two steps down to the half-budget level), so that "faster" holds
+    along the run, not at one level we chose: one that is ahead early and behind late is not
+    faster."""
     return faster_on_every_level(
         tuned, reference, fast,
         f"{fast} is faster than {reference} on every metric, {TUNED}: fewer steps to the "
         "L − L*, misalignment and other-token-mass levels (loss and optimal-token score in "
         "forms float64 does not round to 0), the misalignment at every power of ten from where "
-        "both start down to its half-budget level",
+        "both are after two steps down to its half-budget level",
         "the paper: faster 'across all metrics' (a ratio of steps > 1)",
     )  # fmt: skip
 
@@ -699,7 +700,7 @@ def tuned_momentum_improves(tuned: Tuned, momentum: str, reference: str) -> Clai
     text = (
         f"{momentum} improves on {reference} (the paper's 'performance boost'), {TUNED}: fewer "
         "steps to the L − L*, misalignment and other-token-mass levels, the misalignment at "
-        "every power of ten from where both start down to its half-budget level"
+        "every power of ten from where both are after two steps down to its half-budget level"
     )
     if momentum not in tuned.selection:
         return not_applicable(text, f"{momentum} was not tuned")
