@@ -8,13 +8,14 @@ from __future__ import annotations
 import numpy as np
 
 from attnbias.judging.claims import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED
-from attnbias.judging.verdicts.real import GROWS, SOURCE_GROWS, Arm, SparsityMeasure
+from attnbias.judging.verdicts.real import Arm, SparsityMeasure
 
 SEEDS = 6
 LO, MID, HI = "ℓ1.1-MD", "ℓ2-MD", "ℓ3-MD"
 
 
-PAPER_LINE = {"above": GROWS, "source": SOURCE_GROWS}
+# a line of 0 (no margin): a growth below 1 % is growth against it
+ZERO_LINE = {"above": 0.0, "source": "a line of 0"}
 
 
 def jitter(scale: float, seed: int) -> np.ndarray:
@@ -198,17 +199,17 @@ def real_cases() -> dict[str, list]:
                 (optimiser_arms(growth=0.01 + straddle(0.01)), ["layer0", "layer1"], "grows"),
                 {},
             ),
-            # the paper's line, 0 (vision): a growth below 1 % is growth
-            (SUPPORTED, (optimiser_arms(growth=0.002), ["layer0", "layer1"], "grows"), PAPER_LINE),
+            # a line of 0: a growth below 1 % is growth
+            (SUPPORTED, (optimiser_arms(growth=0.002), ["layer0", "layer1"], "grows"), ZERO_LINE),
             (
                 NOT_SUPPORTED,
                 (optimiser_arms(growth=-0.002), ["layer0", "layer1"], "grows"),
-                PAPER_LINE,
+                ZERO_LINE,
             ),
             (
                 INCONCLUSIVE,
                 (optimiser_arms(growth=straddle(0.01)), ["layer0", "layer1"], "grows"),
-                PAPER_LINE,
+                ZERO_LINE,
             ),
         ],
     }

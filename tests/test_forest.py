@@ -93,11 +93,11 @@ def test_points_are_grouped_by_experiment_and_the_paper_their_entry_cites():
     part = {"rule": {"threshold": 1.0, "comparison": ">"}, "status": "supported",
             "effect": {"estimate": 3.0, "low": 2.0, "high": 4.0, "n": 5}}  # fmt: skip
     found = {
-        "ngd-fixed": {"claims": [{**part, "id": "ngd-fixed/polyak-faster"}]},
+        "ngd-fixed": {"claims": [{**part, "id": "ngd-fixed/ngd-beats-gd"}]},
         "reexamine-polyak": {"claims": [
             {**part, "id": "reexamine-polyak/polyak-faster-cap-1e6"},
             {**part, "id": "reexamine-polyak/ngd-ends-ahead-cap-1e6"}]},
-        "vision": {"claims": [{**part, "id": "vision/norm-growth-mnist"}]},
+        "vision": {"claims": [{**part, "id": "vision/norm-growth"}]},
     }  # fmt: skip
     groups = [p.group for p in forest.points(register.forest_claims(found))]
     assert groups == ["ngd-fixed · NGD", "reexamine-polyak · ours", "reexamine-polyak · ours",

@@ -26,15 +26,18 @@ def test_a_paper_optimiser_whose_norm_shrinks_still_refutes_it():
     assert status_of(norm_growth_claim(rows, "mnist", NGD_PAPER_OPTIMIZERS)) == NOT_SUPPORTED
 
 
-def test_vision_judges_growth_against_the_papers_line_not_our_one_percent():
-    """The paper says the norms grow: a growth of 0.5 % over every seed is growth against its
-    line 0 (vision's row), though below our 1 % (text-finetune's rows keep that line)."""
+def test_vision_judges_growth_by_one_percent_as_text_finetune_does():
+    """Referee read 12: against the paper's line 0 almost any training passes (an update
+    uncorrelated with θ grows ‖θ‖), so vision's row asks for ≥ 1 % as text-finetune's do: a
+    growth of 0.5 % on every seed does not support it, 5 % does."""
     from attnbias.experiments import vision
-    from attnbias.judging.verdicts.real import GROWS
+    from attnbias.judging.verdicts.real import MIN_LOG_GROWTH
 
-    rows = claim_cases_real.loss_rows("mnist", 0.005, SGD=1.0, SNGD=0.5, SPS=0.5, Adam=0.5)
-    assert status_of(norm_growth_claim(rows, "mnist", NGD_PAPER_OPTIMIZERS)) == NOT_SUPPORTED
-    found = {c.id: c for c in vision.vision_claims(rows, ["mnist"])}
-    row = found["vision/norm-growth-mnist"]
-    assert status_of(row) == SUPPORTED
-    assert all(part.rule.threshold == GROWS for part in row.parts)
+    small = claim_cases_real.loss_rows("mnist", 0.005, SGD=1.0, SNGD=0.5, SPS=0.5, Adam=0.5)
+    found = {c.id: c for c in vision.vision_claims(small, ["mnist"])}
+    row = found["vision/norm-growth"]
+    assert status_of(row) == NOT_SUPPORTED
+    assert all(leaf.rule.threshold == MIN_LOG_GROWTH for part in row.parts for leaf in part.parts)
+    large = claim_cases_real.loss_rows("mnist", 0.05, SGD=1.0, SNGD=0.5, SPS=0.5, Adam=0.5)
+    found = {c.id: c for c in vision.vision_claims(large, ["mnist"])}
+    assert status_of(found["vision/norm-growth"]) == SUPPORTED

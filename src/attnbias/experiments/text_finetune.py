@@ -13,15 +13,16 @@ from pathlib import Path
 from ..experiment_configs.text_finetune import Config
 from ..judging.claims import Claim, identified, not_applicable
 from ..judging.verdicts import real as rules
+from ..judging.verdicts.real import ABOUT_EQUAL
 from ..real.adapters import load_text
 from ..real.minilm import MiniLMClassifier, load_tokenizer
 from .compare import (
-    ABOUT_EQUAL,
     arms,
     ci_text,
     compare_optimizers,
     grid_text,
     norm_growth_claim,
+    on_every_dataset,
 )
 from .real_runs import Loaded, search_totals, train_grid, use_threads
 
@@ -75,32 +76,39 @@ AS_FAST_SOURCE = (
 
 
 def finetune_claims(rows: list[dict], datasets) -> list[Claim]:
-    """The NGD paper's fine-tuning findings on each dataset, from the rows' per-seed final
-    train losses and norm growths (verdicts/real.py)."""
-    claims, slugs = [], []
+    """The NGD paper's fine-tuning findings, one claim per statement with a part per dataset
+    (`compare.on_every_dataset`), from the rows' per-seed final train losses and norm growths
+    (verdicts/real.py)."""
+    beat, fast, grow = [], [], []
     for dataset in datasets:
         found = arms(rows, dataset)
-        beat = (
+        faster = (
             "SNGD and SPS both train faster than SGD: a lower final train loss after the "
             "same steps ({}; " + chosen_rates(rows, dataset, ("SGD", "SNGD", "SPS")) + ")"
         )
-        fast = (f"SNGD and SPS both train about as fast as Adam: final train loss within a "
-                f"factor {ABOUT_EQUAL:g} of Adam's after the same steps, either way ({{}}; "
-                + chosen_rates(rows, dataset, ("SNGD", "SPS", "Adam")) + ")")  # fmt: skip
+        equal = (f"SNGD and SPS both train about as fast as Adam: final train loss within a "
+                 f"factor {ABOUT_EQUAL:g} of Adam's after the same steps, either way ({{}}; "
+                 + chosen_rates(rows, dataset, ("SNGD", "SPS", "Adam")) + ")")  # fmt: skip
         if {"SGD", "SNGD", "SPS"} <= set(found):
-            claims.append(rules.lower_loss(found, ("SNGD", "SPS"), "SGD", FASTER_SOURCE,
-                                           beat.format(dataset)))  # fmt: skip
+            beat.append(rules.lower_loss(found, ("SNGD", "SPS"), "SGD", FASTER_SOURCE,
+                                         faster.format(dataset)))  # fmt: skip
         else:
-            claims.append(not_applicable(beat.format(dataset), "needs runs of SGD, SNGD and SPS"))
+            beat.append(not_applicable(faster.format(dataset), "needs runs of SGD, SNGD and SPS"))
         if {"Adam", "SNGD", "SPS"} <= set(found):
-            claims.append(rules.about_equal(found, ("SNGD", "SPS"), "Adam", ABOUT_EQUAL,
-                                            AS_FAST_SOURCE, fast.format(dataset)))  # fmt: skip
+            fast.append(rules.about_equal(found, ("SNGD", "SPS"), "Adam", ABOUT_EQUAL,
+                                          AS_FAST_SOURCE, equal.format(dataset)))  # fmt: skip
         else:
-            claims.append(not_applicable(fast.format(dataset), "needs runs of SNGD, SPS and Adam"))
-        claims.append(norm_growth_claim(rows, dataset))
-        slugs += [f"sngd-sps-beat-sgd-{dataset}", f"as-fast-as-adam-{dataset}",
-                  f"norm-growth-{dataset}"]  # fmt: skip
-    return identified("text-finetune", claims, slugs)
+            fast.append(not_applicable(equal.format(dataset), "needs runs of SNGD, SPS and Adam"))
+        grow.append(norm_growth_claim(rows, dataset))
+    claims = [
+        on_every_dataset("SNGD and SPS both train faster than SGD", beat),
+        on_every_dataset(f"SNGD and SPS both train about as fast as Adam (within a factor "
+                         f"{ABOUT_EQUAL:g})", fast),
+        on_every_dataset("every layer's parameter norm grows during training, for every "
+                         "optimiser", grow),
+    ]  # fmt: skip
+    return identified("text-finetune", claims, ["sngd-sps-beat-sgd", "as-fast-as-adam",
+                                                 "norm-growth"])  # fmt: skip
 
 
 def chosen_rates(rows, dataset: str, names) -> str:

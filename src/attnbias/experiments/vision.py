@@ -12,16 +12,17 @@ from ..data.vision import check_image_dataset
 from ..experiment_configs.vision import Config
 from ..judging.claims import Claim, identified, not_applicable
 from ..judging.verdicts import real as rules
+from ..judging.verdicts.real import ABOUT_EQUAL
 from ..real.adapters import load_images
 from ..real.vit import ViT
 from .compare import (
-    ABOUT_EQUAL,
     NGD_PAPER_OPTIMIZERS,
     arms,
     ci_text,
     compare_optimizers,
     grid_text,
     norm_growth_claim,
+    on_every_dataset,
 )
 from .real_runs import Loaded, search_totals, train_grid, use_threads
 
@@ -97,21 +98,29 @@ LITTLE_SOURCE = (
 
 
 def vision_claims(rows, datasets) -> list[Claim]:
-    """The NGD paper's ViT findings on each dataset, from the rows' per-seed final train losses
-    and norm growths (verdicts/real.py)."""
-    claims, slugs = [], []
+    """The NGD paper's ViT findings, one claim per statement with a part per dataset
+    (`compare.on_every_dataset`), from the rows' per-seed final train losses and norm growths
+    (verdicts/real.py)."""
+    slow, little, grow = [], [], []
     for dataset in datasets:
-        slower, little = (c.format(dataset=dataset, tolerance=ABOUT_EQUAL) for c in VISION_CLAIMS)
+        slower, gains = (c.format(dataset=dataset, tolerance=ABOUT_EQUAL) for c in VISION_CLAIMS)
         found = arms(rows, dataset)
         if not {"SGD", "SNGD", "Adam"} <= set(found):
             why = "needs runs of SGD, SNGD and Adam"
-            claims += [not_applicable(slower, why), not_applicable(little, why)]
+            slow.append(not_applicable(slower, why))
+            little.append(not_applicable(gains, why))
         else:
-            claims += [
-                rules.lower_loss(found, ("SGD",), "SNGD", SLOWER_SOURCE, slower),
-                rules.about_equal(found, ("Adam",), "SGD", ABOUT_EQUAL, LITTLE_SOURCE, little),
-            ]
-        # Fig. 7: the paper says the norms grow; its line is 0 (no margin of ours)
-        claims.append(norm_growth_claim(rows, dataset, NGD_PAPER_OPTIMIZERS, paper_line=True))
-        slugs += [f"sngd-slower-{dataset}", f"adam-little-{dataset}", f"norm-growth-{dataset}"]
-    return identified("vision", claims, slugs)
+            slow.append(rules.lower_loss(found, ("SGD",), "SNGD", SLOWER_SOURCE, slower))
+            little.append(
+                rules.about_equal(found, ("Adam",), "SGD", ABOUT_EQUAL, LITTLE_SOURCE, gains)
+            )
+        # Fig. 7: the paper says the norms grow; by ≥ 1 % (ours, as text-finetune's): above
+        # the paper's 0 almost any training passes (an update uncorrelated with θ grows ‖θ‖)
+        grow.append(norm_growth_claim(rows, dataset, NGD_PAPER_OPTIMIZERS))
+    claims = [
+        on_every_dataset("SNGD trains slower than SGD on the ViT", slow),
+        on_every_dataset(f"Adam gains little over SGD (within a factor {ABOUT_EQUAL:g})", little),
+        on_every_dataset(f"every layer's parameter norm grows during training, for "
+                         f"{', '.join(NGD_PAPER_OPTIMIZERS)}", grow),
+    ]  # fmt: skip
+    return identified("vision", claims, ["sngd-slower", "adam-little", "norm-growth"])

@@ -31,6 +31,7 @@ from .claims import (
     verdict_columns,
 )
 from .report import verdict_mark
+from .verdicts.real import ABOUT_EQUAL
 
 PAPERS = {
     "MD": "Julistiono, Tarzanagh, Azizan (2024), *Optimizing Attention with Mirror Descent: "
@@ -83,6 +84,11 @@ FIGS_1_4 = (
 FIGS_1_4_READ = (
     "the statement is our reading of Figs. 1 and 4 (SGD, SNGD, SPS and Adam fine-tuning "
     "bert-base-uncased on MultiNLI and CivilComments, App. C), not a quote"
+)
+# text-finetune's and vision's statements: one row each, its data sets the parts
+PER_DATASET = (
+    "one claim for the statement, each data set a part, Holm over them (a statement refuted "
+    "on one data set is refuted; counted once, not once per data set)"
 )
 FASTER_MEANS = (
     "'faster' = a lower final train loss (the minibatch loss averaged over the last 10 % of "
@@ -1260,27 +1266,33 @@ def entries() -> tuple[PaperClaim, ...]:
                TEXT_MD),
     PaperClaim("text-finetune/sngd-sps-beat-sgd", "NGD", "Figs. 1 and 4",
                "SNGD and SPS train faster than SGD when fine-tuning a pretrained transformer",
-               f"{FIGS_1_4_READ}; {FASTER_MEANS}; {MINILM_PROTOCOL}", read_in=FIGS_1_4,
-               verbatim=False),
+               f"{FIGS_1_4_READ}; {FASTER_MEANS}; {PER_DATASET}; {MINILM_PROTOCOL}",
+               read_in=FIGS_1_4, verbatim=False),
     PaperClaim("text-finetune/as-fast-as-adam", "NGD", "Figs. 1 and 4",
                "SNGD and SPS (each) train about as fast as Adam",
-               f"{FIGS_1_4_READ}; {FASTER_MEANS}; {MINILM_PROTOCOL}", read_in=FIGS_1_4,
-               verbatim=False),
+               f"{FIGS_1_4_READ}; {FASTER_MEANS}; 'about as fast' = final train losses within "
+               f"a factor {ABOUT_EQUAL:g} of Adam's, either way (ours); {PER_DATASET}; "
+               f"{MINILM_PROTOCOL}", read_in=FIGS_1_4, verbatim=False),
     PaperClaim("text-finetune/norm-growth", "ours", "beyond the NGD paper (its App. C reports "
                "norm growth for a ViT trained from scratch, Fig. 7 text; Merrill et al. 2020 for "
                "pre-training)", "every layer's parameter norm grows by at least 1 % within "
                "the 200 fine-tuning steps of a pretrained transformer, for every optimiser "
                "(ℓ1.1-MD included); a growth above round-off but below 1 % does not count",
-               MINILM_PROTOCOL),
+               f"{PER_DATASET}; {MINILM_PROTOCOL}"),
     PaperClaim("vision/sngd-slower", "NGD", "Figs. 6 and 7",
-               "on a ViT, unlike language, SNGD trains slower than SGD", VIT),
+               "on a ViT, unlike language, SNGD trains slower than SGD",
+               f"{VIT}; 'slower' = a higher final train loss after the same steps, paired by "
+               f"seed; {PER_DATASET}"),
     PaperClaim("vision/adam-little", "NGD", "Fig. 6", "on a ViT, Adam gains little training "
-               "speed over SGD", VIT),
+               "speed over SGD",
+               f"{VIT}; 'gains little' = a final train loss within a factor {ABOUT_EQUAL:g} of "
+               f"SGD's, either way (ours, text-finetune's 'about as fast'); {PER_DATASET}"),
     PaperClaim("vision/norm-growth", "NGD", "Fig. 7 text", "every ViT layer's parameter norm "
                "grows, for the paper's optimisers (SGD, SNGD, SPS, Adam; not ℓ1.1-MD)",
-               f"{VIT}; judged against the paper's line, log(‖θ_T‖/‖θ_0‖) > 0 (the norms "
-               "grow), not a margin of ours: a norm that does not grow ends at 0 up to float32 "
-               "round-off of the ratio (~1e-7), and the seeds' spread is in the interval"),
+               f"{VIT}; growth = log(‖θ_T‖/‖θ_0‖) above log 1.01, at least 1 % (ours, as "
+               "text-finetune's): against the paper's 0 almost any training passes, since an "
+               "update uncorrelated with θ grows ‖θ‖ by about ‖Δ‖² (referee read 12; the row "
+               f"judged against 0 before); {PER_DATASET}"),
     *theory_entries(),
     )  # fmt: skip
 
