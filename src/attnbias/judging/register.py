@@ -1183,8 +1183,9 @@ def entries() -> tuple[PaperClaim, ...]:
                "nuclear-norm Att-SVM than to the Frobenius one", KQ,
                read_in=papers.READ_SVM),
     PaperClaim("kq-nuclear/kq-converges-nuclear", "ours", KQ_WHERE,
-               "W = KQᵀ trained by normalized GD converges in direction to the nuclear-norm "
-               "Att-SVM",
+               "W = KQᵀ trained by normalized GD heads in direction for the nuclear-norm "
+               "Att-SVM: its misalignment with it still falls like a power of t late in the "
+               "run (a trend over the run, not the limit reached)",
                f"{KQ}; {kq_window(load_config('kq-nuclear'))}; a level rule (mean alignment "
                "> 0.99) was tried first and straddled in a longer pilot run that was not "
                "stored, which is why the rule is a trend",
