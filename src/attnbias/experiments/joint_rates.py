@@ -13,6 +13,7 @@ Theorem 4 in its setting) are inconclusive with that premise named (`thm3_premis
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -199,6 +200,13 @@ def claims(groups, fractions: dict, config: Config) -> list[Claim]:
         "extraction",
         unmet=[*underflowed(groups, [joint], fit), *thm3_premises(config.loss)],
     )
+    # the other reading of the lost formula (referee read 12): 1 − cos at the distance's own
+    # order, as Thm 1's proof bounds 1 − cos directly; both printed, neither decides the row
+    unsquared = order_exponent(rules.polylog_order, fit, polylog=True)
+    rate = replace(rate, evidence={**rate.evidence, "effect_note": (
+        f"against the unsquared order log log t / log t, the reading in which Thm 1's proof "
+        f"bounds 1 − cos itself, the bound would be {unsquared:.3g}; the formula that would "
+        "say which was lost in extraction")})  # fmt: skip
     level = rules.THM4_MARGIN_FRACTION
     margin = Claim(
         f"Theorem 4: v's margin on the optimal tokens reaches a constant fraction of the max "
