@@ -523,6 +523,23 @@ KQ = (
 )
 
 
+def local_path(config) -> str:
+    """How far local-gaussian's runs can move against how deep their starts sit, and how its
+    design grew, from local-global's config (referee read 12)."""
+    lr = {a.lr for a in config.algorithms}
+    path = max(lr) * config.gaussian_steps
+    top = max(config.local_radii)
+    return (
+        f"a start at R·W_mm(α′) has every logit gap ≥ R (margin 1 at W_mm), and a normalised "
+        f"run moves W by at most ηT = {path:g} over its {config.gaussian_steps:,} steps, which "
+        f"with unit tokens changes a gap by at most 2ηT: at R = {top:g} ending at α′ largely "
+        "measures not leaving it, not converging to it; the radii above 16 and more seeds "
+        "were added after looks at shares below the level, so the support is from a "
+        "design grown until a radius passed: a direction test (misalignment with W_mm(α′) still "
+        "falling, over a run with ηT far beyond R·‖W_mm(α′)‖) on fresh seeds would decide it"
+    )
+
+
 def kq_window(config) -> str:
     """kq-converges-nuclear's fit window and why, from kq-nuclear's config."""
     return (
@@ -926,7 +943,8 @@ def theory_entries() -> list[PaperClaim]:
                    LOCAL_GLOBAL + "; the starts lie exactly on the cone's axis R·W_mm(α′), not "
                    "elsewhere in the cone (no start is perturbed inside it), and 'R large "
                    "enough' is judged as 'at some R of the sweep' (Holm over the radii): the "
-                   "row shows convergence from the axis at some R, not from the whole cone",
+                   "row shows convergence from the axis at some R, not from the whole cone; "
+                   + local_path(load_config("local-global")),
                    read_in=f"{papers.READ_MD}; {papers.READ_SVM}"),
         PaperClaim("local-global/not-global-gaussian", "ours", "beside the MD paper's main "
                    "theorem (a local convergence result) and the NGD paper's Thm 1 (global "
