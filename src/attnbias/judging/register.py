@@ -464,9 +464,10 @@ MD_JOINT = (
     "label score y_i v_mmᵀx_it lies below the optimal tokens' (1, the margin): "
     "0.873, 0.296 and −0.558, −0.407 (ℓ1.75), 0.816, 0.3 and −0.517, −0.399 (ℓ2), 0.701, 0.308 "
     "and −0.433, −0.384 (ℓ3), and the ℓp Att-SVM of the optimal tokens is feasible for each p "
-    "(tests/test_referee_rewords.py recomputes these); a pilot d = 2 variant with one optimal "
-    "token off the head's margin left W's divergence from its Att-SVM flat over 50,000 steps, "
-    "so that condition matters here; any further condition of the "
+    "(tests/test_referee_rewords.py recomputes these); a pilot d = 2 variant (not stored) with "
+    "one optimal token off the head's margin left W's divergence from its Att-SVM flat, which "
+    "is why this toy puts both on it: the problem was built where the conclusion can hold, so "
+    "its support says the conclusion holds there, not how often; any further condition of the "
     "theorem is unchecked, so the rows test its conclusion on one problem, not the theorem "
     "under its premises"
 )
