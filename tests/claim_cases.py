@@ -1022,9 +1022,10 @@ def value_cases() -> dict[str, list]:
     not, and no finite κ with a loss frozen from step 2), `ngd.fit_window_note` (one run frozen
     before the end, one moving to it), `common.growing_until` (a run whose ‖W_t‖ grows like
     t, then stalls; one that grows to the end; one that never grows fast enough) and
-    `tuning.start_value` (step 0's value differs from step 1's and step 2's), `tuning.untimed`
-    (most pairs, half, and few both at the level by the second recorded step),
-    `ngd.still_falling` (a run long enough to decide, and none)."""
+    `tuning.start_value` (step 0's value differs from step 1's), `tuning.untimed` (most pairs
+    tied, half, none), `common.steps_to_reach` (a crossing between consecutive recorded steps
+    and one between steps further apart), `ngd.still_falling` (a run long enough to decide,
+    and none)."""
     steps = np.array([0, 1, 2, 4, 8])
     falling = np.array([[0.7, 1e-3, 1e-6, 1e-9, 1e-12], [0.7, 0.5, 0.4, 0.3, 0.2]])
     frozen = np.array([[0.7, 1e-3, 1e-5, 1e-5, 1e-5], [0.7, 1e-3, 1e-5, 1e-5, 1e-5]])
@@ -1041,19 +1042,20 @@ def value_cases() -> dict[str, list]:
         "common.growing_until": [
             (None, (Curves(steps, {"norm/2": np.vstack([norms, np.ones(5) * 3.0])}), 0.5), {}),
         ],
-        # where the runs start: at the first recorded step after 0, not at step 0's value;
-        # after two steps (the profile's top); a step the grid lacks: NaN
-        "tuning.start_value": [
-            (None, (windowed, "1-alignment/2"), {}),
-            (None, (windowed, "1-alignment/2"), {"position": 1}),
-            (None, (windowed, "1-alignment/2"), {"position": 4}),
-        ],
-        # times to a level per pair: 3 of 4 pairs both by the second recorded step (2), so the
-        # grid cannot order the level; 2 of 4 (half): it can; 1 of 4, the other side late
+        # where the runs start: at the first recorded step after 0, not at step 0's value
+        "tuning.start_value": [(None, (windowed, "1-alignment/2"), {})],
+        # paired times to a level: 3 of 4 pairs tie (the level does not separate the
+        # methods); 2 of 4 (half); none, and a pair that never reaches it (inf) is no tie
         "tuning.untimed": [
-            (None, (windowed, np.array([1.5, 2.0, 1.0, 8.0]), np.array([2.0, 1.7, 1.2, 3.0])), {}),
-            (None, (windowed, np.array([1.5, 2.0, 8.0, 8.0]), np.array([2.0, 1.7, 3.0, 3.0])), {}),
-            (None, (windowed, np.ones(4), np.array([3.0, 3.0, 3.0, 1.0])), {}),
+            (None, (np.array([2.0, 2.0, 1.0, 8.0]), np.array([2.0, 2.0, 1.0, 3.0])), {}),
+            (None, (np.array([2.0, 2.0, 8.0, 8.0]), np.array([2.0, 2.0, 3.0, 3.0])), {}),
+            (None, (np.array([1.0, np.inf]), np.array([2.0, np.inf])), {}),
+        ],
+        # times to a level: whole steps where the grid records consecutive steps (the
+        # crossing between steps 1 and 2), interpolated between steps 2 and 4 and 4 and 8
+        "common.steps_to_reach": [
+            (None, (windowed, "1-alignment/2", 0.15), {}),
+            (None, (windowed, "1-alignment/2", 0.07), {}),
         ],
         # a part as evidence: its rule's text, or where it has none (not applicable) its why
         "ngd.part_summary": [

@@ -21,7 +21,8 @@ from attnbias.judging.claims import (
     verdict_columns,
 )
 from attnbias.judging.verdicts import ngd
-from attnbias.judging.verdicts.tuning import start_value, untimed
+from attnbias.judging.verdicts.common import steps_to_reach
+from attnbias.judging.verdicts.tuning import untimed
 from claim_cases import cases
 
 
@@ -126,26 +127,27 @@ def test_cap_onsets_place_the_step_polyaks_cap_binds_from():
     assert ngd.cap_onsets(Curves(steps, {"loss": frozen}), np.array([np.nan]), 1.0, 1e6) == 2.0
 
 
-def test_a_level_most_pairs_pass_within_two_recorded_steps_is_untimed():
-    """`tuning.untimed` judges pair by pair: a level both runs of most pairs reach by the
-    second recorded step (their times lie between the grid's first two points) cannot be
-    ordered; at half or fewer such pairs it can."""
-    c = Curves(np.array([0, 1, 2, 4, 8]), {"m": np.ones((4, 5))})
-    most = untimed(c, np.array([1.5, 2.0, 1.0, 8.0]), np.array([2.0, 1.7, 1.2, 3.0]))
-    assert most and "in 3 of 4 pairs" in most[0] and "(2)" in most[0]
-    assert untimed(c, np.array([1.5, 2.0, 8.0, 8.0]), np.array([2.0, 1.7, 3.0, 3.0])) == []
-    assert untimed(c, np.ones(4), np.array([3.0, 3.0, 3.0, 1.0])) == []
-    assert untimed(c, np.array([]), np.array([])) == []
-
-
-def test_the_profile_starts_below_where_the_methods_are_after_two_recorded_steps():
-    """`tuning.start_value` at position 1 reads the second recorded step after 0 (the
-    profile's top: a level passed within two steps is not one of its parts)."""
+def test_a_count_of_steps_is_whole_where_the_grid_records_every_step():
+    """`common.steps_to_reach`: a run crossing the level between recorded steps 1 and 2 takes
+    2 steps (no fraction of a step), so two such runs tie; between steps 2 and 4 the time is
+    interpolated log-linearly."""
     steps = np.array([0, 1, 2, 4, 8])
-    c = Curves(steps, {"m": np.array([[1.0, 0.5, 0.05, 0.01, 0.001]] * 3)})
-    assert start_value(c, "m") == 0.5
-    assert start_value(c, "m", position=1) == 0.05
-    assert np.isnan(start_value(c, "m", position=4))
+    c = Curves(steps, {"m": np.array([[1.0, 0.5, 0.1, 0.01, 0.001], [1.0, 0.2, 0.15, 0.1, 0.1]])})
+    times = steps_to_reach(c, "m", 0.12)
+    assert times[0] == 2.0  # 0.5 at step 1, 0.1 at step 2
+    assert 2.0 < times[1] < 4.0  # 0.15 at step 2, 0.1 at step 4: interpolated
+    expected = np.exp(np.log(2) + (np.log(0.12) - np.log(0.15)) * np.log(2) / np.log(0.1 / 0.15))
+    assert times[1] == pytest.approx(expected, rel=1e-12)
+
+
+def test_a_level_most_pairs_tie_at_says_so():
+    """`tuning.untimed`: where both runs of most pairs reach the level at the same step, a
+    straddling interval is a tie, not a lack of seeds; at half or fewer, nothing is said."""
+    most = untimed(np.array([2.0, 2.0, 1.0, 8.0]), np.array([2.0, 2.0, 1.0, 3.0]))
+    assert most and "in 3 of 4 pairs" in most[0] and "tie" in most[0]
+    assert untimed(np.array([2.0, 2.0, 8.0, 8.0]), np.array([2.0, 2.0, 3.0, 3.0])) == []
+    assert untimed(np.array([np.inf, np.inf]), np.array([np.inf, np.inf])) == []
+    assert untimed(np.array([]), np.array([])) == []
 
 
 def test_a_part_with_nothing_to_compare_is_printed_with_its_reason():

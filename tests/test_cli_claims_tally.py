@@ -262,3 +262,20 @@ def test_svm_names_a_uint64_alpha_out_of_range_as_stored(tmp_path, capsys):
     np.savez(path, X=P.X, z=P.z, alpha=np.array([2**64 - 1, 0], dtype=np.uint64))
     assert main(["svm", str(path)]) == 2
     assert "got 0..18446744073709551615" in one_error_line(capsys)
+
+
+def test_claims_records_list_a_part_with_nothing_to_compare_with_why():
+    """csv and json list a compound claim's not-applicable parts after its measured ones, as
+    the Markdown register does: what it would have compared, "not applicable", and why."""
+    from dataclasses import asdict
+
+    from attnbias.cli_claims import part_records
+    from attnbias.judging.claims import Claim, Effect, Rule, not_applicable
+
+    measured = Claim("a", rule=Rule("q", ">", 1.0, "s"), effect=Effect(2.0, 1.5, 2.5, 5, "t"))
+    idle = not_applicable("b reaches the level sooner", "the level is 0")
+    parts = part_records(asdict(Claim("both", parts=[measured, idle])))
+    assert [(p["part"], p["part_verdict"]) for p in parts] == [
+        (1, "supported"), (2, "not applicable")]  # fmt: skip
+    assert parts[1]["rule"] == "b reaches the level sooner"
+    assert parts[1]["part_reason"] == "the level is 0" and parts[1]["ci_low"] is None

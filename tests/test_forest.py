@@ -97,7 +97,7 @@ def test_points_are_grouped_by_experiment_and_the_paper_their_entry_cites():
         "reexamine-polyak": {"claims": [
             {**part, "id": "reexamine-polyak/polyak-faster-cap-1e6"},
             {**part, "id": "reexamine-polyak/ngd-ends-ahead-cap-1e6"}]},
-        "vision": {"claims": [{**part, "id": "vision/norm-growth"}]},
+        "vision": {"claims": [{**part, "id": "vision/sngd-slower"}]},
     }  # fmt: skip
     groups = [p.group for p in forest.points(register.forest_claims(found))]
     assert groups == ["ngd-fixed · NGD", "reexamine-polyak · ours", "reexamine-polyak · ours",

@@ -1170,10 +1170,11 @@ COMMANDS = (
             arg("--format", choices=CLAIMS_FORMATS, default="md",
                 help="md: the register's table (the default; without --experiment and "
                 "--verdict the whole register, with its papers and how to read a verdict); "
-                "csv: one line per measured part of a claim; json: one object per row, its "
-                "parts as a list. csv and json give every column as its own fields: the verdict "
-                "and its reasons, and each part's rule, threshold, effect, CI low and high, n, "
-                "verdict and reason"),
+                "csv: one line per part of a claim; json: one object per row, its parts as a "
+                "list. csv and json give every column as its own fields: the verdict and its "
+                "reasons, and each part's rule, threshold, effect, CI low and high, n, verdict "
+                "and reason (a part with nothing to compare: its verdict, not applicable, and "
+                "why)"),
             arg("--write", metavar="PATH",
                 help="write the register to this file (default: print it)"),
             arg("--force", action="store_true", help="with --write: replace a file that differs"),

@@ -3,8 +3,9 @@ rows chosen by experiment and verdict, as its Markdown table or as machine-reada
 
 A record is a register row (`register.answered`) with its fields as values, not as
 printed cells: the claim's verdict and reasons, and for each measured part its rule, effect,
-95 % CI, n, verdict and, when inconclusive, why. CSV has one line per measured part (a row
-without one, one line); JSON one object per row with its parts as a list.
+95 % CI, n, verdict and, when inconclusive, why (a not-applicable part: what it would have
+compared, and why not). CSV has one line per part (a row without one, one line); JSON one
+object per row with its parts as a list.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from .judging.claims import (
     reasons,
     sensitivity_text,
     status_of,
+    unmeasured_parts,
     verdict_word,
 )
 from .judging.register import answered, markdown_table, register_rows
@@ -84,6 +86,25 @@ def part_record(index: int, leaf: dict) -> dict:
     }
 
 
+def idle_record(index: int, part: dict) -> dict:
+    """A not-applicable part's fields: what it would have compared, its verdict and why."""
+    return {field: None for field in PART_FIELDS} | {
+        "part": index,
+        "rule": part["claim"],
+        "part_verdict": NOT_APPLICABLE,
+        "part_reason": part["evidence"]["not_applicable"],
+    }
+
+
+def part_records(claim: dict) -> list[dict]:
+    """The claim's measured parts, then its not-applicable ones (as the register lists them)."""
+    leaves = measured_parts(claim)
+    idle = unmeasured_parts(claim) if leaves else []
+    return [part_record(i, leaf) for i, leaf in enumerate(leaves, 1)] + [
+        idle_record(i, part) for i, part in enumerate(idle, len(leaves) + 1)
+    ]
+
+
 def records(found: dict[str, dict]) -> list[dict]:
     """Every register row as a record (ROW_FIELDS and "parts", a list of PART_FIELDS)."""
     rows = []
@@ -103,16 +124,15 @@ def records(found: dict[str, dict]) -> list[dict]:
             "scale": "" if claim is None else "quick" if "scale" in summary else "full",
             "sensitivity": "" if claim is None else sensitivity_text(claim),
             "protocol_differences": entry.differences,
-            "parts": []
-            if claim is None
-            else [part_record(i, leaf) for i, leaf in enumerate(measured_parts(claim), 1)],
+            "parts": [] if claim is None else part_records(claim),
         }
         rows.append(record)
     return rows
 
 
 def csv_text(rows: list[dict]) -> str:
-    """One line per measured part of each row (a row without parts: one line)."""
+    """One line per part of each row, measured or not applicable (a row without parts: one
+    line)."""
     out = io.StringIO()
     writer = csv.DictWriter(out, [*ROW_FIELDS, *PART_FIELDS], lineterminator="\n")
     writer.writeheader()

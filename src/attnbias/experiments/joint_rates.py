@@ -203,10 +203,14 @@ def claims(groups, fractions: dict, config: Config) -> list[Claim]:
     # the other reading of the lost formula (referee read 12): 1 − cos at the distance's own
     # order, as Thm 1's proof bounds 1 − cos directly; both printed, neither decides the row
     unsquared = order_exponent(rules.polylog_order, fit, polylog=True)
+    meets = {bound: rate.effect is not None and rate.effect.high < bound
+             for bound in (bound, unsquared)}  # fmt: skip
+    said = {True: "lies below it", False: "does not lie wholly below it"}
     rate = replace(rate, evidence={**rate.evidence, "effect_note": (
-        f"against the unsquared order log log t / log t, the reading in which Thm 1's proof "
-        f"bounds 1 − cos itself, the bound would be {unsquared:.3g}; the formula that would "
-        "say which was lost in extraction")})  # fmt: skip
+        f"the interval {said[meets[bound]]}; against the unsquared order log log t / log t, "
+        f"the reading in which Thm 1's proof bounds 1 − cos itself, the bound would be "
+        f"{unsquared:.3g} and the interval {said[meets[unsquared]]}; the formula that would say "
+        "which reading is Thm 3's was lost in extraction")})  # fmt: skip
     level = rules.THM4_MARGIN_FRACTION
     margin = Claim(
         f"Theorem 4: v's margin on the optimal tokens reaches a constant fraction of the max "

@@ -115,7 +115,7 @@ def vision_claims(rows, datasets) -> list[Claim]:
                 rules.about_equal(found, ("Adam",), "SGD", ABOUT_EQUAL, LITTLE_SOURCE, gains)
             )
         # Fig. 7: the paper says the norms grow; by ≥ 1 % (ours, as text-finetune's): above
-        # the paper's 0 almost any training passes (an update uncorrelated with θ grows ‖θ‖)
+        # the paper's 0 almost any training passes (an update uncorrelated with θ grows ‖θ‖²)
         grow.append(norm_growth_claim(rows, dataset, NGD_PAPER_OPTIMIZERS))
     claims = [
         on_every_dataset("SNGD trains slower than SGD on the ViT", slow),

@@ -363,8 +363,8 @@ def ngd_fixed_entries(
                    "its implementation with capped adaptive steps at values lost in extraction "
                    "(the statement and its cap are listed among the claims not tested here)",
                    setting + "; judged by steps to the "
-                   "misalignment level at every power of ten from where both are after two "
-                   "steps down to its half-budget level, each a part (its profile: a method "
+                   "misalignment level at every power of ten from where both start "
+                   "down to its half-budget level, each a part (its profile: a method "
                    "ahead early and behind late is not 'faster'; one level of our choosing "
                    f"could decide either way), Holm over the parts, on {confirmation} with "
                    "each method's steps and the levels chosen on the selection seeds: the grid's "
@@ -377,9 +377,9 @@ def ngd_fixed_entries(
                    "are not applicable: at the steps chosen for them both methods take them "
                    "below float64's range within half the budget (level 0), and neither has a "
                    "best step for them (NGD's fall faster the larger its step, Polyak's reach "
-                   "float64's floor at its largest steps), so the train "
-                   "loss the quote names is untested here; Polyak uncapped (γ_b = ∞: the "
-                   "limit of Eq. 3's capped rule, the "
+                   "float64's floor at its largest steps), so the train loss the paper's "
+                   "sentence names is untested here; Polyak uncapped (γ_b = ∞: the limit of "
+                   "Eq. 3's capped rule, the "
                    "one Thm 7 analyses; the paper's figure used a cap whose value was lost in "
                    "extraction), so no cap binds (at our former γ_b = 1e6 it bound early in the "
                    "run, and late Polyak was GD with step γ_b; reexamine-polyak sweeps finite "
@@ -396,15 +396,19 @@ def ngd_fixed_entries(
                    "normalised steps of length η give ‖W_t‖ ≤ ‖W₀‖ + ηt on any data (the "
                    "triangle inequality), so the log–log slope exceeds 1 only where ‖W_t‖ first "
                    "lagged far behind ηt; 1.2 ours", consistency=True),
-        PaperClaim(f"{experiment}/momentum-improves", "NGD", f"§3, {figure}",
-                   "'NGD with momentum, which results in a performance boost'",
-                   setting + f"; NGD and NGD-mom uncapped ({CAPPED}); the profile's levels "
-                   "lie below where both methods are after two recorded steps: "
-                   "before that rule (issue 29, referee read 12) its top level, which both "
-                   "methods pass within two steps on most seeds (a timing of the first step, "
-                   "between the grid's first two points), refuted the row alone; the rule was "
-                   "made after that look, so fresh seeds judged under it would make the verdict "
-                   "final; momentum β = 0.9 (ours); a method that beats another is "
+        PaperClaim(f"{experiment}/momentum-improves", "ours",
+                   f"reading of NGD §3 (momentum), {figure}",
+                   "NGD-mom, uncapped, is faster than NGD, uncapped, on every metric: our "
+                   "reading without caps of the paper's momentum sentence, which it made of "
+                   "runs with capped adaptive steps at values lost in extraction (the sentence "
+                   "is listed among the claims not tested here)",
+                   setting + "; NGD and NGD-mom uncapped, as polyak-faster's methods; times "
+                   "to a level are whole steps where the grid records every step (two runs "
+                   "crossing between the same two steps tie; interpolating between them, as "
+                   "before issue 29's referee read 12, made a top level that both methods pass "
+                   "by step 2 look ordered and refuted the row alone), and a straddling part "
+                   "whose pairs mostly tie says so; momentum β = 0.9 (ours); a method that "
+                   "beats another is "
                    "judged with the other tuned as fairly, so each method's one step knob is "
                    "tuned alike (NGD's η, NGD-mom's η at its β as set) and the boost is "
                    "judged as polyak-faster's speed is (steps to L − L*, to the other tokens' "
@@ -427,8 +431,8 @@ def ngd_fixed_entries(
                    "effective step)",
                    setting + "; NGD-mom's final misalignment against that of NGD run at "
                    "η/(1 − β) = 1 itself on the evaluation seeds (equal effective step), per "
-                   "seed; a stricter reading of ours, not the paper's claim, which "
-                   f"{experiment}/momentum-improves tests; not supported reads: no boost "
+                   "seed; a stricter reading of ours than the boost at tuned steps "
+                   f"({experiment}/momentum-improves, ours too); not supported reads: no boost "
                    "beyond the effective step (momentum's warm-up from a zero buffer alone "
                    f"costs it: {warm_up_cost(experiment)}; a ratio further below that, as the "
                    "effect may show, says momentum costs more than its warm-up there)"),
@@ -525,19 +529,20 @@ KQ = (
 
 
 def local_path(config) -> str:
-    """How far local-gaussian's runs can move against how deep their starts sit, and how its
-    design grew, from local-global's config (referee read 12)."""
-    lr = {a.lr for a in config.algorithms}
-    path = max(lr) * config.gaussian_steps
+    """How far local-gaussian's NGD runs can move against how deep their starts sit, and how
+    its design grew, from local-global's config (referee read 12)."""
+    (lr,) = {a.lr for a in config.algorithms if a.optimizer == "ngd"}
+    path = lr * config.gaussian_steps
     top = max(config.local_radii)
     return (
-        f"a start at R·W_mm(α′) has every logit gap ≥ R (margin 1 at W_mm), and a normalised "
-        f"run moves W by at most ηT = {path:g} over its {config.gaussian_steps:,} steps, which "
-        f"with unit tokens changes a gap by at most 2ηT: at R = {top:g} ending at α′ largely "
-        "measures not leaving it, not converging to it; the radii above 16 and more seeds "
-        "were added after looks at shares below the level, so the support is from a "
-        "design grown until a radius passed: a direction test (misalignment with W_mm(α′) still "
-        "falling, over a run with ηT far beyond R·‖W_mm(α′)‖) on fresh seeds would decide it"
+        f"a start at R·W_mm(α′) has every logit gap ≥ R (margin 1 at W_mm); NGD moves W by "
+        f"exactly ηT = {path:g} in Frobenius norm over its {config.gaussian_steps:,} steps, "
+        f"which with unit tokens changes a gap by at most 2ηT = {2 * path:g}: at R = {top:g} "
+        "the whole run is of the start's own size, so ending at α′ there may measure little "
+        "more than not leaving it; the radii above 16 and more seeds were added after looks "
+        "at shares below the level, so the support is from a design grown until a radius "
+        "passed: a direction test (misalignment with W_mm(α′) still falling, over a run with "
+        "ηT far beyond R·‖W_mm(α′)‖) on fresh seeds would decide it"
     )
 
 
@@ -667,7 +672,7 @@ POLYAK_TUNED = "; ".join(
         tuned_protocol("NGD η = 0.1, Polyak c = 1", "NGD's η and, at each cap, Polyak's 1/c "
                        "(the cap kept)", POLYAK_GROWN, judged="the confirmation seeds"),
         "judged as ngd-fixed/polyak-faster (the misalignment at every power of ten from where "
-        "both are after two steps down to its half-budget level, each a part; L − L* and the "
+        "both start down to its half-budget level, each a part; L − L* and the "
         "other tokens' mass in forms float64 does not round to their floor; a part whose "
         "level is 0, both methods below float64's range within half the budget, is not "
         "applicable, printed with that reason: where L − L* and the mass are not applicable, "
@@ -1309,12 +1314,13 @@ def entries() -> tuple[PaperClaim, ...]:
                "speed over SGD",
                f"{VIT}; 'gains little' = a final train loss within a factor {ABOUT_EQUAL:g} of "
                f"SGD's, either way (ours, text-finetune's 'about as fast'); {PER_DATASET}"),
-    PaperClaim("vision/norm-growth", "NGD", "Fig. 7 text", "every ViT layer's parameter norm "
-               "grows, for the paper's optimisers (SGD, SNGD, SPS, Adam; not ℓ1.1-MD)",
+    PaperClaim("vision/norm-growth", "ours", "a stricter reading of NGD Fig. 7 text", "every "
+               "ViT layer's parameter norm grows by at least 1 %, for the paper's optimisers "
+               "(SGD, SNGD, SPS, Adam; not ℓ1.1-MD)",
                f"{VIT}; growth = log(‖θ_T‖/‖θ_0‖) above log 1.01, at least 1 % (ours, as "
                "text-finetune's): against the paper's 0 almost any training passes, since an "
-               "update uncorrelated with θ grows ‖θ‖ by about ‖Δ‖² (referee read 12; the row "
-               f"judged against 0 before); {PER_DATASET}"),
+               "update uncorrelated with θ grows ‖θ‖² by about ‖Δ‖² (referee read 12; the row "
+               f"judged against 0 before, as the paper's); {PER_DATASET}"),
     *theory_entries(),
     )  # fmt: skip
 
@@ -1339,6 +1345,11 @@ UNTESTED = [
              "lost in extraction; ngd-fixed/polyak-faster and antipodal/polyak-faster judge "
              "both methods uncapped (ours), reexamine-polyak Polyak at finite caps against NGD "
              "uncapped"),
+    Untested("NGD", "§3, Fig. 2, Fig. 5", "'NGD with momentum, which results in a performance "
+             "boost', of the paper's runs, whose adaptive steps are capped ('We use a cap on the "
+             "adaptive step-size, for NGD and NGD-mom')", "the caps' values were lost in "
+             "extraction; ngd-fixed/momentum-improves and antipodal/momentum-improves judge "
+             "both methods uncapped (ours)"),
     Untested("NGD", "Lemma 13 (iii)", "joint training: the ratio of any two samples' losses is "
              "bounded by a constant", "not testable as stated: the constant is lost from the "
              "text and no finite run refutes a bound whose constant is unknown; the runs also "

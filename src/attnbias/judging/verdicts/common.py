@@ -54,10 +54,12 @@ def values(c: Curves, metric: str) -> np.ndarray:
 
 def steps_to_reach(c: Curves, metric: str, level: float) -> np.ndarray:
     """For each run, the first step at which `metric` is at or below `level`, interpolated
-    log-linearly between the recorded steps around the crossing; inf for a run that never gets
-    there; at least 1 (a run that starts at the level takes one step). Speed judged this way
-    does not depend on how far below the level a run ends (the float64 floor of a loss says
-    nothing about speed)."""
+    log-linearly between the recorded steps around the crossing where they are more than one
+    step apart (where the grid records consecutive steps the time is that step: a count of
+    steps is a whole number, and two runs crossing between the same two steps tie); inf for a
+    run that never gets there; at least 1 (a run that starts at the level takes one step).
+    Speed judged this way does not depend on how far below the level a run ends (the float64
+    floor of a loss says nothing about speed)."""
     v, steps = values(c, metric), c.steps.astype(np.float64)
     out = np.full(v.shape[0], np.inf)
     for k, row in enumerate(v):
@@ -65,7 +67,10 @@ def steps_to_reach(c: Curves, metric: str, level: float) -> np.ndarray:
         if below.size == 0:
             continue
         j = below[0]
-        if j == 0 or steps[j - 1] <= 0 or not (row[j - 1] > level > 0 and row[j] > 0):
+        if j == 0 or steps[j - 1] <= 0 or steps[j] - steps[j - 1] <= 1.0:
+            out[k] = steps[j]
+            continue
+        if not (row[j - 1] > level > 0 and row[j] > 0):
             out[k] = steps[j]
             continue
         # log value is linear in log step between the two recording points

@@ -153,17 +153,16 @@ def half_budget_value(c: Curves, metric: str) -> float:
     return float(np.median(v[:, column]))
 
 
-def untimed(c: Curves, a: np.ndarray, b: np.ndarray) -> list[str]:
-    """The precondition that a level can order two methods, pair by pair: in at most half of
-    the pairs (a[i], b[i]) do both runs reach it by the second recorded step after 0 (from
-    zero, step 1 is the first real point). Such a pair's times lie between the grid's first
-    two points, where a ratio says how the interpolation falls, not which method is faster."""
-    grid = np.sort(c.steps[c.steps > 0])
-    second = grid[min(1, grid.size - 1)]
-    early = int(np.sum((a <= second) & (b <= second)))
-    if a.size and 2 * early > a.size:
-        return [f"in {early} of {a.size} pairs both runs reach the level by the second "
-                f"recorded step ({second}): the recording grid cannot order them"]  # fmt: skip
+def untimed(a: np.ndarray, b: np.ndarray) -> list[str]:
+    """Why an interval on a level's paired times straddles 1 where more seeds would not
+    decide it: both runs of most pairs reach the level at the same step (`steps_to_reach`
+    counts whole steps where the grid records each one), so the level does not separate the
+    methods. For a straddling interval only: ties are data, and an interval that decides
+    stands."""
+    tied = int(np.sum(np.isfinite(a) & (a == b)))
+    if a.size and 2 * tied > a.size:
+        return [f"in {tied} of {a.size} pairs both runs reach the level at the same step: "
+                "the level does not separate the methods (a tie, not a lack of seeds)"]  # fmt: skip
     return []
 
 
@@ -206,19 +205,16 @@ FLOAT_LEVEL = (
 )
 
 
-def start_value(c: Curves, metric: str, position: int = 0) -> float:
-    """The median over runs of `metric` at the recorded step `position` after 0 (0: the
-    first); NaN without runs or without that step."""
+def start_value(c: Curves, metric: str) -> float:
+    """The median over runs of `metric` at the first recorded step after 0; NaN without runs."""
     v = values(c, metric)[:, c.steps > 0]
-    return float(np.median(v[:, position])) if v.shape[0] and v.shape[1] > position else math.nan
+    return float(np.median(v[:, 0])) if v.shape[0] and v.shape[1] else math.nan
 
 
 PROFILE_RULE = (
-    "the profile: besides LEVEL_RULE's level, every power of ten between it and where the "
-    "methods are after their first two recorded steps (below the larger of their median "
-    "values at the second recorded step, on the selection seeds at their chosen steps: a "
-    "level both pass within two steps times their first step, not their convergence, and "
-    "the grid cannot order it), each level a part"
+    "the profile: besides LEVEL_RULE's level, every power of ten between it and where both "
+    "methods start (below the larger of their median values at the first recorded step, on "
+    "the selection seeds at their chosen steps), each level a part"
 )
 
 
@@ -227,7 +223,7 @@ def profile_levels(tuned: Tuned, slow: str, fast: str, metric: str) -> list[floa
     that level where it is not positive (no decade lies above 0 and below every value)."""
     runs = [tuned.selection[m][tuned.chosen(m, metric)] for m in (slow, fast)]
     level = max(half_budget_value(c, metric) for c in runs)
-    top = max(start_value(c, metric, position=1) for c in runs)
+    top = max(start_value(c, metric) for c in runs)
     if not (np.isfinite(level) and level > 0 and np.isfinite(top) and top > level):
         return [level]
     exponents = range(math.ceil(math.log10(top)) - 1, math.floor(math.log10(level)), -1)
@@ -279,9 +275,9 @@ def tuned_sooner(
                     frozen_at_end(runs[fast], metric))  # fmt: skip
     budget = float(runs[slow].steps[-1])
     effect = ratio_effect(np.minimum(a, budget), np.minimum(b, budget))
-    unmet = untimed(runs[slow], a, b) if effect.n else [
-        f"no finished run of both {slow} and {fast} to time"]  # fmt: skip
     would = interval_would(effect)
+    unmet = (untimed(a, b) if not would else []) if effect.n else [
+        f"no finished run of both {slow} and {fast} to time"]  # fmt: skip
     for role, m, times, stopped in (("slow", slow, a, frozen[0]), ("fast", fast, b, frozen[1])):
         late = int(np.sum(~np.isfinite(times)))
         if late and would == TIMED_AT_BUDGET[role]:
