@@ -162,7 +162,9 @@ def untimed(a: np.ndarray, b: np.ndarray) -> list[str]:
     tied = int(np.sum(np.isfinite(a) & (a == b)))
     if a.size and 2 * tied > a.size:
         return [f"in {tied} of {a.size} pairs both runs reach the level at the same step: "
-                "the level does not separate the methods (a tie, not a lack of seeds)"]  # fmt: skip
+                "the level does not separate the methods (a tie, not a lack of seeds: no "
+                "number of seeds decides it, only a level they reach at different steps "
+                "would)"]  # fmt: skip
     return []
 
 
