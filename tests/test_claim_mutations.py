@@ -213,6 +213,8 @@ SURVIVING = {
     "joint_rates.thm3_premises": "the loss premise's reason: Eq. 13's absent time factor, the "
     "other premise, leaves thm3-slower, thm3-rate and thm4-v-margin inconclusive either way",
     "trajectory_lemmas.score_note": "evidence: lemma13-score's unchanged and rounded pairs",
+    "joint_rates.thm3_readings": "wording: which reading of Thm 3's lost bound the interval "
+    "meets, beside a verdict the absent Eq. 13 factor leaves inconclusive either way",
     "runs.assumption1_by_seed": "evidence: δ without the optimal tokens' pairs (antipodal's "
     "footnote), printed beside verdicts that stand either way",
     "text_md.with_cut_sensitivity": "evidence and wording: the near-zero share's verdict at "

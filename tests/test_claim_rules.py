@@ -160,3 +160,15 @@ def test_a_part_with_nothing_to_compare_is_printed_with_its_reason():
     assert columns["effect"].split("<br>")[1] == "— → not applicable (the level is 0)"
     # a claim that is itself not applicable has no rows of parts to list
     assert verdict_columns(asdict(idle))["effect"] == "—"
+
+
+def test_thm3_rate_says_which_reading_of_the_lost_bound_its_interval_meets():
+    """joint-rates' note: an interval between the squared order's bound and the unsquared
+    one's meets one reading and not the other, and the note says which."""
+    from attnbias.experiments.joint_rates import thm3_readings
+    from attnbias.judging.claims import Effect
+
+    between = thm3_readings(Effect(-0.48, -0.55, -0.42, 48, "t"), -0.63, -0.315)
+    assert between.startswith("the interval does not lie wholly below it;")
+    assert "would be -0.315 and the interval lies below it" in between
+    assert "does not lie wholly below it" in thm3_readings(None, -0.63, -0.315).split(";")[1]

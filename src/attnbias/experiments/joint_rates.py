@@ -152,6 +152,22 @@ def thm3_premises(loss: str) -> list[str]:
     ]
 
 
+def thm3_readings(effect, squared: float, unsquared: float) -> str:
+    """thm3-rate's note: whether the exponent's interval lies below the bound under each
+    reading of Thm 3's lost formula, the squared order (the row's) and the unsquared one."""
+
+    def said(bound: float) -> str:
+        below = effect is not None and effect.high < bound
+        return "lies below it" if below else "does not lie wholly below it"
+
+    return (
+        f"the interval {said(squared)}; against the unsquared order log log t / log t, the "
+        f"reading in which Thm 1's proof bounds 1 − cos itself, the bound would be "
+        f"{unsquared:.3g} and the interval {said(unsquared)}; the formula that would say which "
+        "reading is Thm 3's was lost in extraction"
+    )
+
+
 def claims(groups, fractions: dict, config: Config) -> list[Claim]:
     fit = list(config.fit_window)
     fixed, joint = config.fixed, config.joint
@@ -203,14 +219,8 @@ def claims(groups, fractions: dict, config: Config) -> list[Claim]:
     # the other reading of the lost formula (referee read 12): 1 − cos at the distance's own
     # order, as Thm 1's proof bounds 1 − cos directly; both printed, neither decides the row
     unsquared = order_exponent(rules.polylog_order, fit, polylog=True)
-    meets = {bound: rate.effect is not None and rate.effect.high < bound
-             for bound in (bound, unsquared)}  # fmt: skip
-    said = {True: "lies below it", False: "does not lie wholly below it"}
-    rate = replace(rate, evidence={**rate.evidence, "effect_note": (
-        f"the interval {said[meets[bound]]}; against the unsquared order log log t / log t, "
-        f"the reading in which Thm 1's proof bounds 1 − cos itself, the bound would be "
-        f"{unsquared:.3g} and the interval {said[meets[unsquared]]}; the formula that would say "
-        "which reading is Thm 3's was lost in extraction")})  # fmt: skip
+    note = thm3_readings(rate.effect, bound, unsquared)
+    rate = replace(rate, evidence={**rate.evidence, "effect_note": note})
     level = rules.THM4_MARGIN_FRACTION
     margin = Claim(
         f"Theorem 4: v's margin on the optimal tokens reaches a constant fraction of the max "
