@@ -368,8 +368,9 @@ def still_falling(c: Curves, metric: str, target: float, order, rate: str) -> li
     if frozen:
         return [f"above {target:g} at the last step, {frozen} of {len(v)} runs unchanged from "
                 f"step {steps[half]} to the end, frozen there or before (the float64 floor "
-                "stopped them); arithmetic with a wider exponent range would decide "
-                "it"]  # fmt: skip
+                "stopped them); arithmetic beyond float64's would decide it (a wider exponent "
+                "range where a step underflows, more digits where it falls below the last "
+                "digit of W)"]  # fmt: skip
     return []
 
 
