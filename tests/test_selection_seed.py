@@ -30,7 +30,8 @@ def test_the_claims_leave_out_the_seed_the_rates_were_chosen_on():
         growth = [g["layer0"] for g in row["norm_growth_by_seed"][1:]]
         assert np.allclose(arms[row["optimizer"]].of("log_growth/layer0"), np.log(growth))
     (beat, *_) = text_finetune.finetune_claims(rows, ["sst2"])
-    assert beat.parts[0].effect.n == len(rows[0]["seeds"]) - 1
+    (sst2,) = beat.parts  # one data set: one part, the comparisons its own parts
+    assert sst2.parts[0].effect.n == len(rows[0]["seeds"]) - 1
 
 
 def test_rows_without_a_search_keep_every_seed():
