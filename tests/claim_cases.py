@@ -15,6 +15,7 @@ from attnbias.judging.claims import (
     NOT_SUPPORTED,
     SUPPORTED,
     Claim,
+    Effect,
     Rule,
     not_applicable,
 )
@@ -1033,6 +1034,8 @@ def value_cases() -> dict[str, list]:
     misalignment = np.array([[0.5, 0.2, 0.1, 0.1, 0.1], [0.5, 0.2, 0.1, 0.05, 0.01]])
     windowed = Curves(steps, {"norm/2": norms, "alignment/2": 1.0 - misalignment})
     slow = Curves(steps, {"m": np.array([[1.0, 0.5, 0.4, 0.35, 0.3]] * 2)})
+    # a ratio's interval that straddles 1, and one that decides
+    straddles, decides = Effect(1.1, 0.9, 1.4, 4, "t"), Effect(1.3, 1.05, 1.6, 4, "t")
     return {
         "ngd.cap_onsets": [
             (None, (Curves(steps, {"loss": falling}), np.array([1.0, 1.0]), 1.0, 1e6), {}),
@@ -1047,9 +1050,10 @@ def value_cases() -> dict[str, list]:
         # paired times to a level: 3 of 4 pairs tie (the level does not separate the
         # methods); 2 of 4 (half); none, and a pair that never reaches it (inf) is no tie
         "tuning.untimed": [
-            (None, (np.array([2.0, 2.0, 1.0, 8.0]), np.array([2.0, 2.0, 1.0, 3.0])), {}),
-            (None, (np.array([2.0, 2.0, 8.0, 8.0]), np.array([2.0, 2.0, 3.0, 3.0])), {}),
-            (None, (np.array([1.0, np.inf]), np.array([2.0, np.inf])), {}),
+            (None, (np.array([2.0, 2.0, 1.0, 8.0]), np.array([2.0, 2.0, 1.0, 3.0]), straddles), {}),
+            (None, (np.array([2.0, 2.0, 1.0, 8.0]), np.array([2.0, 2.0, 1.0, 3.0]), decides), {}),
+            (None, (np.array([2.0, 2.0, 8.0, 8.0]), np.array([2.0, 2.0, 3.0, 3.0]), straddles), {}),
+            (None, (np.array([1.0, np.inf]), np.array([2.0, np.inf]), straddles), {}),
         ],
         # times to a level: whole steps where the grid records consecutive steps (the
         # crossing between steps 1 and 2), interpolated between steps 2 and 4 and 4 and 8

@@ -15,6 +15,7 @@ from attnbias.judging.claims import (
     STATUSES,
     SUPPORTED,
     Claim,
+    Effect,
     Rule,
     not_applicable,
     reasons,
@@ -142,12 +143,15 @@ def test_a_count_of_steps_is_whole_where_the_grid_records_every_step():
 
 def test_a_level_most_pairs_tie_at_says_so():
     """`tuning.untimed`: where both runs of most pairs reach the level at the same step, a
-    straddling interval is a tie, not a lack of seeds; at half or fewer, nothing is said."""
-    most = untimed(np.array([2.0, 2.0, 1.0, 8.0]), np.array([2.0, 2.0, 1.0, 3.0]))
+    straddling interval is a tie, not a lack of seeds; at half or fewer, or where the
+    interval decides, nothing is said."""
+    straddles, decides = Effect(1.1, 0.9, 1.4, 4, "t"), Effect(1.3, 1.05, 1.6, 4, "t")
+    most = untimed(np.array([2.0, 2.0, 1.0, 8.0]), np.array([2.0, 2.0, 1.0, 3.0]), straddles)
     assert most and "in 3 of 4 pairs" in most[0] and "tie" in most[0]
-    assert untimed(np.array([2.0, 2.0, 8.0, 8.0]), np.array([2.0, 2.0, 3.0, 3.0])) == []
-    assert untimed(np.array([np.inf, np.inf]), np.array([np.inf, np.inf])) == []
-    assert untimed(np.array([]), np.array([])) == []
+    assert untimed(np.array([2.0, 2.0, 1.0, 8.0]), np.array([2.0, 2.0, 1.0, 3.0]), decides) == []
+    assert untimed(np.array([2.0, 2.0, 8.0, 8.0]), np.array([2.0, 2.0, 3.0, 3.0]), straddles) == []
+    assert untimed(np.array([np.inf, np.inf]), np.array([np.inf, np.inf]), straddles) == []
+    assert untimed(np.array([]), np.array([]), straddles) == []
 
 
 def test_a_part_with_nothing_to_compare_is_printed_with_its_reason():

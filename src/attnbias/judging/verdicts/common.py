@@ -67,10 +67,8 @@ def steps_to_reach(c: Curves, metric: str, level: float) -> np.ndarray:
         if below.size == 0:
             continue
         j = below[0]
-        if j == 0 or steps[j - 1] <= 0 or steps[j] - steps[j - 1] <= 1.0:
-            out[k] = steps[j]
-            continue
-        if not (row[j - 1] > level > 0 and row[j] > 0):
+        bracketed = j > 0 and steps[j - 1] > 0 and row[j - 1] > level > 0 and row[j] > 0
+        if not bracketed or steps[j] - steps[j - 1] <= 1.0:
             out[k] = steps[j]
             continue
         # log value is linear in log step between the two recording points

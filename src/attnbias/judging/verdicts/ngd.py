@@ -26,7 +26,7 @@ from ..claims import (
 )
 from .common import common_level, described, final, over_runs, paired, steps_to_reach, values
 from .theory import no_violations, polylog_misalignment_order, unresolved
-from .tuning import Tuned, interval_would, tuned_comparison, untimed
+from .tuning import Tuned, tuned_comparison, untimed
 
 MISALIGNMENT = "1-alignment/2"
 LABELS = {
@@ -107,7 +107,7 @@ def reaches_sooner(groups, slow: str, fast: str, metric: str, source: str) -> Cl
     label = LABELS.get(metric, metric)
     rule = Rule(f"steps to reach {label} ≤ {level:.3g}: {slow} over {fast}", ">", 1.0, source, 1.0)
     effect = ratio_effect(a, b)
-    unmet = (untimed(a, b) if not interval_would(effect) else []) if effect.n else [
+    unmet = untimed(a, b, effect) if effect.n else [
         f"no finished run of both {slow} and {fast} to time"]  # fmt: skip
     return Claim(
         f"{fast} reaches {label} ≤ {level:.3g} sooner than {slow}",
@@ -669,9 +669,8 @@ def tuned_polyak_faster(tuned: Tuned, fast: str, reference: str) -> Claim:
     their scale-safe forms (L − L*, the other tokens' mass: SCALE_SAFE_METRICS), which float64
     does not round to 0 near L* and score 1, so a run is timed by its method, not by float64.
     The misalignment at every level of its profile (`tuning.profile_levels`: each power of ten
-    from where both start down to the half-budget level), so that "faster" holds
-    along the run, not at one level we chose: one that is ahead early and behind late is not
-    faster."""
+    from where both start down to the half-budget level), so that "faster" holds along the
+    run, not at one level we chose: one that is ahead early and behind late is not faster."""
     return faster_on_every_level(
         tuned, reference, fast,
         f"{fast} is faster than {reference} on every metric, {TUNED}: fewer steps to the "

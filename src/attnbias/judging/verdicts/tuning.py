@@ -153,14 +153,14 @@ def half_budget_value(c: Curves, metric: str) -> float:
     return float(np.median(v[:, column]))
 
 
-def untimed(a: np.ndarray, b: np.ndarray) -> list[str]:
-    """Why an interval on a level's paired times straddles 1 where more seeds would not
-    decide it: both runs of most pairs reach the level at the same step (`steps_to_reach`
-    counts whole steps where the grid records each one), so the level does not separate the
-    methods. For a straddling interval only: ties are data, and an interval that decides
-    stands."""
+def untimed(a: np.ndarray, b: np.ndarray, effect) -> list[str]:
+    """Why `effect`, the ratio of a level's paired times a/b, straddles 1 where more seeds
+    would not decide it: both runs of most pairs reach the level at the same step
+    (`steps_to_reach` counts whole steps where the grid records each one), so the level does
+    not separate the methods. Nothing where the interval decides: ties are data, and an
+    interval that decides stands."""
     tied = int(np.sum(np.isfinite(a) & (a == b)))
-    if a.size and 2 * tied > a.size:
+    if a.size and 2 * tied > a.size and not interval_would(effect):
         return [f"in {tied} of {a.size} pairs both runs reach the level at the same step: "
                 "the level does not separate the methods (a tie, not a lack of seeds: no "
                 "number of seeds decides it, only a level they reach at different steps "
@@ -278,7 +278,7 @@ def tuned_sooner(
     budget = float(runs[slow].steps[-1])
     effect = ratio_effect(np.minimum(a, budget), np.minimum(b, budget))
     would = interval_would(effect)
-    unmet = (untimed(a, b) if not would else []) if effect.n else [
+    unmet = untimed(a, b, effect) if effect.n else [
         f"no finished run of both {slow} and {fast} to time"]  # fmt: skip
     for role, m, times, stopped in (("slow", slow, a, frozen[0]), ("fast", fast, b, frozen[1])):
         late = int(np.sum(~np.isfinite(times)))
