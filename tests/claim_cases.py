@@ -982,7 +982,9 @@ def local_global_inputs():
     below 0.9 (0.2, 0.6, then 0.7 at the local-only radius: R₀ beyond the sweep), the other
     starts away from the optimal tokens; Gram dominance 0.5 on 100 example1 problems and 1.5
     on 100 gaussian_unit ones; Assumption 1's d sweep at n = 2, T = 3 up to d = 256, where
-    every one of those problems satisfies it."""
+    every one of those problems satisfies it; the direction test's seeds 121–220: NGD's starts
+    stay at α′ still closing on W_mm(α′), ℓ3-MD's only half (a quarter stop closing, a
+    quarter leave α′), every run travelled 20× its start but seed 121's (3×)."""
     from attnbias.data import example1
     from attnbias.experiment_registry import load_config
     from attnbias.experiments import local_global
@@ -1011,6 +1013,21 @@ def local_global_inputs():
                     rows.append({"problem": "gaussian_unit", "seed": seed, "algorithm": name,
                                  "R": radius, "locally_optimal": local, "local_radius": extra,
                                  "outcome": "start" if local and stays else "other"})  # fmt: skip
+    for r in rows:
+        r["direction"] = False
+    for seed in range(121, 221):  # the direction test's fresh seeds
+        for name in names:
+            # NGD: every start stays at α′ and still closes on W_mm(α′); ℓ3-MD: half do, a
+            # quarter stay at α′ but have stopped closing, a quarter leave α′ (still falling)
+            kept = name in ngd or seed <= 170
+            rows.append({"problem": "gaussian_unit", "seed": seed, "algorithm": name,
+                         "R": 4.0, "locally_optimal": True, "local_radius": True,
+                         "direction": True, "final_divergence": 1e-3,
+                         # one run of each short of the travel: counted either way, each
+                         # part's verdict stands
+                         "travel": 3.0 if seed == 121 else 20.0,
+                         "outcome": "start" if kept or seed <= 195 else "other",
+                         "falling": kept or seed > 195})  # fmt: skip
     dominance = {"example1": {s: 0.5 for s in range(1, 101)},
                  "gaussian_unit": {s: 1.5 for s in range(1, 101)}}  # fmt: skip
     return rows, dominance, config

@@ -205,6 +205,7 @@ SYNTHETIC_VERDICTS = {
     "local-global/global-example1-every-R": "N/SSNS",
     "local-global/local-gaussian": "I/SI",
     "local-global/not-global-gaussian": "S",
+    "local-global/local-gaussian-direction": "I/SI",
     "ngd-rates/thm1-rate": "S",
     "ngd-rates/thm1-rate-assumption1": "S",
     "ngd-rates/asymptotic-exponent": "S/SS",

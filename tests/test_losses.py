@@ -1,9 +1,10 @@
 import math
 
+import mpmath
 import pytest
 import torch
 
-from attnbias.losses import LOSSES, get_loss, log_exponential_risk, risk
+from attnbias.losses import LOSSES, get_loss, log_exponential_risk, log_risk, risk
 
 EXTREME = torch.tensor([-1e6, -50.0, -1.0, 0.0, 1.0, 50.0, 1e6])
 
@@ -38,3 +39,22 @@ def test_exponential_risk_in_log_space():
 def test_unknown_loss_is_named():
     with pytest.raises(ValueError, match="loss must be one of"):
         get_loss("hinge")
+
+
+@pytest.mark.parametrize("name", ["logistic", "exponential"])
+def test_log_risk_is_exact_where_the_risk_underflows(name):
+    """log((1/n) Σ ℓ(u_i)) against 60-digit arithmetic, from margins where the risk is
+    ordinary to margins far past float64's range (the risk itself rounds to 0 from ~745)."""
+    exact_loss = {"logistic": lambda u: mpmath.log1p(mpmath.exp(-u)), "exponential":
+                  lambda u: mpmath.exp(-u)}[name]  # fmt: skip
+    with mpmath.workdps(60):
+        for margins in ([0.5, 2.0, -1.0], [30.0, 40.0, 35.0], [800.0, 900.0, 1e4], [1e5, 1e5]):
+            u = torch.tensor(margins, dtype=torch.float64)
+            mean = mpmath.fsum(exact_loss(mpmath.mpf(m)) for m in margins) / len(margins)
+            assert float(log_risk(u, name)) == pytest.approx(float(mpmath.log(mean)), rel=1e-14)
+    assert float(risk(torch.tensor([800.0], dtype=torch.float64), name)) == 0.0  # why
+
+
+def test_a_loss_of_both_signs_has_no_log_risk():
+    with pytest.raises(ValueError, match="correlation loss takes both signs"):
+        log_risk(torch.tensor([1.0]), "correlation")

@@ -278,3 +278,34 @@ def test_a_config_keys_an_infinite_cap_one_way_however_written():
         assert config.to_dict()["algorithms"][-1]["lr"] == "inf"
         keys.add(config_key(config.to_dict()))
     assert len(keys) == 1 and config_key(shipped.to_dict()) in keys
+
+
+def joint_norms(fused: bool, steps: int) -> np.ndarray:
+    """‖W_t‖_F and the risk at every recorded step of an uncapped Polyak run that trains the
+    head too (ngd-joint's dm data, L* = 0, 1/c = 8): its risk underflows float64 early."""
+    from attnbias.data import dm
+
+    rng = np.random.default_rng(0)
+    spec = RunSpec(
+        {},
+        dm(n=8, d=16, opt_norm=3.0, noise=1.0, seed=1),
+        Algorithm("Polyak", "polyak", math.inf, c=1 / 8, f_star=0.0),
+        steps,
+        {"W": 0.01 * rng.standard_normal((16, 16)), "v": 0.01 * rng.standard_normal(16)},
+        grid_points=40,
+    )
+    out = {}
+    grid = log_grid(spec.steps, spec.grid_points)
+    simulate(RunBatch.from_specs([spec]), grid, lambda done: out.update(done.snapshots),
+             fused=fused, backend="torch")  # fmt: skip
+    W = out["W"][0].numpy()
+    return np.linalg.norm(W.reshape(len(W), -1), axis=1)
+
+
+@pytest.mark.parametrize("fused", [True, False])
+def test_joint_polyak_keeps_moving_after_its_risk_underflows(fused):
+    """With a trained head L* = 0 and L itself underflows (margins beyond ~745): its log is
+    taken from the margins (`losses.log_risk`), so the step stays finite and W keeps growing
+    between every two recorded steps; from log(L) = −∞ the step was 0 and the run froze."""
+    norms = joint_norms(fused, 2_000)
+    assert (np.diff(norms) > 0).all(), norms

@@ -69,6 +69,12 @@ def _columns(record: RunRecord) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     return step[metric == names[0]], columns
 
 
+def record_curve(record: RunRecord, metric: str) -> tuple[np.ndarray, np.ndarray]:
+    """One stored run's recorded steps and its values of `metric` at them."""
+    steps, columns = _columns(record)
+    return steps, columns[metric]
+
+
 def algorithm_name(record: RunRecord) -> str:
     return record.config["algorithm"]["name"]
 

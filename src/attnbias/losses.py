@@ -28,6 +28,8 @@ class MarginLoss:
     excess: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
     # (u*, log(−δ)) ↦ log(ℓ(u* + δ) − ℓ(u*)) for δ ≤ 0, finite where the excess underflows
     log_excess: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+    # log ℓ(u), finite where ℓ(u) underflows; None where ℓ takes both signs (correlation)
+    log_value: Callable[[torch.Tensor], torch.Tensor] | None = None
 
     def __call__(self, u: torch.Tensor) -> torch.Tensor:
         return self.value(u)
@@ -100,11 +102,11 @@ def _correlation_log_excess(u_star, log_drop):
 
 logistic = MarginLoss(
     "logistic", _logistic, _logistic_grad, lambda u: -F.softplus(u), _logistic_excess,
-    _logistic_log_excess,
+    _logistic_log_excess, lambda u: log_log1p_of_log(-u),  # log log(1 + e^{−u})
 )  # fmt: skip
 exponential = MarginLoss(
     "exponential", _exponential, _exponential_grad, lambda u: -u, _exponential_excess,
-    _exponential_log_excess,
+    _exponential_log_excess, lambda u: -u,
 )  # fmt: skip
 correlation = MarginLoss(
     "correlation", _correlation, _correlation_grad, torch.zeros_like, _correlation_excess,
@@ -128,6 +130,16 @@ def get_loss(loss: str | MarginLoss) -> MarginLoss:
 def risk(u: torch.Tensor, loss: str | MarginLoss = "logistic") -> torch.Tensor:
     """Empirical risk (1/n) Σ_i ℓ(u_i) over the last dimension."""
     return get_loss(loss).value(u).mean(-1)
+
+
+def log_risk(u: torch.Tensor, loss: str | MarginLoss) -> torch.Tensor:
+    """log((1/n) Σ_i ℓ(u_i)) over the last dimension, finite however far the risk lies below
+    float64's range (margins beyond ~745 for the logistic loss), so Polyak's step with L* = 0
+    (`optim.divisors.polyak_log_step`) never sees a risk of 0 while the run still moves."""
+    loss = get_loss(loss)
+    if loss.log_value is None:
+        raise ValueError(f"the {loss.name} loss takes both signs: its risk has no log")
+    return torch.logsumexp(loss.log_value(u), -1) - math.log(u.shape[-1])
 
 
 def optimal_token_excess(

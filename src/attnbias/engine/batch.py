@@ -120,7 +120,8 @@ class RunBatch:
         """Each run's risk (R,) (None when no rule of the batch reads it), the closed-form
         gradient of every parameter in log scale, G̃, its log scale m: ∂L/∂θ = exp(m)·G̃, and
         the log of the risk, scale-safe for the runs whose risk is their excess over the
-        optimal tokens (None without them: `Stack.log_risk`). fused_kernel: by
+        optimal tokens and for a trained head (None without either: `Stack.log_risk`).
+        fused_kernel: by
         `fused.scaled_gradients` (valid until the next fused call).
 
         For W = K Qᵀ with G = ∂L/∂W: ∂L/∂K = G Q and ∂L/∂Q = Gᵀ K (the scale of G)."""

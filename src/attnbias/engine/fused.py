@@ -117,10 +117,10 @@ def scaled_gradients(data: Stack, ws: StepBuffers, W: torch.Tensor, v=None, risk
     if not risk:
         return None, grads, log_scales, None
     value = data.risk(u, s, yh)
-    log_risk = None
-    if data.excess is not None:  # (total holds log Σ_t e by now)
-        log_risk = data.log_risk(value, shifted - total, yh)
-    return value, grads, log_scales, log_risk
+    if data.excess is None and v is None:  # a fixed head, no excess runs: no log needed
+        return value, grads, log_scales, None
+    # (total holds log Σ_t e by now)
+    return value, grads, log_scales, data.log_risk(value, shifted - total, yh, u)
 
 
 def bmm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> torch.Tensor:

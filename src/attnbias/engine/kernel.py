@@ -18,7 +18,13 @@ import math
 
 import torch
 
-from ..losses import get_loss, log_optimal_token_excess, margins_ordered, optimal_token_excess
+from ..losses import (
+    get_loss,
+    log_optimal_token_excess,
+    log_risk,
+    margins_ordered,
+    optimal_token_excess,
+)
 from ..model import centered_scores
 from ..norms import per_run
 
@@ -64,14 +70,17 @@ class Stack:
         return torch.where(self.excess, optimal_token_excess(s, yh, self.opt, self.loss), value)
 
     def log_risk(
-        self, risk: torch.Tensor, log_s: torch.Tensor, yh: torch.Tensor
+        self, risk: torch.Tensor, log_s: torch.Tensor, yh: torch.Tensor, u: torch.Tensor
     ) -> torch.Tensor | None:
         """(R,) the log of each run's `risk`; for the `excess` runs log(L − L*) from the
         scores' logs log_s (R, n, T), finite where L − L* underflows
         (`losses.log_optimal_token_excess`; where a token's margin exceeds the optimal one's:
-        the log of the risk). None without excess runs (nothing to add to the risk itself)."""
+        the log of the risk); with a trained head, whose L* is 0, log L from the margins u
+        (R, n), finite where L underflows (`losses.log_risk`). None otherwise (nothing to add
+        to the risk itself)."""
         if self.excess is None:
-            return None
+            trained = self.v is None and self.loss.log_value is not None
+            return log_risk(u, self.loss) if trained else None
         direct = risk.clamp(min=0.0).log()
         exact = log_optimal_token_excess(log_s, yh, self.opt, self.loss)
         keep = self.excess if self.log_domain is None else self.excess & self.log_domain
@@ -128,7 +137,7 @@ class Stack:
         yh = self.y.unsqueeze(-1) * h
         value = self.risk(u, s, yh)
         log_s = shifted - torch.log(total)
-        return value, grads, log_scales, self.log_risk(value, log_s, yh)
+        return value, grads, log_scales, self.log_risk(value, log_s, yh, u)
 
 
 def finite_max(log_terms: torch.Tensor) -> torch.Tensor:

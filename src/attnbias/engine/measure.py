@@ -80,6 +80,16 @@ def half_steps(specs: list[RunSpec], grid: np.ndarray) -> torch.Tensor:
     return torch.as_tensor(np.stack(out))
 
 
+def measured_as_configured(record) -> bool:
+    """Whether a stored run was measured against the Att-SVMs of its own config's norms.
+    Before batches were split by norms (`RunSpec.structure`), a batch mixing runs of two
+    norms was measured against its first run's (local-global's NGD and ℓ3-MD runs)."""
+    norms, svm = record.config.get("norms"), record.info.get("svm")
+    if norms is None or svm is None:  # not an engine run, or not measured (diverged)
+        return True
+    return sorted(svm) == sorted(Norm.parse(n).label for n in norms)
+
+
 def measure(specs: list[RunSpec], done: Finished, refs: References) -> list[Measured]:
     problems = [s.problem for s in specs]
     X, z, y = (_stack([getattr(p, k) for p in problems]).unsqueeze(1) for k in "Xzy")

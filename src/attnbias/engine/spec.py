@@ -88,6 +88,10 @@ class RunSpec:
             # its L − L* is computed scale-safely (losses.optimal_token_excess); runs stored
             # before, from the difference of two losses, are not reused
             self.record["polyak_gap"] = "optimal_token_excess"
+        elif self.train_head and self.algorithm.step_rule == "polyak":
+            # its log L is taken from the margins (losses.log_risk): runs stored before, whose
+            # step stopped where L underflowed, are not reused
+            self.record["polyak_gap"] = "log_risk"
         if self.algorithm.rule.version:  # only this rule's stored runs change meaning
             self.record["rule_version"] = self.algorithm.rule.version
 
@@ -106,7 +110,8 @@ class RunSpec:
     @property
     def structure(self) -> tuple:
         """Runs with equal structure can share one batch (one update core, one spectral
-        method and one kind of momentum per batch: `engine.steppers`)."""
+        method and one kind of momentum per batch: `engine.steppers`; one set of Att-SVM
+        norms, which `measure` takes from the batch's first run)."""
         shapes = (self.init[k].shape for k in sorted(self.init))
         a = self.algorithm
         family = (a.family, a.method, a.nesterov, a.momentum_on)
@@ -117,6 +122,7 @@ class RunSpec:
             self.optimal_excess,  # measured for a whole batch
             self.late_increment,
             self.loss,
+            tuple(self.norms),
             *shapes,
             *family,
         )

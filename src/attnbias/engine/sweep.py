@@ -28,7 +28,7 @@ from .cluster import (
     task_name,
 )
 from .grid import union_grid
-from .measure import measure
+from .measure import measure, measured_as_configured
 from .simulate import Finished, simulate
 from .spec import RunSpec
 from .targets import References
@@ -77,8 +77,8 @@ def run_sweep(
     cluster: Cluster | None = None,
     chunk_size: int | None = None,
 ) -> SweepReport:
-    """Train and store every spec missing from `store` (or stored damaged: reported and
-    trained again); return all their records.
+    """Train and store every spec missing from `store` (or stored damaged, or measured
+    against another run's norms: reported and trained again); return all their records.
 
     batch_size caps the runs per batched program (None: all runs of one shape together).
     Batches larger than fits in `memory.ENGINE_BUDGET` (or than chunk_size) are trained in
@@ -94,6 +94,18 @@ def run_sweep(
     if chunk_size is not None:
         positive_int(chunk_size, "chunk_size")
     todo = set(store.heal(keys))
+    stored = {k: store.load(k) for k in dict.fromkeys(keys) if k not in todo}
+    mismeasured = [k for k, record in stored.items() if not measured_as_configured(record)]
+    if mismeasured:
+        logger.warning(
+            "%s: %d stored runs were measured against another run's Att-SVM norms (a batch "
+            "mixing norms, before they were split); training them again",
+            desc, len(mismeasured),
+        )  # fmt: skip
+        for k in mismeasured:
+            store.discard(k)
+            del stored[k]
+        todo.update(mismeasured)
     fits = memory.chunk_size(
         [
             ([specs[i] for i in b], len(batch_grid([specs[i] for i in b])))
@@ -113,9 +125,10 @@ def run_sweep(
         svms = train_here(chunks, store, device, progress, desc, trained)
     else:
         svms = train_on(cluster, chunks, store, device, progress, desc)
-    logger.info("%s: reading %d runs back from the store", desc, len(keys) - len(trained))
+    found = {**stored, **trained}  # runs trained on a cluster are read back from the store
+    logger.info("%s: reading %d runs back from the store", desc, len(set(keys) - set(found)))
     return SweepReport(
-        records=[trained[k] if k in trained else store.load(k) for k in keys],
+        records=[found[k] if k in found else store.load(k) for k in keys],
         ran=len(todo),
         skipped=len(specs) - len(todo),
         svms=svms,

@@ -35,6 +35,20 @@ class Config(SweepConfig):
         description="the d sweep: Assumption 1's share at each d is evidence; at the largest, "
         "'d large', it is judged"
     )
+    direction_seeds: numbers(int, 1) = Field(
+        description="[first, last]: local-gaussian-direction's seeds, none of the sweep's"
+    )
+    direction_radii: list[numbers(float, 0.0, strict=True)] = Field(
+        description="per algorithm (in the order of [[algorithms]]), the scales R its locally "
+        "optimal starts run at, increasing; at R above the first its step is scaled by "
+        "(R / first)^(p−1), so that every run travels as far relative to its start"
+    )
+    direction_steps: PositiveInt = Field(description="steps of its runs")
+    direction_travel: Positive = Field(
+        description="how far every run must travel in its mirror map's space, "
+        "‖∇ψ(W_T)‖ / ‖∇ψ(W_0)‖ = (‖W_T‖_p / ‖W_0‖_p)^(p−1) (NGD: ‖W_T‖_F / ‖W_0‖_F), so that "
+        "the run, not its start, sets its final direction (else the claim is inconclusive)"
+    )
     algorithms: Algorithms = Field(description="ngd and md runs ([[algorithms]] tables)")
     level: Positive = Field(description="fraction of starts a convergence claim needs")
 
@@ -54,6 +68,18 @@ class Config(SweepConfig):
                     f"assumption_sizes[{k}] needs d >= n*T = {size[0] * size[1]} at the largest "
                     f"of assumption_dims, got {max(self.assumption_dims)}"
                 )
+        first, last = self.direction_seeds if len(self.direction_seeds) == 2 else (0, 0)
+        if not 1 <= first <= last or first <= self.seeds:
+            raise ValueError(
+                f"direction_seeds must be [first, last] with seeds < first <= last (fresh "
+                f"seeds), got {list(self.direction_seeds)!r}"
+            )
+        radii = [list(r) for r in self.direction_radii]
+        if len(radii) != len(self.algorithms) or any(r != sorted(set(r)) for r in radii):
+            raise ValueError(
+                f"direction_radii needs one increasing list of radii per algorithm "
+                f"({len(self.algorithms)}), got {radii!r}"
+            )
         n, T, d = self.example1_shape
         if n * T > d:
             raise ValueError(f"example1_shape needs d >= n*T = {n * T}, got {d}")

@@ -13,11 +13,12 @@ should stay there. Assumption 1 (nearly orthogonal tokens) is checked on every p
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
-from ..curves import without_diverged
+from ..curves import record_curve, without_diverged
 from ..data import Problem, example1, gaussian_unit
 from ..engine import RunSpec
 from ..experiment_configs.local_global import Config
@@ -27,7 +28,7 @@ from ..judging.verdicts import theory as rules
 from ..svm import att_svm_batch, optimal_tokens
 from ..theory_measures import gram_dominance, locally_optimal
 from . import plotting
-from .runs import seeds, sweep, sweep_summary
+from .runs import scaled_step, seeds, sweep, sweep_summary
 
 DESCRIPTION = (
     "adversarial starts R·W_mm(α′): global convergence on example1, local on gaussian_unit; "
@@ -82,35 +83,65 @@ def starts(problem: Problem, p: float, count: int, seed: int) -> list[tuple]:
     return [k for k in kinds if k[2]][:count] + [k for k in kinds if not k[2]][:count]
 
 
+def start_spec(config: Config, name: str, problem: Problem, algorithm, start, radius: float,
+               steps: int, direction: bool = False) -> RunSpec:  # fmt: skip
+    """The run from R·W_mm(α′) for `start` = (α′, W_mm(α′), locally optimal?); `direction`
+    marks local-gaussian-direction's long runs (the key only they carry)."""
+    alpha, W_mm, local = start
+    init = {"choice": [int(a) for a in alpha], "R": radius, "locally_optimal": local}
+    return RunSpec(
+        {
+            "experiment": config.experiment,
+            "data": {"generator": name, **problem.params},
+            "init": {**init, "direction": True} if direction else init,
+        },
+        problem,
+        algorithm,
+        steps,
+        {"W": radius * W_mm},
+        loss=config.loss,
+        norms=(algorithm.mirror_p,),
+        alpha="selected",
+        grid_points=config.grid_points,
+    )
+
+
 def specs(config: Config) -> list[RunSpec]:
     out = []
     for name, by_seed in problems(config).items():
         for seed, problem in by_seed.items():
             for algorithm in config.algorithms:
                 choices = per_problem(config, name, "choices")
-                for alpha, W_mm, local in starts(problem, algorithm.mirror_p, choices, seed):
-                    for radius in start_radii(config, name, local):
-                        out.append(
-                            RunSpec(
-                                {
-                                    "experiment": config.experiment,
-                                    "data": {"generator": name, **problem.params},
-                                    "init": {
-                                        "choice": [int(a) for a in alpha],
-                                        "R": radius,
-                                        "locally_optimal": local,
-                                    },
-                                },
-                                problem,
-                                algorithm,
-                                per_problem(config, name, "steps"),
-                                {"W": radius * W_mm},
-                                loss=config.loss,
-                                norms=(algorithm.mirror_p,),
-                                alpha="selected",
-                                grid_points=config.grid_points,
-                            )
-                        )
+                for start in starts(problem, algorithm.mirror_p, choices, seed):
+                    for radius in start_radii(config, name, start[2]):
+                        steps = per_problem(config, name, "steps")
+                        out.append(start_spec(config, name, problem, algorithm, start, radius,
+                                              steps))  # fmt: skip
+    return out + direction_specs(config)
+
+
+def direction_seeds(config: Config) -> range:
+    """local-gaussian-direction's fresh seeds (none of the sweep's)."""
+    first, last = config.direction_seeds
+    return range(first, last + 1)
+
+
+def direction_specs(config: Config) -> list[RunSpec]:
+    """The direction test's runs: every locally optimal gaussian_unit start of the fresh seeds,
+    at each of its algorithm's radii, run until W has travelled far beyond its start."""
+    out = []
+    for seed, problem in problems(config, direction_seeds(config))["gaussian_unit"].items():
+        for algorithm, radii in zip(config.algorithms, config.direction_radii):
+            for start in starts(problem, algorithm.mirror_p, config.gaussian_choices, seed):
+                if not start[2]:  # not locally optimal
+                    continue
+                for radius in radii:
+                    # ‖∇ψ(R·W_mm)‖ grows like R^(p−1): the step keeps the travel alike
+                    factor = (radius / radii[0]) ** (algorithm.mirror_p - 1.0)
+                    stepped = scaled_step(algorithm, factor)
+                    steps = config.direction_steps
+                    out.append(start_spec(config, "gaussian_unit", problem, stepped, start,
+                                          radius, steps, direction=True))  # fmt: skip
     return out
 
 
@@ -131,24 +162,46 @@ def selection_outcome(record, problem: Problem) -> str:
 
 
 def outcomes(records, config: Config) -> list[dict]:
-    """One row per finished run: problem, seed, algorithm, R, locally optimal start?, outcome."""
-    by_name = problems(config)
+    """One row per finished run: problem, seed, algorithm, R, locally optimal start?, outcome;
+    the direction test's runs also with how far W travelled (‖W_T‖_F / ‖W_0‖_F) and whether
+    their divergence from their final selection's SVM still falls over the last decade."""
+    by_name = problems(config, [*seeds(config), *direction_seeds(config)])
     rows = []
     for record in without_diverged(records):
         data, init = record.config["data"], record.config["init"]
         problem = by_name[data["generator"]][data["seed"]]
-        rows.append(
-            {
-                "problem": data["generator"],
-                "seed": data["seed"],
-                "algorithm": record.config["algorithm"]["name"],
-                "R": init["R"],
-                "locally_optimal": init["locally_optimal"],
-                "outcome": selection_outcome(record, problem),
-                "local_radius": init["R"] not in config.radii,  # run for local-gaussian only
-            }
-        )
+        row = {
+            "problem": data["generator"],
+            "seed": data["seed"],
+            "algorithm": record.config["algorithm"]["name"],
+            "R": init["R"],
+            "locally_optimal": init["locally_optimal"],
+            "outcome": selection_outcome(record, problem),
+            "local_radius": init["R"] not in config.radii,  # run for local-gaussian only
+            "direction": init.get("direction", False),
+        }
+        if row["direction"]:
+            row.update(direction_measures(record))
+        rows.append(row)
     return rows
+
+
+def direction_measures(record) -> dict:
+    """How far a run travelled in its mirror map's space, ‖∇ψ(W_T)‖ / ‖∇ψ(W_0)‖ =
+    (‖W_T‖_p / ‖W_0‖_p)^(p−1) for ψ = ‖W‖_p^p / p (the start's share of the final dual
+    iterate, which sets the direction, is at most its inverse); its last divergence from the
+    SVM of the tokens it ends selecting; and whether that divergence is below its value at
+    the last recorded step at or before a tenth of the run (still falling over the last
+    decade)."""
+    p = record.config["norms"][0]
+    steps, norm = record_curve(record, f"norm/{p:g}")
+    _, divergence = record_curve(record, f"divergence/{p:g}")
+    tenth = int(np.flatnonzero(steps <= steps[-1] / 10)[-1])
+    return {
+        "travel": float((norm[-1] / norm[0]) ** (p - 1)),
+        "final_divergence": float(divergence[-1]),
+        "falling": bool(divergence[-1] < divergence[tenth]),
+    }
 
 
 def run(config: Config, out: Path) -> dict:
@@ -161,15 +214,17 @@ def run(config: Config, out: Path) -> dict:
     }
     elsewhere = assumption1_elsewhere(checked)
     sweep_of_d = assumption1_sweep(config, checked)
+    sweep_rows = [r for r in rows if not r["direction"]]
     summary = {
         "claims": claims(rows, dominance, config, elsewhere, sweep_of_d),
-        "table": tally(rows),
+        "table": tally(sweep_rows),
+        "direction_table": tally([r for r in rows if r["direction"]]),
         "assumption1_dominance": {
             k: {str(s): v for s, v in d.items()} for k, d in dominance.items()
         },
         **sweep_summary(report),
     }
-    return plotting.with_figures(summary, lambda: figure(rows, config, out))
+    return plotting.with_figures(summary, lambda: figure(sweep_rows, config, out))
 
 
 def shape_label(shape) -> str:
@@ -254,6 +309,8 @@ def claims(
     (`assumption1_elsewhere`), evidence beside assumption1-example1; `sweep_of_d`: its d sweep
     (`assumption1_sweep`; the config's by default), judged at its largest d."""
     level = config.level
+    direction = [r for r in rows if r["direction"]]
+    rows = [r for r in rows if not r["direction"]]
 
     def stays_local(gauss: list[dict], name: str, radii, level: float) -> Claim:
         """At some R, at least `level` of `name`'s locally optimal starts end at their α′ (Holm on
@@ -383,7 +440,8 @@ def claims(
         "and Tarzanagh et al.: the convergence is local)",
         clusters=seed_of,
     )
-    found = [a1, a1_gauss, global_small, global_any, local, not_global]
+    found = [a1, a1_gauss, global_small, global_any, local, not_global,
+             direction_claim(direction, names, config)]  # fmt: skip
     slugs = (
         "assumption1-example1",
         "assumption1-gaussian",
@@ -391,8 +449,89 @@ def claims(
         "global-example1-every-R",
         "local-gaussian",
         "not-global-gaussian",
+        "local-gaussian-direction",
     )
     return identified(config.experiment, found, slugs)
+
+
+def direction_claim(rows: list[dict], names: list[str], config: Config) -> Claim:
+    """local-gaussian's claim on fresh seeds, by direction: for each algorithm, at some R of
+    its radii (Holm), at least `level` of its locally optimal starts from R·W_mm(α′) end
+    selecting α′ with their divergence from W_mm(α′) still falling over the last decade of a
+    run that travelled `direction_travel`× its start in the mirror map's space
+    (`travel_checked`). "For R large enough" has no R₀ here: a share below the level at every
+    R tried says R₀ lies beyond them, or the claim fails, which no finite R tells apart
+    (inconclusive, named)."""
+    level = config.level
+    per_algorithm = []
+    for name, radii in zip(names, config.direction_radii):
+        parts = []
+        for R in radii:
+            mine = [r for r in rows if r["algorithm"] == name and r["R"] == R]
+            holds = np.array([r["outcome"] == "start" and r["falling"] for r in mine], bool)
+            travelled = np.array([r["travel"] for r in mine])
+
+            def share(counted, mine=mine, travelled=travelled, R=R, name=name, radii=radii):
+                return rules.fraction_above(
+                    counted, level, "",
+                    f"fraction of {name}'s locally optimal starts at R = {R:g} ending at α′ "
+                    "with their divergence from W_mm(α′) still falling over the last decade "
+                    f"of steps (at some R, Holm over {len(radii)} radii)",
+                    "Tarzanagh et al. (GD), the MD paper (ℓp-MD): convergence to the SVM of "
+                    "locally optimal tokens from a cone around it, for R large enough; the "
+                    f"radii and {level:g} ours",
+                    clusters=[r["seed"] for r in mine],
+                    least_travel=float(travelled.min()) if mine else None,
+                    median_final_divergence=(
+                        float(np.median([r["final_divergence"] for r in mine])) if mine
+                        else None
+                    ),
+                )  # fmt: skip
+
+            parts.append(travel_checked(share, holds, travelled, config.direction_travel, name))
+        text = f"{name} converges from the axis at some R"
+        claim = Claim(text, parts=parts, any_part=True)
+        if claim.status == NOT_SUPPORTED:
+            why = (
+                f"{name}: below {level:g} at every R tried (up to {radii[-1]:g}): the "
+                "theorem's R₀ (not given) lies beyond them, or the claim fails; a larger R, "
+                "its runs travelling as far, would decide it"
+            )
+            claim = Claim(text, parts=parts, any_part=True, unmet=[why])
+        per_algorithm.append(claim)
+    first, last = config.direction_seeds
+    radii = "; ".join(
+        f"{n} {', '.join(f'{R:g}' for R in rs)}" for n, rs in zip(names, config.direction_radii)
+    )
+    return Claim(
+        f"Local convergence on gaussian_unit, by direction, on fresh seeds {first}–{last}: "
+        f"from R·W_mm(α′) at some R of each algorithm's radii ({radii}), a locally optimal "
+        "choice's start ends selecting α′ and still closing on W_mm(α′), after W has "
+        "travelled far beyond its start, for each algorithm",
+        parts=per_algorithm,
+    )
+
+
+def travel_checked(share, holds: np.ndarray, travelled: np.ndarray, travel: float,
+                   name: str) -> Claim:  # fmt: skip
+    """`share(holds)`, where a run short of `travel` (its start may still set its direction)
+    leaves the part inconclusive only if counting it as passing or as failing changes the
+    verdict (as runs timed at a budget do); otherwise the part says how many were short."""
+    part = share(holds)
+    short = ~(travelled >= travel)
+    if not short.any():
+        return part
+    note = (
+        f"{int(short.sum())} of {short.size} {name} runs travel less than {travel:g}× their "
+        f"start in the mirror map's space (least {travelled.min():.3g}×)"
+    )
+    if share(holds | short).status != share(holds & ~short).status:
+        why = f"{note}: their start may still set their direction; longer runs would decide it"
+        return replace(part, unmet=[*part.unmet, why])
+    part.evidence["short_of_travel"] = (
+        f"{note}: counted as passing or as failing, the verdict is the same"
+    )
+    return part
 
 
 def figure(rows: list[dict], config: Config, out: Path) -> list[str]:
