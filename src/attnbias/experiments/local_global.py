@@ -476,7 +476,7 @@ def direction_claim(rows: list[dict], names: list[str], config: Config) -> Claim
                     counted, level, "",
                     f"fraction of {name}'s locally optimal starts at R = {R:g} ending at α′ "
                     "with their divergence from W_mm(α′) still falling over the last decade "
-                    f"of steps (at some R, Holm over {len(radii)} radii)",
+                    f"of steps (at some R, Holm over the radii tried: {len(radii)})",
                     "Tarzanagh et al. (GD), the MD paper (ℓp-MD): convergence to the SVM of "
                     "locally optimal tokens from a cone around it, for R large enough; the "
                     f"radii and {level:g} ours",

@@ -995,8 +995,9 @@ def theory_entries() -> list[PaperClaim]:
                    superseded_by="local-global/local-gaussian-direction"),
         PaperClaim("local-global/local-gaussian-direction", "MD", "main theorem (local); SVM "
                    "paper", "convergence to the SVM of locally optimal tokens from a cone "
-                   "around it, for R large enough: tested from the cone's axis at one R "
-                   "stated before the runs, by direction",
+                   "around it, for R large enough: tested from the cone's axis by "
+                   "direction, at some R of each algorithm's radii (ℓ3-MD's grown after "
+                   "looks)",
                    LOCAL_GLOBAL + "; " + local_direction(load_config("local-global")),
                    read_in=f"{papers.READ_MD}; {papers.READ_SVM}"),
         PaperClaim("local-global/not-global-gaussian", "ours", "beside the MD paper's main "
