@@ -1040,10 +1040,10 @@ def value_cases() -> dict[str, list]:
     not, and no finite κ with a loss frozen from step 2), `ngd.fit_window_note` (one run frozen
     before the end, one moving to it), `common.growing_until` (a run whose ‖W_t‖ grows like
     t, then stalls; one that grows to the end; one that never grows fast enough) and
-    `tuning.start_value` (step 0's value differs from step 1's), `tuning.untimed` (most pairs
-    tied, half, none), `common.steps_to_reach` (a crossing between consecutive recorded steps
-    and one between steps further apart), `ngd.still_falling` (a run long enough to decide,
-    and none)."""
+    `tuning.start_value` (its value at the second recorded step, not step 0's or 1's),
+    `tuning.untimed` (most pairs tied, half, none), `common.steps_to_reach` (a crossing
+    between consecutive recorded steps and one between steps further apart),
+    `ngd.still_falling` (a run long enough to decide, and none)."""
     steps = np.array([0, 1, 2, 4, 8])
     falling = np.array([[0.7, 1e-3, 1e-6, 1e-9, 1e-12], [0.7, 0.5, 0.4, 0.3, 0.2]])
     frozen = np.array([[0.7, 1e-3, 1e-5, 1e-5, 1e-5], [0.7, 1e-3, 1e-5, 1e-5, 1e-5]])
@@ -1062,7 +1062,7 @@ def value_cases() -> dict[str, list]:
         "common.growing_until": [
             (None, (Curves(steps, {"norm/2": np.vstack([norms, np.ones(5) * 3.0])}), 0.5), {}),
         ],
-        # where the runs start: at the first recorded step after 0, not at step 0's value
+        # where the runs start: at the second recorded step after 0, not at step 0's or 1's value
         "tuning.start_value": [(None, (windowed, "1-alignment/2"), {})],
         # paired times to a level: 3 of 4 pairs tie (the level does not separate the
         # methods); 2 of 4 (half); none, and a pair that never reaches it (inf) is no tie

@@ -189,6 +189,51 @@ def real_cases() -> dict[str, list]:
                 {},
             ),
         ],
+        "real.no_gain_over": [
+            (SUPPORTED, (optimiser_arms(sgd=0.5), ("Adam",), "SGD", 1.25, SOURCE), {}),
+            # one-sided: an Adam far slower than SGD gains nothing (about_equal refutes it)
+            (SUPPORTED, (optimiser_arms(sgd=0.2), ("Adam",), "SGD", 1.25, SOURCE), {}),
+            (NOT_SUPPORTED, (optimiser_arms(), ("Adam",), "SGD", 1.25, SOURCE), {}),
+            (
+                INCONCLUSIVE,
+                (
+                    optimiser_arms(sgd=0.52 * 1.25 * np.exp(straddle(0.1))),
+                    ("Adam",),
+                    "SGD",
+                    1.25,
+                    SOURCE,
+                ),
+                {},
+            ),
+            (
+                INCONCLUSIVE,
+                (optimiser_arms(sps=2.0, sps_interior=False), ("SPS",), "SGD", 1.25, SOURCE),
+                {},
+            ),
+        ],
+        "real.loss_within": [
+            (SUPPORTED, (optimiser_arms(), ("SPS",), "Adam", 1.25, SOURCE, ("<",), "t"), {}),
+            # the upper side alone: far below Adam's loss is within it
+            (SUPPORTED, (optimiser_arms(sps=0.1), ("SPS",), "Adam", 1.25, SOURCE, ("<",), "t"), {}),
+            (
+                NOT_SUPPORTED,
+                (optimiser_arms(sps=1.0), ("SPS",), "Adam", 1.25, SOURCE, ("<",), "t"),
+                {},
+            ),
+            (
+                INCONCLUSIVE,
+                (
+                    optimiser_arms(sps=0.52 * 1.25 * np.exp(straddle(0.1))),
+                    ("SPS",),
+                    "Adam",
+                    1.25,
+                    SOURCE,
+                    ("<",),
+                    "t",
+                ),
+                {},
+            ),
+        ],
         "real.norm_grows": [
             (SUPPORTED, (optimiser_arms(growth=0.05), ["layer0", "layer1"], "grows"), {}),
             # it grows, but by less than the stated 1 %: a sign test would have passed it

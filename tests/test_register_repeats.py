@@ -219,3 +219,27 @@ def test_a_summary_row_made_of_other_rows_parts_repeats_them_and_they_are_counte
     rows = {r.cells[0]: r for r in register_rows({"reexamine-adam": stored(
         [made[0], made[2]], quick=False)})}  # fmt: skip
     assert rows[ids[0]].same_as == ids[2] and rows[ids[2]].same_as == ""
+
+
+def polyak_summaries(with_faster: bool) -> dict:
+    """reexamine-polyak's uncapped ends-ahead row and, if `with_faster`, its uncapped
+    polyak-faster row: different numbers read from the same runs."""
+    ends = Claim("NGD ends ahead", id="reexamine-polyak/ngd-ends-ahead-cap-inf", rule=RULE,
+                 effect=mean_effect([0.01, 0.02, 0.015]))  # fmt: skip
+    faster = Claim("Polyak is faster", id="reexamine-polyak/polyak-faster-cap-inf", rule=RULE,
+                   effect=mean_effect([0.3, 0.4, 0.35]))  # fmt: skip
+    return {"reexamine-polyak": stored([faster, ends] if with_faster else [ends], quick=False)}
+
+
+def test_a_row_declared_to_reread_another_rows_runs_is_listed_with_the_repeats():
+    """Referee read 13: ngd-ends-ahead-cap-inf is polyak-faster-cap-inf's late levels read at
+    the end of the same runs (its row says so): not independent evidence, not counted; its
+    numbers differ, so only the entry's declaration (`PaperClaim.rereads`) can say so."""
+    rows = register_rows(polyak_summaries(with_faster=True))
+    ends = next(r for r in rows if r.cells[0] == "reexamine-polyak/ngd-ends-ahead-cap-inf")
+    assert ends.same_as == "reexamine-polyak/polyak-faster-cap-inf"
+    counts = headline(register_markdown(polyak_summaries(with_faster=True), "t"), "Verdicts: ")
+    assert counts.get("not supported") == 1 and not counts.get("supported"), counts
+    alone = register_rows(polyak_summaries(with_faster=False))
+    ends = next(r for r in alone if r.cells[0] == "reexamine-polyak/ngd-ends-ahead-cap-inf")
+    assert not ends.same_as  # nothing it rereads has a verdict: counted

@@ -163,8 +163,9 @@ def selection_outcome(record, problem: Problem) -> str:
 
 def outcomes(records, config: Config) -> list[dict]:
     """One row per finished run: problem, seed, algorithm, R, locally optimal start?, outcome;
-    the direction test's runs also with how far W travelled (‖W_T‖_F / ‖W_0‖_F) and whether
-    their divergence from their final selection's SVM still falls over the last decade."""
+    the direction test's runs also with `direction_measures` (how far W travelled in its
+    mirror map's space, and whether its divergence from its final selection's SVM still
+    falls over the last nine tenths of the run)."""
     by_name = problems(config, [*seeds(config), *direction_seeds(config)])
     rows = []
     for record in without_diverged(records):

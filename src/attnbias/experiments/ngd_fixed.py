@@ -240,19 +240,24 @@ def momentum_row(
 
 
 def polyak_faster_row(
-    tuned: Tuned, fresh: Tuned, fast: str, reference: str, cap_binds=None
+    tuned: Tuned,
+    fresh: Tuned,
+    fast: str,
+    reference: str,
+    cap_binds=None,
+    reading: str = rules.POLYAK_UNCAPPED,
 ) -> Claim:
     """polyak-faster (`fast`, Polyak, against `reference`, NGD) judged on `fresh`'s runs (the
     confirmation seeds, or the evaluation seeds where none ran), each part inconclusive where
     Polyak's cap binds first where `cap_binds` gives (γ_b, onsets) (`rules.unless_cap_binds`;
     None: the cap is the setting judged); where `fresh` is a confirmation, the same comparison
     on each look before it (the evaluation seeds, earlier confirmations: `earlier_looks`) is
-    its evidence."""
-    claim = rules.tuned_polyak_faster(fresh, fast, reference)
+    its evidence. `reading`: the caps, as the threshold's source says them."""
+    claim = rules.tuned_polyak_faster(fresh, fast, reference, reading)
     if cap_binds is not None:
         claim = rules.unless_cap_binds(claim, fresh, fast, *cap_binds, rules.PLACED_BY_PACE)
     return with_earlier_looks(
-        claim, tuned, lambda look: rules.tuned_polyak_faster(look, fast, reference)
+        claim, tuned, lambda look: rules.tuned_polyak_faster(look, fast, reference, reading)
     )
 
 

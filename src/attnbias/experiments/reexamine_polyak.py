@@ -143,6 +143,17 @@ def tuned_at_misalignment(tuned: Tuned, names: list[str]) -> dict[str, Curves]:
     return {tuned_name(tuned, n): tuned.evaluation[n][tuned.chosen(n, metric)] for n in names}
 
 
+def capped_reading(cap: float, reference: str) -> str:
+    """How a speed row at Polyak's cap `cap` reads the paper's sentence: the paper capped
+    both methods' adaptive steps (values lost in extraction); here only Polyak's is capped."""
+    if math.isinf(cap):
+        return ngd_rules.POLYAK_UNCAPPED
+    return (f"read with Polyak capped at γ_b = {short(cap)} and {reference} uncapped (ours: "
+            "the paper capped both, at values lost in extraction; a capped NGD is late GD "
+            "with step γ_b too, so this is not the paper's comparison but the cap's effect on "
+            "Polyak alone)")  # fmt: skip
+
+
 def claims(
     groups: dict[str, Curves], config: Config, tuned: Tuned, fresh: Tuned | None = None
 ) -> list[Claim]:
@@ -155,7 +166,9 @@ def claims(
     fresh = fresh or tuned
     reference = config.reference.name
     speed = {
-        cap: ngd_fixed.polyak_faster_row(tuned, fresh, polyak_name(cap), reference)
+        cap: ngd_fixed.polyak_faster_row(
+            tuned, fresh, polyak_name(cap), reference, reading=capped_reading(cap, reference)
+        )
         for cap in config.caps
     }
     out = [

@@ -177,6 +177,7 @@ def tuned_sweep(
     every_factor: Collection[str] = (),
     also_at: dict[str, Collection[float]] | None = None,
     confirm: Collection[str] = (),
+    confirm_grid: bool = False,
 ):
     """The config's runs, and the named algorithms' (all: `names` empty) tuned for `metrics`
     by `score` (`tune`) and run at their chosen steps on the evaluation seeds, those in
@@ -188,7 +189,9 @@ def tuned_sweep(
     chosen steps on the config's fresh confirmation seeds (`confirmation_range`; none when
     there are 0) that no choice and no look has seen, in the same sweep: `confirmed` gives the
     Tuned whose evaluation runs they are; they also run on the seeds of each earlier
-    confirmation (`earlier_confirmations`), whose looks `earlier_looks` gives."""
+    confirmation (`earlier_confirmations`), whose looks `earlier_looks` gives; with
+    `confirm_grid`, at every factor they run at on the evaluation seeds (a comparison at every
+    step confirmed as it was judged there)."""
     names = list(names or [a.name for a in config.algorithms])
     selection_tags, chosen = tune(config, out, specs, metrics, names, score)
     grid = {name: {f for _, (_, n, f) in selection_tags if n == name} for name in every_factor}
@@ -200,7 +203,8 @@ def tuned_sweep(
     base = [(spec, ("evaluation", spec.algorithm.name, 1.0)) for spec in specs(config)]
     tags = base + evaluation_tags + selection_tags
     if confirm and config.confirmation_seeds:
-        factors = {name: sorted(chosen[name]) for name in confirm if name in chosen}
+        at = run_at if confirm_grid else chosen
+        factors = {name: sorted(at[name]) for name in confirm if name in at}
         tags += tagged(config, specs, factors, "confirmation", config.confirmation_range)
         for look in config.earlier_ranges:
             tags += tagged(config, specs, factors, seeds_label(look), look)

@@ -52,6 +52,14 @@ def values(c: Curves, metric: str) -> np.ndarray:
     return c.values[metric]
 
 
+def second_column(c: Curves) -> int | None:
+    """The column of the second recorded step after 0 (from zero, step 1 is still W = 0)."""
+    positive = np.flatnonzero(c.steps > 0)
+    if positive.size == 0:
+        return None
+    return int(positive[np.argsort(c.steps[positive])][min(1, positive.size - 1)])
+
+
 def steps_to_reach(c: Curves, metric: str, level: float) -> np.ndarray:
     """For each run, the first step at which `metric` is at or below `level`, interpolated
     log-linearly between the recorded steps around the crossing where they are more than one

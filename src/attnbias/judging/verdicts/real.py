@@ -233,8 +233,41 @@ def about_equal(
     """Each of `names` ends with a train loss within a factor `tolerance` of `reference`'s,
     either way: the mean per-seed log ratio lies in (−log tolerance, log tolerance) — an
     equivalence, so its whole CI must lie inside. A claim about several needs every one."""
+    text = text or (f"{' and '.join(names)} end with a train loss within a factor "
+                    f"{tolerance:g} of {reference}'s, either way (each of them; paired by "
+                    "seed)")  # fmt: skip
+    return loss_within(arms, names, reference, tolerance, source, ("<", ">"), text)
+
+
+def no_gain_over(
+    arms: Mapping[str, Arm],
+    names: Sequence[str],
+    reference: str,
+    tolerance: float,
+    source: str,
+    text: str = "",
+) -> Claim:
+    """Each of `names` gains no more than a factor `tolerance` over `reference`: its final
+    train loss is not below `reference`'s over `tolerance`, the mean per-seed log ratio
+    > −log tolerance (one-sided: ending above `reference` is no gain either)."""
+    text = text or (f"{' and '.join(names)} end with a train loss no lower than {reference}'s "
+                    f"over {tolerance:g} (each of them; paired by seed)")  # fmt: skip
+    return loss_within(arms, names, reference, tolerance, source, (">",), text)
+
+
+def loss_within(
+    arms: Mapping[str, Arm],
+    names: Sequence[str],
+    reference: str,
+    tolerance: float,
+    source: str,
+    sides: Sequence[str],
+    text: str,
+) -> Claim:
+    """Per name, the mean per-seed log(final train loss over `reference`'s) below log
+    `tolerance` (side "<") and above −log `tolerance` (side ">"), each side its own part."""
     if not tolerance > 1:
-        raise ValueError(f"tolerance must be > 1 (a factor either way), got {tolerance!r}")
+        raise ValueError(f"tolerance must be > 1 (a factor), got {tolerance!r}")
     bound = math.log(tolerance)
     parts = []
     for name in names:
@@ -243,14 +276,10 @@ def about_equal(
                                       np.log(b.of("final_train_loss")))  # fmt: skip
         unmet = protocol_unmet(a, "final_train_loss") + protocol_unmet(b, "final_train_loss")
         quantity = f"log(final train loss of {name} over {reference}), paired by seed"
-        parts += [
-            Claim("", rule=Rule(quantity, "<", bound, source), effect=log_ratio, unmet=unmet),
-            Claim("", rule=Rule(quantity, ">", -bound, source), effect=log_ratio, unmet=unmet),
-        ]
+        parts += [Claim("", rule=Rule(quantity, side, bound if side == "<" else -bound, source),
+                        effect=log_ratio, unmet=unmet) for side in sides]  # fmt: skip
     return Claim(
-        text
-        or f"{' and '.join(names)} end with a train loss within a factor {tolerance:g} of "
-        f"{reference}'s, either way (each of them; paired by seed)",
+        text,
         parts=parts,
         evidence={"final_train_loss": arm_means([arms[n] for n in (*names, reference)],
                                                 "final_train_loss"),

@@ -15,7 +15,7 @@ import numpy as np
 
 from ...curves import Curves
 from ..claims import NOT_SUPPORTED, SUPPORTED, Claim, Rule, ratio_effect
-from .common import described, paired, steps_to_reach, values
+from .common import described, paired, second_column, steps_to_reach, values
 
 SCORE = (
     "per metric, its log averaged over the recorded steps (log-spaced: the area under the log "
@@ -208,15 +208,20 @@ FLOAT_LEVEL = (
 
 
 def start_value(c: Curves, metric: str) -> float:
-    """The median over runs of `metric` at the first recorded step after 0; NaN without runs."""
-    v = values(c, metric)[:, c.steps > 0]
-    return float(np.median(v[:, 0])) if v.shape[0] and v.shape[1] else math.nan
+    """The median over runs of `metric` at the second recorded step after 0 (`second_column`:
+    a level met by then is met before two methods' steps can differ); NaN without runs."""
+    column = second_column(c)
+    v = values(c, metric)
+    return float(np.median(v[:, column])) if v.shape[0] and column is not None else math.nan
 
 
 PROFILE_RULE = (
     "the profile: besides LEVEL_RULE's level, every power of ten between it and where both "
-    "methods start (below the larger of their median values at the first recorded step, on "
-    "the selection seeds at their chosen steps), each level a part"
+    "methods start (below the larger of their median values at the second recorded step, on "
+    "the selection seeds at their chosen steps: a level met by then is met before the "
+    "methods' steps can differ, as a convergence threshold met by then tests nothing; until "
+    "referee read 13 the first recorded step, whose top level tied in most pairs), each "
+    "level a part"
 )
 
 
