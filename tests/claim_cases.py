@@ -543,9 +543,14 @@ def cases() -> dict[str, list]:
             (SUPPORTED, (tuned_pair(stalled={"A": SEEDS}), *PAIR), {}),
             (INCONCLUSIVE, (tuned_pair(1e-4, 1e-2, stalled={"A": 2}), *PAIR), {}),
             # ... unless the runs that never reach it ended frozen (float64 stopped them):
-            # timed by float64, they leave either verdict open
+            # they could have reached it at any step from where they froze, here from the
+            # start, which leaves either verdict open
             (INCONCLUSIVE, (tuned_pair(frozen={"A": SEEDS}), *PAIR), {}),
             (INCONCLUSIVE, (tuned_pair(frozen={"B": SEEDS}), *PAIR), {}),
+            # frozen only from half the budget: at the earliest they reach it there, still
+            # far behind the other: the verdict stands
+            (SUPPORTED, (tuned_pair(frozen_late={"A": 2}), *PAIR), {}),
+            (NOT_SUPPORTED, (tuned_pair(1e-4, 1e-2, frozen_late={"B": 2}), *PAIR), {}),
             # a level of 0 is reached only where float64 rounds the loss to 0: nothing to time
             (NOT_APPLICABLE, (tuned_pair(floor=True), *PAIR), {}),
             # both there by the second recorded step: the grid cannot order them
@@ -871,11 +876,12 @@ PAIR = ("A", "B", "loss", "training loss", "s")  # tuned_sooner's: slow A, fast 
 
 
 def tuned_pair(slow=1e-2, fast=1e-4, best=None, stalled=None, diverged="", evaluated_at=None,
-               instant=False, frozen=None, floor=False):  # fmt: skip
+               instant=False, frozen=None, floor=False, frozen_late=None):  # fmt: skip
     """Tuned runs of A and B whose loss falls from 0.69 to about `slow` and `fast` at their
     best factors (`tuned`); `stalled`: name → how many of its evaluation runs (the first ones)
     stay at 0.69 (each still moving, by a hair); `frozen`: the same, frozen (the very same
-    value at every step: float64 stopped them); `diverged`: every selection run of that one
+    value at every step: float64 stopped them); `frozen_late`: the same, still creeping until
+    half the budget, frozen from there; `diverged`: every selection run of that one
     diverged; `instant`: both evaluation runs fall below the level in their first step;
     `floor`: every loss is 0 (float64 rounded it) from a quarter of the steps on (B: an
     eighth)."""
@@ -890,6 +896,12 @@ def tuned_pair(slow=1e-2, fast=1e-4, best=None, stalled=None, diverged="", evalu
             loss = groups[name].values["loss"].copy()
             loss[:k] = 0.69 - creep * np.arange(STEPS.size)
             out.evaluation[name] = dict.fromkeys(out.evaluation[name], group(loss=loss))
+    for name, k in (frozen_late or {}).items():
+        loss = groups[name].values["loss"].copy()
+        half = int(np.searchsorted(STEPS, STEPS[-1] / 2))
+        loss[:k] = 0.69 - 1e-9 * np.arange(STEPS.size)
+        loss[:k, half:] = loss[:k, [half]]
+        out.evaluation[name] = dict.fromkeys(out.evaluation[name], group(loss=loss))
     if instant:
         for k, name in enumerate(out.evaluation):
             at_once = group(loss=two_phase(0.69, 1, 1e-6, 1e-7, seed=k))
@@ -1061,6 +1073,55 @@ def value_cases() -> dict[str, list]:
         "ngd.fit_window_note": [(None, (windowed, "1-alignment/2"), {})],
         "common.growing_until": [
             (None, (Curves(steps, {"norm/2": np.vstack([norms, np.ones(5) * 3.0])}), 0.5), {}),
+        ],
+        # from which step a run keeps its final value: one frozen from step 2, one moving to
+        # the end, one frozen from the start
+        "tuning.frozen_from": [
+            (
+                None,
+                (Curves(steps, {"m": np.vstack([frozen[0], falling[1], np.full(5, 0.7)])}), "m"),
+                {},
+            )
+        ],
+        # a frozen pair's true times between its freeze and the budget: a support that holds
+        # at both ends, one that does not, and an interval that straddles already
+        "tuning.frozen_could_overturn": [
+            (
+                None,
+                (
+                    np.array([9.0, 8.0, 8.0, 9.0]),
+                    np.array([2.0, 2.0, 3.0, 2.0]),
+                    (np.array([True, False, False, False]), np.zeros(4, bool)),
+                    (np.array([6.0, 1.0, 1.0, 1.0]), np.ones(4)),
+                    9.0,
+                    "supports",
+                ),
+                {},
+            ),
+            (
+                None,
+                (
+                    np.array([9.0, 8.0, 8.0, 9.0]),
+                    np.array([2.0, 2.0, 3.0, 2.0]),
+                    (np.ones(4, bool), np.zeros(4, bool)),
+                    (np.ones(4), np.ones(4)),
+                    9.0,
+                    "supports",
+                ),
+                {},
+            ),
+            (
+                None,
+                (
+                    np.ones(4),
+                    np.ones(4),
+                    (np.zeros(4, bool), np.zeros(4, bool)),
+                    (np.ones(4), np.ones(4)),
+                    9.0,
+                    "",
+                ),
+                {},
+            ),
         ],
         # where the runs start: at the second recorded step after 0, not at step 0's or 1's value
         "tuning.start_value": [(None, (windowed, "1-alignment/2"), {})],

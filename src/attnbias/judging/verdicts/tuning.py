@@ -200,6 +200,32 @@ def frozen_at_end(c: Curves, metric: str) -> np.ndarray:
     return v[:, -1] == v[:, -2]
 
 
+def frozen_from(c: Curves, metric: str) -> np.ndarray:
+    """Per run: the first recorded step from which `metric` keeps its final float64 value to
+    the end (the last step where it has not stopped): where a run frozen by float64 could
+    have reached a level at the earliest, had its arithmetic not stopped it."""
+    v = values(c, metric)
+    if v.shape[1] == 0:
+        return np.zeros(v.shape[0])
+    same = np.logical_and.accumulate((v == v[:, -1:])[:, ::-1], axis=1)[:, ::-1]
+    # a time to a level is at least one step
+    return np.maximum(c.steps[np.argmax(same, axis=1)].astype(np.float64), 1.0)
+
+
+def frozen_could_overturn(a, b, frozen, freeze, budget: float, would: str) -> bool:
+    """Could the frozen runs' true times (`frozen`: per pair, is slow's, fast's run frozen;
+    `freeze`: from which step) overturn what the interval of the times a/b (`would`) says?
+    A frozen run could have reached the level at any step from its freeze on (timed at the
+    budget, it sits at one end), so the ratio lies between a slow run at its freeze step
+    with a fast run at the budget, and the reverse: only a verdict that changes between
+    those ends is in doubt; a straddling interval is in doubt anyway."""
+    if not would:
+        return True
+    low = ratio_effect(np.where(frozen[0], freeze[0], a), np.where(frozen[1], budget, b))
+    high = ratio_effect(np.where(frozen[0], budget, a), np.where(frozen[1], freeze[1], b))
+    return interval_would(low) != would or interval_would(high) != would
+
+
 FLOAT_LEVEL = (
     "the level is 0: a run reaches it only where float64 rounds the metric to 0, so its time "
     "would say when float64 rounds, not how fast the method is; the part compares nothing "
@@ -253,8 +279,9 @@ def tuned_sooner(
     A run that never reaches the level is timed at the budget; that, or a best step at the
     edge of the grid tried, leaves inconclusive the one verdict it could overturn
     (`TIMED_AT_BUDGET`, `AT_EDGE`) and lets the other stand. A run that never reaches it and
-    ends frozen at float64's floor (`frozen_at_end`) is timed by float64, not by the method,
-    which leaves the part inconclusive whatever the interval says; a level of 0 is reached only
+    ends frozen at float64's floor (`frozen_at_end`) is timed by float64, not by the method:
+    its true time lies anywhere from where it froze on, which leaves inconclusive a verdict
+    that changes between those ends (`frozen_could_overturn`); a level of 0 is reached only
     by rounding (`FLOAT_LEVEL`): the part is not applicable, out of the family. No evaluation
     runs at a chosen step: a failed precondition. The part's evidence names what it timed
     ("timed": slow, fast, metric)."""
@@ -280,9 +307,14 @@ def tuned_sooner(
                   steps_to_reach(runs[fast], metric, level))  # fmt: skip
     frozen = paired(runs[slow], runs[fast], frozen_at_end(runs[slow], metric),
                     frozen_at_end(runs[fast], metric))  # fmt: skip
+    freeze = paired(runs[slow], runs[fast], frozen_from(runs[slow], metric),
+                    frozen_from(runs[fast], metric))  # fmt: skip
     budget = float(runs[slow].steps[-1])
     effect = ratio_effect(np.minimum(a, budget), np.minimum(b, budget))
     would = interval_would(effect)
+    stopped_pairs = (frozen[0] & ~np.isfinite(a), frozen[1] & ~np.isfinite(b))
+    in_doubt = frozen_could_overturn(np.minimum(a, budget), np.minimum(b, budget),
+                                     stopped_pairs, freeze, budget, would)  # fmt: skip
     unmet = untimed(a, b, effect) if effect.n else [
         f"no finished run of both {slow} and {fast} to time"]  # fmt: skip
     for role, m, times, stopped in (("slow", slow, a, frozen[0]), ("fast", fast, b, frozen[1])):
@@ -291,13 +323,14 @@ def tuned_sooner(
             unmet.append(f"{late} of {times.size} {m} runs never reach the level in "
                          f"{budget:g} steps: timed at the budget, they could overturn what "
                          f"the interval {would}")  # fmt: skip
-        if stuck := int(np.sum(stopped & ~np.isfinite(times))):
+        if (stuck := int(np.sum(stopped & ~np.isfinite(times)))) and in_doubt:
             unmet.append(f"{stuck} of {times.size} {m} runs never reach the level and end "
                          "frozen (one float64 value at the last two recorded steps: the run "
                          "stopped, or its metric sits at its float64 floor, as a loss at L* "
-                         "does): timed at the budget by float64, they could "
-                         "overturn either verdict; arithmetic that does not stop there (not "
-                         "implemented) would decide it")  # fmt: skip
+                         "does): timed at the budget by float64, they could have reached it "
+                         "at any step from where they froze, which could overturn the "
+                         "verdict; arithmetic that does not stop there (not implemented) "
+                         "would decide it")  # fmt: skip
         if would == AT_EDGE[role] and (doubt := edge_doubt(tuned, m, metric, would)):
             unmet.append(doubt)
     a, b = np.minimum(a, budget), np.minimum(b, budget)
