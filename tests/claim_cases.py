@@ -185,6 +185,25 @@ def md_own(ps=("1.75", "2", "3")):
     return {f"ℓ{p}-MD": f"divergence/{p}" for p in ps}
 
 
+def md_apart(groups: dict[str, Curves], separation: float, other: str = "ℓ2") -> dict:
+    """`md_local.svm_separations`-like: every run's SVM `separation` from `other`'s."""
+    return {n: {int(s): (other, separation) for s in c.seed_ids()} for n, c in groups.items()}
+
+
+SETTLING_APART = {"ℓ2-MD": {s: ("ℓ1.75", 0.05) for s in range(SEEDS)}}
+COINCIDING = {"ℓ2-MD": {s: ("ℓ1.75", 0.0) for s in range(SEEDS)}}
+
+
+def md_settling(final: float, fall: float, runs: int = SEEDS) -> dict[str, Curves]:
+    """ℓ2-MD's own divergence: 1 at step 0, then a power law ending at `final` that falls
+    `fall`× over the last decade of steps (1: settled)."""
+    rate = -np.log(fall) / np.log(10.0)
+    v = final * ((1.0 + STEPS) / (1.0 + STEPS[-1])) ** rate
+    v = np.broadcast_to(np.maximum(v, final)[None, :], (runs, STEPS.size)).copy()
+    v[:, 0] = max(1.0, final)
+    return {"ℓ2-MD": Curves(STEPS, {"divergence/2": v})}
+
+
 def joint_groups(div=1e-5, score=1.0, prob=1.0, runs=1):
     return {
         f"ℓ{p}-MD": Curves(
@@ -594,6 +613,24 @@ def cases() -> dict[str, list]:
             (INCONCLUSIVE, (joint_v(0.1, 0.0011, SEEDS, 0.5), V_OWN, JOINT_APART, "v"), {}),
             # below the level already after the first step: it tests no convergence
             (INCONCLUSIVE, (joint_v(0.001, 1e-6, SEEDS, 0.3), V_OWN, JOINT_APART, "v"), {}),
+        ],
+        "md.own_p_nearer": [
+            # every run ends at 0.004 of its own SVM, ¼ of whose separation is 0.0125
+            (SUPPORTED, (md_settling(0.004, 100.0), JOINT_OWN, SETTLING_APART, "d"), {}),
+            # settled (no fall over the last decade) at the other SVM's distance
+            (NOT_SUPPORTED, (md_settling(0.05, 1.0), JOINT_OWN, SETTLING_APART, "d"), {}),
+            # above the level but still falling 40× a decade: longer runs decide
+            (INCONCLUSIVE, (md_settling(0.03, 40.0), JOINT_OWN, SETTLING_APART, "d"), {}),
+            # its SVM coincides with another p's: no level tells them apart
+            (INCONCLUSIVE, (md_settling(0.004, 100.0), JOINT_OWN, COINCIDING, "d"), {}),
+            # below the level already after the first step
+            (INCONCLUSIVE, (md_settling(0.004, 1.0), JOINT_OWN, SETTLING_APART, "d"), {}),
+            # one zero-initialised run, exact
+            (
+                SUPPORTED,
+                (md_settling(0.004, 100.0, 1), JOINT_OWN, SETTLING_APART, "z"),
+                {"exact": True},
+            ),
         ],
         "md.own_p_nearest": [
             (SUPPORTED, (md_groups(), md_own()), {}),

@@ -106,7 +106,7 @@ def synthetic_claims():
     """Each synthetic experiment's claims on constructed curves (tests/claim_cases.py)."""
     g = claim_cases.ngd_groups()
     md = claim_cases.md_groups(ps=("2", "3"))
-    names, ps = list(md), [2.0, 3.0]
+    labels = {n: n[1:-3] for n in md}
     zero = {n: Curves(c.steps, {m: v[:1] for m, v in c.values.items()}) for n, c in md.items()}
     ngd_config = {
         "reference": "NGD",
@@ -125,7 +125,8 @@ def synthetic_claims():
     atlas_groups = claim_cases.atlas_groups(muon_norm_rate=0.0)
     atlas_groups["Adam-decay"] = atlas_groups.pop("Adam")  # the arm the register's row judges
     return {
-        "md-local": md_local.claims(md, zero, ps, names, 0.05),
+        "md-local": md_local.claims(md, md, zero, labels, claim_cases.md_apart(md, 0.05),
+                                    claim_cases.md_apart(zero, 0.05)),
         "md-joint": md_joint.claims(joint, {n: n[1:-3] for n in joint},
                                     {n: ("ℓ2", 0.005) for n in joint},
                                     {n: ("ℓ2", 0.005) for n in joint}),
@@ -246,7 +247,8 @@ def test_nothing_to_compare_is_not_applicable():
     nearest = md_plain.claims(claim_cases.md_groups(), one_p, load_config("md-plain", quick=True))
     assert nearest[0].status == NOT_APPLICABLE
     md = claim_cases.md_groups(ps=("2",))
-    (_, off, _) = md_local.claims(md, md, [2.0], list(md), 0.05)
+    apart = claim_cases.md_apart(md, 0.05)
+    (_, off, _) = md_local.claims(md, md, md, {"ℓ2-MD": "2"}, apart, apart)
     assert off.supported is None and off.status == NOT_APPLICABLE
     only_gd = {"GD": claim_cases.joint(claim_cases.ngd_groups())["GD"]}
     config = {"baseline": "GD", "fastest": "Polyak", "target_alignment": 0.95,

@@ -29,7 +29,8 @@ from attnbias.store import MANIFEST, ResultsStore, tidy
 distributed = pytest.importorskip("distributed")
 
 SRC = str(Path(attnbias.__file__).parent.parent)
-# md-local, small: 15 runs of one structure, three p (mixed in one batch), three lengths.
+# md-local, small: 23 runs of one structure, three p (mixed in one batch), three lengths (each
+# p's 4 figure runs, the diagonal's 8 runs of the two shorter p at the longest steps, 3 from zero).
 SMALL = {"seeds": 4, "steps": [40, 60, 300], "grid_points": 12}
 TOML = 'experiment = "md-local"\nseeds = 4\nsteps = [40, 60, 300]\ngrid_points = 12\n'
 WHOLE = 10_000  # a chunk size holding the whole batch
@@ -146,7 +147,8 @@ def test_a_retried_chunk_skips_the_runs_already_stored(config, tmp_path, one_thr
     )
     before = manifests(tmp_path)
     trained, _ = train_chunk(chunk, str(tmp_path), "cpu")  # trains all, stores the rest
-    assert trained == len(specs) - len(early) and len(early) == 5
+    # the shortest p's figure runs (the zero-initialised runs take the longest p's steps)
+    assert trained == len(specs) - len(early) and len(early) == SMALL["seeds"]
     after = manifests(tmp_path)
     assert {k: after[k] for k in before} == before  # not written twice
     assert len(after) == len(specs)
@@ -395,3 +397,23 @@ def test_real_data_runs_are_one_task_each_and_a_retry_resumes_from_the_checkpoin
         assert r.metrics.num_rows == 2 and store.has(r.key)
     assert not any((tmp_path / "checkpoints").iterdir())  # superseded by the stored runs
     client.wait_for_workers(2, timeout=60)
+
+
+@pytest.mark.slow
+def test_real_data_runs_get_their_data_set_once_on_the_workers(client, tmp_path):
+    from attnbias.engine.cluster import using
+    from attnbias.experiments.real_runs import RemoteRun, run_once
+
+    store = ResultsStore(tmp_path)
+    data = np.full(4_000_000, 0.5)  # 32 MB, scattered once, not sent with each task
+
+    def train_fn(checkpoints, values):
+        metrics = tidy([0], {"loss": [float(values.sum())]})
+        return metrics, {}, {"pid": os.getpid()}
+
+    with using(client):
+        records = [run_once(store, {"seed": s, "data": "halves"}, train_fn, data) for s in range(6)]
+    assert all(isinstance(r, RemoteRun) for r in records)
+    for r in records:
+        assert r.status == "finished" and r.metrics["value"].to_pylist() == [2_000_000.0]
+    assert {r.info["pid"] for r in records} <= set(client.run(os.getpid).values())

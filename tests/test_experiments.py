@@ -86,7 +86,8 @@ def test_shipped_configs_are_valid(name, quick):
 # config_key of each resolved default and quick config, computed before configs were typed:
 # stored runs and publications are found by these, so they must never change by accident.
 CONFIG_KEYS = {
-    "md-local": ("15e77d2e929d41b6", "addc1762441b6d0e"),
+    # referee read 14: the own-SVM rows on runs of every p at the longest steps, seeds 1–20
+    "md-local": ("29b1476ba01d004f", "4e2fb0068f8a87f6"),
     # issue 29: d = 3 toy whose head SVMs differ by p; small random start, 10 seeds
     "md-joint": ("12fb87c46075dc4f", "bd641942675b5880"),
     # issue 29: GD vs NGD and NGD vs Polyak at tuned steps (grid, extensions, selection seeds)

@@ -59,3 +59,20 @@ def test_the_confirmation_runs_every_algorithm_at_every_factor_of_its_grid(tmp_p
         assert set(tuned.confirmation[name]) >= set(config.rate_factors)
         seeds = {int(s) for c in tuned.confirmation[name].values() for s in c.seed_ids()}
         assert seeds == {2001, 2002}
+
+
+def test_where_the_cap_binds_is_placed_once_per_look_and_never_for_an_infinite_cap():
+    seen_groups = claim_cases.joint(claim_cases.ngd_groups())
+    seen = claim_cases.every_step(seen_groups)
+    tuned = replace(seen, confirmation=dict(seen.evaluation))  # runs of their own
+    asked = []
+
+    def onsets(look):
+        asked.append(look)
+        return {}
+
+    ngd_joint.claims(seen_groups, CONFIG, tuned, onsets, float("inf"))
+    assert asked == []
+    ngd_joint.claims(seen_groups, CONFIG, tuned, onsets, 1e6)
+    # two sets of runs (the confirmation, the evaluation seeds), each read by both speed rows
+    assert len(asked) == len({id(look.evaluation) for look in asked}) == 2

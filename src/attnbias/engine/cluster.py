@@ -20,6 +20,7 @@ import math
 import os
 import socket
 import tempfile
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -86,6 +87,7 @@ class Cluster:
         self.client = client
         self.chunk_size = chunk_size
         self.retries = retries
+        self._shared: dict[int, tuple[Callable, object]] = {}  # id → (reference, future)
 
     @classmethod
     @contextmanager
@@ -168,6 +170,27 @@ class Cluster:
     def submit(self, fn: Callable, *args, name: str):
         """One task, retried if it raises; `name` (unique per task) shows on the dashboard."""
         return self.client.submit(fn, *args, key=name, retries=self.retries, pure=False)
+
+    def shared(self, value):
+        """A future of `value` held by every worker (scattered once, whatever the number of
+        tasks that take it): pass it to `submit` in place of a large argument, which would
+        otherwise be pickled into every task, and the client keeps each task's bytes until its
+        result is read. Dropped when the caller's value is (a weak reference), or with the
+        cluster where the value takes none; tasks still waiting keep it on the workers."""
+        found = self._shared.get(id(value))
+        if found is not None and found[0]() is value:
+            return found[1]
+        (future,) = self.client.scatter([value], broadcast=True, hash=False)
+        key = id(value)
+        try:
+            ref = weakref.ref(value, lambda _: self._shared.pop(key, None))
+        except TypeError:  # takes no weak reference: kept while the cluster is
+
+            def ref():
+                return value
+
+        self._shared[key] = (ref, future)
+        return future
 
     def announce(self, what: str) -> None:
         link = self.dashboard()

@@ -12,7 +12,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import torch
 from pydantic import Field
 
 from ..config import Loss, NonNegative, Positive, PositiveInt, numbers
@@ -23,9 +22,9 @@ from ..experiment_configs.sweep import SweepConfig
 from ..figures import save_figure
 from ..judging.claims import Claim, identified
 from ..judging.verdicts import md as rules
-from ..metrics import Norm, directional_bregman
+from ..metrics import Norm
 from . import plotting
-from .md_local import algorithm
+from .md_local import algorithm, svm_separations
 from .runs import ZERO_OR_RANDOM_INIT, random_init, seeds, sweep, sweep_summary
 
 DESCRIPTION = "joint ℓp-MD of W and v from a small random start: both reach their ℓp SVMs"
@@ -85,27 +84,10 @@ def svm_separation(
 ) -> dict[str, tuple[str, float]]:
     """For each algorithm (name → its p's label): the nearest other p's ℓq SVM and
     D_ψp(mm^p, mm^q), the divergence a run that ended at that SVM would record, from the
-    solutions its run stored (`stored`: "W_mm", the Att-SVMs, or "v_mm", the head SVMs; NaN
-    where either was not solved)."""
-    found = {}
-    for record in records:
-        name = record.config["algorithm"]["name"]
-        if name not in names or name in found:
-            continue
-        p = names[name]
-        solved = {q: record.arrays.get(f"{stored}_{q}") for q in names.values()}
-        if solved[p] is None:
-            continue
-        entries = tuple(range(-np.ndim(solved[p]), 0))  # a matrix's or a vector's, entrywise
-        apart = {
-            q: float(directional_bregman(torch.as_tensor(solved[p]), torch.as_tensor(other),
-                                         float(p), dim=entries))
-            for q, other in solved.items() if q != p and other is not None
-        }  # fmt: skip
-        finite = {q: d for q, d in apart.items() if np.isfinite(d)}
-        nearest = min(finite, key=finite.get) if finite else None
-        found[name] = (f"ℓ{nearest}", finite[nearest]) if nearest else ("", float("nan"))
-    return found
+    solutions its first run stored (`stored`: "W_mm", the Att-SVMs, or "v_mm", the head SVMs;
+    NaN where either was not solved). md-joint's runs share one problem, so one run says it."""
+    return {name: next(iter(by_seed.values()))
+            for name, by_seed in svm_separations(records, names, stored).items()}  # fmt: skip
 
 
 def claims(groups, names, apart, apart_v) -> list[Claim]:

@@ -13,6 +13,7 @@ W with their Att-SVM.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from pathlib import Path
 
@@ -180,9 +181,19 @@ def claims(
             pairs = rules.fastest_pairs(look, fastest)
             return in_rate(look, rules.fastest(look, fastest), pairs)
 
+        # a look's onsets depend on its runs alone; every look of one set of runs shares them
+        found: dict[int, tuple[Tuned, dict]] = {}  # id of the runs → (look, onsets), kept alive
+
+        def onsets_of(look: Tuned) -> dict:
+            # an infinite cap never binds (unless_cap_binds leaves its parts): nothing to place
+            if cap_onsets is None or cap is None or not math.isfinite(cap):
+                return {}
+            if id(look.evaluation) not in found:
+                found[id(look.evaluation)] = (look, cap_onsets(look))
+            return found[id(look.evaluation)][1]
+
         def in_rate(look: Tuned, claim: Claim, pairs) -> Claim:
-            onsets = cap_onsets(look) if cap_onsets else {}
-            capped = rules.unless_cap_binds(claim, look, fastest, cap, onsets)
+            capped = rules.unless_cap_binds(claim, look, fastest, cap, onsets_of(look))
             return rules.loss_in_rate(capped, look, pairs, baseline, LATE_FROM)
 
         fresh = confirmed(tuned)

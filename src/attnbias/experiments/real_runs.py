@@ -5,6 +5,7 @@ loop of text-finetune and vision, reading stored runs back, and the summary's to
 
 from __future__ import annotations
 
+import functools
 import io
 import math
 from collections.abc import Callable, Hashable, Mapping
@@ -50,38 +51,46 @@ def status_fields(diverged: bool, steps_run: int) -> dict:
 def run_once(
     store: ResultsStore,
     run_config: dict,
-    train_fn: Callable[[CheckpointDirectory], tuple],
+    train_fn: Callable[..., tuple],
+    data=None,
 ) -> RunRecord:
     """The stored run for run_config, training it first (train_fn(checkpoints) → (metrics,
-    arrays, info), checkpoints: the run's checkpoint directory in the store,
+    arrays, info), or train_fn(checkpoints, data) where a data set is given; checkpoints: the
+    run's checkpoint directory in the store,
     ResultsStore.checkpoints) unless an intact finished run with that config is already in the
     store (the checkpoints are reached from the store's handles, never through a path).
 
     On the active Dask cluster (engine/cluster.py) the training is one task and the record
     returned is a RemoteRun, read from the store when first used: an experiment submits all
-    its runs before it reads any. A retried task resumes from the run's last checkpoint."""
+    its runs before it reads any. A large data set goes as `data`, sent to the workers once
+    (`Cluster.shared`), never in train_fn, which goes with every task. A retried task resumes
+    from the run's last checkpoint."""
     key = config_key(run_config)
     if not store.heal([key]):  # neither missing nor damaged (reported, then redone)
         return store.load(key)
     cluster = active_cluster()
     if cluster is None:
-        return train_and_store(store.root, run_config, key, train_fn)
+        return train_and_store(store.root, run_config, key, train_fn, data)
     # Workers may run elsewhere: an absolute path, no link resolved (the worker's store opens
     # the experiment directory, and the run's checkpoint directory in it, following none).
     root = store.directory.absolute()
     cluster.check_writable(root)
+    shared = None if data is None else cluster.shared(data)
     future = cluster.submit(
-        train_and_store, root, run_config, key, train_fn, name=task_name("run", [key])
+        train_and_store, root, run_config, key, train_fn, shared, name=task_name("run", [key])
     )
     return RemoteRun(key, run_config, future)
 
 
-def train_and_store(root: Path, run_config: dict, key: str, train_fn: Callable) -> RunRecord:
+def train_and_store(
+    root: Path, run_config: dict, key: str, train_fn: Callable, data=None
+) -> RunRecord:
     """Train one run (resuming from its checkpoints) and store it; its record. Also a task."""
     store = ResultsStore(root)
     checkpoints = store.checkpoints(key)
     if not store.has(key):  # a retried task whose earlier try stored it
-        metrics, arrays, info = train_fn(checkpoints)
+        args = (checkpoints,) if data is None else (checkpoints, data)
+        metrics, arrays, info = train_fn(*args)
         store.save(run_config, metrics, arrays, info, key=key)
     checkpoints.remove()  # the stored run supersedes them
     return store.load(key)
@@ -308,21 +317,20 @@ class Loaded:
 
 
 def train_compared(
-    make_model,
-    data,
-    run_config: dict,
     checkpoints: CheckpointDirectory,
+    loaded: Loaded,
+    run_config: dict,
     desc: str,
     device="cpu",
     **options,
 ):
-    """Train make_model() (built after seeding with the run's seed, then moved to device) on
-    data = (train, test) with the run's optimizer, tracking layer norms: the (metrics, arrays,
-    info) a stored run holds. options go to train()."""
+    """Train loaded.make_model() (built after seeding with the run's seed, then moved to
+    device) on loaded.train, testing on loaded.test, with the run's optimizer, tracking layer
+    norms: the (metrics, arrays, info) a stored run holds. options go to train()."""
     seed_everything(run_config["seed"])
-    model = make_model().to(device)  # before layer_norms keeps its starting weights
+    model = loaded.make_model().to(device)  # before layer_norms keeps its starting weights
     history = train(
-        model, *data, run_config["optimizer"],
+        model, loaded.train, loaded.test, run_config["optimizer"],
         steps=run_config["steps"], batch_size=run_config["batch_size"],
         seed=run_config["seed"], eval_every=run_config["eval_every"], device=device,
         checkpoint_dir=checkpoints, extra_metrics=layer_norms(model), desc=desc, **options,
@@ -360,11 +368,12 @@ def train_grid(
     Per dataset, each optimiser's rate (its table's lr, or lr_max for SPS) is first chosen by
     `search_rates`: the table's rate × each of `rate_grid`, extended by `rate_factor` past an
     edge, each trained from the first seed (`selection_seed`, which the claims then leave out:
-    compare.arms) for `search_steps` steps and scored by its final
-    train loss (`tail_score`: the claims are about training speed). load(dataset) gives the
-    data and the model; run_fields are the experiment's own fields of each run's config (its
-    store key; the device is not in it: a run is the same run wherever it trained, and its
-    info.json's provenance says where); options go to train(), with the config's device."""
+    compare.arms) for `search_steps` steps and scored by its final train loss (`tail_score`:
+    the claims are about training speed). load(dataset) gives the data and the model (on a
+    cluster, sent to each worker once); run_fields are the experiment's
+    own fields of each run's config (its store key; the device is not in it: a run is the
+    same run wherever it trained, and its info.json's provenance says where); options go to
+    train(), with the config's device."""
     records, searches = {}, {}
     options = {"device": torch_device(config.device), **options}
     for dataset in config.datasets:
@@ -415,13 +424,10 @@ class OptimizerGrid:
         }
         shown = f"{self.desc} {role or 'run'} {self.dataset} {self.labels[k]} seed={seed}"
 
-        def train_fn(checkpoints, options=self.options):
-            return train_compared(
-                loaded.make_model, (loaded.train, loaded.test), run_config, checkpoints, shown,
-                **options,
-            )  # fmt: skip
-
-        return run_once(self.store, run_config, train_fn)
+        # no closure over the data: it goes to a cluster once, as run_once's data
+        train_fn = functools.partial(train_compared, run_config=run_config, desc=shown,
+                                     **self.options)  # fmt: skip
+        return run_once(self.store, run_config, train_fn, self.loaded)
 
     def score(self, pending: dict[int, list[float]]) -> dict[int, dict[float, tuple]]:
         """Train the pending rates from the first seed for search_steps (all started before any

@@ -37,16 +37,22 @@ FULL_SCALE_MINUTES = 95
 MODEL = "all-MiniLM-L6-v2"
 
 
+def text_data(dataset: str, tokenizer, train_size: int, test_size: int, max_len: int,
+              dropout: float) -> Loaded:  # fmt: skip
+    """The data set's train and test texts, encoded, and its MiniLM classifier."""
+    train, test, classes = load_text(dataset, tokenizer, train_size, test_size, max_len)
+    model = functools.partial(MiniLMClassifier, len(classes), dropout=dropout)
+    return Loaded(train, test, model)
+
+
 def run(config: Config, out: Path) -> dict:
     use_threads(config)
+
     tokenizer = load_tokenizer()
 
     def load(dataset: str) -> Loaded:
-        train, test, classes = load_text(
-            dataset, tokenizer, config.train_size, config.test_size, config.max_len
-        )
-        model = functools.partial(MiniLMClassifier, len(classes), dropout=config.dropout)
-        return Loaded(train, test, model)
+        sizes = (config.train_size, config.test_size, config.max_len, config.dropout)
+        return text_data(dataset, tokenizer, *sizes)
 
     run_fields = {"model": MODEL, "max_len": config.max_len, "dropout": config.dropout}
     records, searches = train_grid(
@@ -70,7 +76,8 @@ def finetune_summary(config: Config, records, searches, out: Path) -> dict:
 
 FASTER_SOURCE = "the NGD paper, Figs. 1 and 4: SNGD and SPS train faster than SGD (a ratio > 1)"
 AS_FAST_SOURCE = (
-    f"ours: 'about as fast as Adam' read as a final train loss within a factor {ABOUT_EQUAL:g} "
+    f"ours: about as fast as Adam (our words for Figs. 1 and 4) read as a final train loss "
+    f"within a factor {ABOUT_EQUAL:g} "
     "of Adam's, either way"
 )
 

@@ -34,6 +34,7 @@ logit difference; its summed loss makes its learning rates ours divided by the b
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -146,6 +147,38 @@ def load_data(config: Config, tokenizer):
     return splits, texts, encoded, counts
 
 
+@dataclass
+class RunData:
+    """What every run trains and is measured on: the splits renumbered to the training
+    vocabulary, and the key-word probe (on a cluster, sent to each worker once)."""
+
+    splits: tuple  # (train, validation, test) TensorData
+    vocab_size: int
+    n_classes: int
+    probe: object
+
+
+def prepared_data(config: Config) -> tuple[dict, dict, dict, dict, RunData]:
+    """(texts, encoded, counts) as `load_data` gives them, the probe's statistics, and the
+    runs' `RunData`."""
+    tokenizer = load_tokenizer()
+    splits, texts, encoded, counts = load_data(config, tokenizer)
+    held_out = splits.test  # the whole test split, whatever test_size: it selects nothing
+    order = subset(len(held_out), 0)  # a fixed random order: no sentence is picked by hand
+    probe, probe_stats = lexicon_probe(
+        tokenizer, [held_out.texts[i] for i in order], held_out.labels[order], vader_lexicon(),
+        config.probe_size, config.max_len,
+        known=set(encoded["train"].inputs["input_ids"].unique().tolist()),
+    )  # fmt: skip
+    table = compact_vocabulary(
+        encoded["train"].inputs["input_ids"], tokenizer.vocab_size, tokenizer.unk_token_id
+    )
+    data = tuple(renumbered(encoded[n], table) for n in ("train", "validation", "test"))
+    probe.input_ids = table[probe.input_ids]
+    run_data = RunData(data, int(table.max()) + 1, counts["classes"], probe)
+    return texts, encoded, counts, probe_stats, run_data
+
+
 # --- what a run measures
 
 
@@ -200,17 +233,14 @@ class RunMaker:
     """Trains (or loads from the store) one text-md run: p, lr, the seed of the initial weights
     and the seed of the data order."""
 
-    def __init__(self, config: Config, store, data, counts, vocab_size, n_classes, probe,
-                 device):  # fmt: skip
-        self.config, self.store = config, store
-        self.data, self.counts, self.vocab_size = data, counts, vocab_size
-        self.n_classes, self.probe, self.device = n_classes, probe, device
+    def __init__(self, config: Config, store, counts: dict, run_data: RunData, device):
+        self.config, self.store, self.counts = config, store, counts
+        self.run_data, self.device = run_data, device
         self.model_config = {k: getattr(config, k) for k in MODEL_FIELDS}
 
     def run(self, p: float, lr: float, init_seed: int, order_seed: int):
         config = self.config
         normalize = False if config.normalize == "none" else config.normalize
-        train_data, validation, test = self.data
         run_config = {
             "experiment": "text-md",
             "dataset": config.dataset,
@@ -228,17 +258,21 @@ class RunMaker:
             "eval_every": config.eval_every,
         }
 
-        def train_fn(checkpoints):
-            chooser = ValidationChooser(validation, test, checkpoints, device=self.device)
+        # train_fn goes with every task: it closes over no data (nor self, which holds it)
+        device, model_config = self.device, self.model_config
+
+        def train_fn(checkpoints, data: RunData):
+            train_data, validation, test = data.splits
+            chooser = ValidationChooser(validation, test, checkpoints, device=device)
             seed_everything(init_seed)
-            model = TextTransformer(self.vocab_size, self.n_classes, **self.model_config)
+            model = TextTransformer(data.vocab_size, data.n_classes, **model_config)
             initial = kqv_weights(model)
             history = train(
                 model, train_data, None, run_config["optimizer"], steps=config.steps,
                 batch_size=config.batch_size, seed=order_seed, eval_every=config.eval_every,
                 checkpoint_dir=checkpoints, extra_metrics=chooser,
                 desc=f"text-md p={p:g} lr={lr:g} seeds={init_seed}/{order_seed}",
-                device=self.device, target_train_accuracy=run_config["target_train_accuracy"],
+                device=device, target_train_accuracy=run_config["target_train_accuracy"],
             )  # fmt: skip
             chosen, predicted = chooser.report(history)
             steps_run = len(history.train_loss)
@@ -252,19 +286,20 @@ class RunMaker:
                 "epoch_train_accuracy": [[e["step"], e["train_accuracy"]] for e in history.epochs],
                 **chosen,
             }
-            inputs = {k: v.to(self.device) for k, v in self.probe.inputs.items()}
+            probe = data.probe
+            inputs = {k: v.to(device) for k, v in probe.inputs.items()}
             layers = [a.cpu() for a in attention_maps(model, inputs)]
-            keyword = keyword_attention(layers, self.probe.word_mask, self.probe.attention_mask)
+            keyword = keyword_attention(layers, probe.word_mask, probe.attention_mask)
             weights = kqv_weights(model)
             info.update(
                 {f"keyword_{k}": v for k, v in keyword.items()},
-                probe_accuracy=probe_accuracy(model, self.probe, self.device),
+                probe_accuracy=probe_accuracy(model, probe, device),
                 **weight_counts(weights, initial),
             )
             arrays = {**weights, "test_predicted": predicted.astype(np.int8)}
             return history_table(history), arrays, info
 
-        return run_once(self.store, run_config, train_fn)
+        return run_once(self.store, run_config, train_fn, self.run_data)
 
     def protocol_fields(self) -> dict:
         """What a run's stopping rule adds to its stored config: the paper's protocol keeps the
@@ -278,23 +313,9 @@ def run(config: Config, out: Path) -> dict:
     use_threads(config)
     store = ResultsStore(out)
     device = torch_device(config.device)
-    tokenizer = load_tokenizer()
-    splits, texts, encoded, counts = load_data(config, tokenizer)
-    held_out = splits.test  # the whole test split, whatever test_size: it selects nothing
-    order = subset(len(held_out), 0)  # a fixed random order: no sentence is picked by hand
-    probe, probe_stats = lexicon_probe(
-        tokenizer, [held_out.texts[i] for i in order], held_out.labels[order], vader_lexicon(),
-        config.probe_size, config.max_len,
-        known=set(encoded["train"].inputs["input_ids"].unique().tolist()),
-    )  # fmt: skip
-    table = compact_vocabulary(
-        encoded["train"].inputs["input_ids"], tokenizer.vocab_size, tokenizer.unk_token_id
-    )
-    data = tuple(renumbered(encoded[n], table) for n in ("train", "validation", "test"))
-    probe.input_ids = table[probe.input_ids]
+    texts, encoded, counts, probe_stats, run_data = prepared_data(config)
     n_classes = counts["classes"]
-    trainer = RunMaker(config, store, data, counts, int(table.max()) + 1, n_classes, probe,
-                       device)  # fmt: skip
+    trainer = RunMaker(config, store, counts, run_data, device)
     minilm_run = baselines.start_minilm(config, store, encoded, n_classes, device)
 
     seeds = config.seed_list

@@ -250,9 +250,10 @@ def judge(claim: Claim, factor: float, support=CONFIDENCE, refute=CONFIDENCE) ->
             status = INCONCLUSIVE
         return Judgement(status, support, refute, 1, parts)
     if claim.rule is not None:
+        unmet = claim.unmet if factor == 1.0 else claim.unmet_at.get(f"{factor:g}x", claim.unmet)
         status = (
             INCONCLUSIVE
-            if claim.unmet
+            if unmet
             else decide_between(claim.rule.at(factor), claim.effect, support, refute)
         )
         return Judgement(status, support, refute)
@@ -302,6 +303,12 @@ class Claim:
     unmet: list[str] = field(default_factory=list)
     parts: list[Claim] = field(default_factory=list)
     any_part: bool = False
+    # factor label ("0.5x", "2x") → the verdict with the per-case level of ours scaled, for a
+    # rule whose threshold has no scale (a count of cases past that level: `no_violations`)
+    level_sensitivity: dict[str, str] = field(default_factory=dict)
+    # factor label → the preconditions failed with the threshold scaled by it, for a part
+    # whose preconditions depend on the threshold (`unmet` is the one at the threshold itself)
+    unmet_at: dict[str, list[str]] = field(default_factory=dict)
     status: str = field(init=False)
     sensitivity: dict = field(init=False)
     correction: dict = field(init=False, default_factory=dict)
@@ -336,6 +343,12 @@ class Claim:
             if (judged.support, judged.refute) != (CONFIDENCE, CONFIDENCE)
             else {}
         )
+        # the interval that decided a corrected part, beside its 95 % one
+        level = {SUPPORTED: judged.support, NOT_SUPPORTED: judged.refute}.get(self.status)
+        if self.correction and self.effect is not None and level not in (None, CONFIDENCE):
+            decided = self.effect.at_confidence(level)
+            if decided is not None:
+                self.correction["interval"] = [decided.low, decided.high]
         self.sensitivity = self._sensitivity({k: j.status for k, j in at.items()})
         for i, part in enumerate(self.parts):
             part._record(judged.parts[i], {k: j.parts[i] for k, j in at.items()})
@@ -363,6 +376,10 @@ class Claim:
         if not self.measured:
             return {}
         if all(r.threshold == r.centre for r in self.rules()):
+            if self.level_sensitivity:
+                fragile = any(s != self.status for s in self.level_sensitivity.values())
+                return {**self.level_sensitivity, "fragile": fragile,
+                        "note": "of the per-case level (its count has no scale)"}  # fmt: skip
             return {"fragile": None, "note": "threshold at its centre: no scale to vary"}
         return {**at, "fragile": any(s != self.status for s in at.values())}
 
@@ -1098,10 +1115,22 @@ def sensitivity_text(claim: dict) -> str:
         return "— (inconclusive: precondition)"
     if sensitivity.get("fragile") is None:
         return sensitivity.get("note", "—")
+    of = f" {sensitivity['note']}" if sensitivity.get("note") else ""
     if sensitivity["fragile"]:
         changed = [f"{k}: {v}" for k, v in sensitivity.items() if k.endswith("x")]
-        return "fragile (" + ", ".join(changed) + ")"
-    return "robust at ½× and 2×"
+        return "fragile (" + ", ".join(changed) + ")" + of
+    return "robust at ½× and 2×" + of
+
+
+def _deciding_interval_text(leaf: dict) -> str:
+    """A part Holm's correction decided at a level other than 95 %: the interval at it."""
+    correction = leaf.get("correction") or {}
+    if "interval" not in correction:
+        return ""
+    level = correction["refute" if status_of(leaf) == NOT_SUPPORTED else "support"]
+    low, high = correction["interval"]
+    return (f"; at Holm's {100 * level:.4g} % ({correction['parts']} parts): "
+            f"[{low:.4g}, {high:.4g}]")  # fmt: skip
 
 
 def _has_unmet(claim: dict) -> bool:
@@ -1126,7 +1155,7 @@ def verdict_columns(claim: dict) -> dict[str, str]:
         or "—",
         "source": "<br>".join(sources) or "—",
         "effect": "<br>".join(
-            [_effect_text(leaf.get("effect"))
+            [_effect_text(leaf.get("effect")) + _deciding_interval_text(leaf)
              + (f" ({leaf['evidence']['effect_note']})"
                 if "effect_note" in (leaf.get("evidence") or {}) else "")
              + (f" → {verdict_text(leaf)}" if len(leaves) > 1 else "")

@@ -7,7 +7,7 @@ import numpy as np
 
 from ...curves import Curves
 from ..claims import Claim, Rule, exact_effect, mean_effect, ratio_effect
-from .common import described, final, over_runs, paired
+from .common import described, final, over_runs, paired, values
 from .ngd import met_early
 
 SOURCE_OWN = "ours: divergence {threshold:g} (config threshold); the theorem's limit is 0"
@@ -86,6 +86,79 @@ def own_p_apart(
         for n, (o, d) in apart.items()
     }
     return Claim(text, parts=parts, evidence=evidence)
+
+
+# ours: a run still losing over half its divergence across the last decade of steps has not
+# settled, so a level it has not reached yet refutes nothing
+SETTLED_FALL = 2.0
+
+
+def own_p_nearer(
+    groups: dict[str, Curves],
+    own: dict[str, str],
+    apart: dict[str, dict[int, tuple[str, float]]],
+    text: str,
+    exact=False,
+    unit: str = "deterministic run",
+) -> Claim:
+    """`own_p_apart` per run, where each run has SVMs of its own (those of the tokens it
+    selected): each run's final divergence from its own p's ℓp-AttSVM over that SVM's
+    divergence from the nearest other p's (`apart`: algorithm → seed → (that SVM's name,
+    D_ψp(Ŵ_mm^p, Ŵ_mm^q)), solved in the run), mean over seeds, is below ¼. Inconclusive where
+    a run's SVMs coincide (no level tells them apart), where the runs are below ¼ already after
+    the first step (no convergence tested), or where the mean is at or above ¼ while the runs
+    still fall more than SETTLED_FALL× over the last decade of steps (longer runs decide)."""
+    source = (
+        "derived per run: ¼ of D_ψ between its ℓp-AttSVM and the nearest other p's, both "
+        "solved in the run (D_ψ is locally half a squared distance, so below ¼ of it the run is "
+        "nearer its own SVM than that one); the theorem's limit is 0"
+    )
+    parts, separations = [], {}
+    for name, metric in own.items():
+        c = groups[name]
+        by_seed = apart.get(name, {})
+        found = [by_seed.get(int(s), ("", float("nan"))) for s in c.seed_ids()]
+        separation = np.array([d for _, d in found], dtype=float)
+        ratio = values(c, metric) / separation[:, None]
+        separated = np.isfinite(separation) & (separation > 0.0)
+        unmet = []
+        if not separated.all():
+            unmet.append(
+                f"{int((~separated).sum())} of {separation.size} runs' ℓp-AttSVM is not apart "
+                "from another p's (D_ψ = 0, or none solved): no level tells them apart; runs "
+                "whose SVMs differ would decide it"
+            )
+        elif ratio.size:
+            column = first_step_column(c)
+            if np.all(ratio[:, column] < SEPARATION_FRACTION):
+                unmet.append(f"below ¼ already at step {c.steps[column]}: the level does not "
+                             "test convergence")  # fmt: skip
+            unmet += unsettled(c.steps, ratio)
+        rule = Rule(f"final {metric} of {name} over its SVM's D_ψ from the nearest other p's",
+                    "<", SEPARATION_FRACTION, source)  # fmt: skip
+        parts.append(Claim("", rule=rule, effect=final_effect(ratio[:, -1], exact, unit),
+                           unmet=unmet))  # fmt: skip
+        separations[name] = {
+            "nearest": sorted({other for other, _ in found}),
+            **described({name: separation}).get(name, {}),
+        }
+    evidence = described({n: final(groups[n], m) for n, m in own.items()})
+    evidence["separation"] = separations
+    return Claim(text, parts=parts, evidence=evidence)
+
+
+def unsettled(steps: np.ndarray, ratio: np.ndarray) -> list[str]:
+    """The precondition that a mean ratio at or above ¼ refutes: the runs have settled, their
+    median fall over the last decade of steps (from the first recorded step ≥ a tenth of the
+    last) at most SETTLED_FALL×."""
+    if not np.mean(ratio[:, -1]) >= SEPARATION_FRACTION:
+        return []
+    tenth = int(np.searchsorted(steps, steps[-1] / 10.0))
+    fall = float(np.median(ratio[:, tenth] / ratio[:, -1]))
+    if not fall > SETTLED_FALL:
+        return []
+    return [f"still falling: the ratio falls a median {fall:.3g}× from step {steps[tenth]} to "
+            f"{steps[-1]}; longer runs would decide it"]  # fmt: skip
 
 
 def first_step_column(c: Curves) -> int:

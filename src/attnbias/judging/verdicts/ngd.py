@@ -88,7 +88,8 @@ def global_convergence(groups: dict[str, Curves], reference: str, target: float)
         f"final {LABELS[MISALIGNMENT]} of {reference} ≤ {1.0 - target:g}, per seed",
         f"ours: alignment {target:g} (config target_alignment); Thm 1 gives the limit 1 from "
         "any start under Assumption 1: one seed above refutes it",
-        unit="seeds", **described({n: final(c, MISALIGNMENT) for n, c in groups.items()}),
+        unit="seeds", level=1.0 - target,
+        **described({n: final(c, MISALIGNMENT) for n, c in groups.items()}),
     )  # fmt: skip
 
 

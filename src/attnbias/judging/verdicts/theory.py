@@ -14,6 +14,7 @@ import numpy as np
 
 from ...theory_measures import span
 from ..claims import (
+    SENSITIVITY_FACTORS,
     Claim,
     Rule,
     clustered_mean_effect,
@@ -160,10 +161,10 @@ def window_stable(
     unmet = unresolved(early + late, "fit in both windows")
     if not np.all(same | ~np.isfinite(early + late)):
         unmet.append(f"{int(np.sum(~same))} runs change sign between the windows")
-    ratio = ratio_effect(np.abs(late), np.abs(early), unit="runs")
+    ratio = ratio_effect(np.abs(late), np.abs(early), unit="seeds")  # one run per seed
     late_span, early_span = (f"{int(w[0]):,}–{int(w[1]):,}" for w in windows[::-1])
     of = f" of {who}" if who else ""
-    quantity = f"exponent{of} on steps {late_span} over exponent on {early_span}, per run"
+    quantity = f"exponent{of} on steps {late_span} over exponent on {early_span}, per seed"
     source = f"ours: a fit is stable when two windows agree within {tolerance:.0%}"
     return Claim(
         f"The fitted exponent is stable: on steps {late_span} it is within {tolerance:.0%} of the "
@@ -354,21 +355,31 @@ def _fraction(holds, comparison, level, text, quantity, source, clusters, unit, 
 
 def no_violations(
     margins, text: str, quantity: str, source: str, *, unit: str = "cases", clusters=None,
-    **evidence
+    level: float | None = None, **evidence
 ) -> Claim:  # fmt: skip
     """A property that must hold at every checked case (a lemma's inequality at every step):
     `margins` by how much it holds at each (< 0: violated; NaN: not checked). Supported when
     no case violates it, refuted by one violation ('k of N steps violate it, largest
     violation x'; `unit`: what a case is); not applicable when no case was checked.
-    `clusters`: the seed of each case (n = distinct seeds, `claims.violations_effect`)."""
+    `clusters`: the seed of each case (n = distinct seeds, `claims.violations_effect`).
+    `level`: where the margins are a level of ours less a value (level − value), the level,
+    so the sensitivity column scales it (a count has no scale of its own)."""
     margins = np.asarray(margins, dtype=np.float64).ravel()
     if not np.isfinite(margins).any():
         return Claim(text, None, {"not_applicable": "no case to check", **evidence})
+    rule = violations_rule(quantity, source)
+    scaled = {}
+    if level is not None:
+        for factor in SENSITIVITY_FACTORS:  # margins at factor · level: + (factor − 1) · level
+            moved = violations_effect(margins + (factor - 1.0) * level, unit=unit,
+                                      clusters=clusters)  # fmt: skip
+            scaled[f"{factor:g}x"] = Claim(text, rule=rule, effect=moved).status
     return Claim(
         text,
-        rule=violations_rule(quantity, source),
+        rule=rule,
         effect=violations_effect(margins, unit=unit, clusters=clusters),
         evidence=evidence,
+        level_sensitivity=scaled,
     )
 
 

@@ -322,7 +322,8 @@ def tuned_sooner(
         if late and would == TIMED_AT_BUDGET[role]:
             unmet.append(f"{late} of {times.size} {m} runs never reach the level in "
                          f"{budget:g} steps: timed at the budget, they could overturn what "
-                         f"the interval {would}")  # fmt: skip
+                         f"the interval {would}; runs long enough for every {m} run to reach "
+                         "it would decide it")  # fmt: skip
         if (stuck := int(np.sum(stopped & ~np.isfinite(times)))) and in_doubt:
             unmet.append(f"{stuck} of {times.size} {m} runs never reach the level and end "
                          "frozen (one float64 value at the last two recorded steps: the run "

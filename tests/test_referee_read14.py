@@ -1,0 +1,91 @@
+"""Referee read 14: a part Holm's correction decided prints the interval at the level that
+decided it; a rule counting cases past a level of ours scales that level in its sensitivity
+column (a count has no scale of its own)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import numpy as np
+
+from attnbias.curves import Curves
+from attnbias.judging.claims import (
+    INCONCLUSIVE,
+    NOT_SUPPORTED,
+    SUPPORTED,
+    Claim,
+    Rule,
+    mean_effect,
+    sensitivity_text,
+    verdict_columns,
+)
+from attnbias.judging.verdicts import atlas, ngd
+
+RULE = Rule("share", ">", 0.9, "ours")
+
+
+def share(values) -> Claim:
+    return Claim("", rule=RULE, effect=mean_effect(np.asarray(values, dtype=float)))
+
+
+def test_a_part_decided_at_holms_level_prints_that_interval():
+    rng = np.random.default_rng(1)
+    near = 0.93 + 0.02 * rng.standard_normal(40)  # clears 0.9 at 95 %, and at 98.3 %
+    claim = Claim("at some radius", parts=[share(near), share(near - 0.2), share(near - 0.3)],
+                  any_part=True)  # fmt: skip
+    assert claim.status == SUPPORTED
+    stored = asdict(claim)
+    decided = stored["parts"][0]["correction"]
+    assert decided["support"] < 0.99 and len(decided["interval"]) == 2
+    wider = claim.parts[0].effect.at_confidence(decided["support"])
+    assert decided["interval"] == [wider.low, wider.high]
+    assert wider.low < claim.parts[0].effect.low  # the wider interval is the one printed
+    effect = verdict_columns(stored)["effect"].split("<br>")[0]
+    assert f"at Holm's {100 * decided['support']:.4g} % (3 parts): [{wider.low:.4g}," in effect
+    # a part judged at 95 % prints no second interval
+    alone = asdict(share(near))
+    assert "Holm" not in verdict_columns(alone)["effect"]
+
+
+def aligned(misalignment: float, seeds: int = 10) -> dict[str, Curves]:
+    steps = np.array([0, 10, 100])
+    values = np.tile([0.0, 1.0 - 10 * misalignment, 1.0 - misalignment], (seeds, 1))
+    return {"NGD": Curves(steps, {"alignment/2": values}, seeds=np.arange(seeds))}
+
+
+def test_global_convergence_scales_its_per_seed_level_in_the_sensitivity_column():
+    robust = ngd.global_convergence(aligned(0.004), "NGD", 0.99)  # level 0.01: ½× is 0.005
+    assert robust.status == SUPPORTED
+    note = "of the per-case level (its count has no scale)"
+    assert robust.sensitivity == {
+        "0.5x": SUPPORTED,
+        "2x": SUPPORTED,
+        "fragile": False,
+        "note": note,
+    }
+    assert sensitivity_text(asdict(robust)) == (
+        "robust at ½× and 2× of the per-case level (its count has no scale)"
+    )
+    fragile = ngd.global_convergence(aligned(0.007), "NGD", 0.99)
+    assert fragile.status == SUPPORTED
+    assert fragile.sensitivity["0.5x"] == NOT_SUPPORTED and fragile.sensitivity["fragile"]
+    assert sensitivity_text(asdict(fragile)).startswith("fragile (0.5x: not supported")
+
+
+def falling_gap(final: float, slope: float, seeds: int = 10) -> Curves:
+    steps = np.unique(np.geomspace(1, 3000, 30).astype(int))
+    rng = np.random.default_rng(0)
+    ends = final * np.exp(0.05 * rng.standard_normal(seeds))
+    gaps = ends[:, None] * (steps / steps[-1])[None, :] ** slope
+    return Curves(steps, {"gap/2": gaps}, seeds=np.arange(seeds))
+
+
+def test_a_level_part_scaled_down_asks_again_whether_the_gap_still_falls():
+    # median gap 0.03 below 0.05; at ½× (0.025) it is above, but still falling: inconclusive
+    falling = atlas.level_part(falling_gap(0.03, -0.5), "M", "2", "gap", 0.05, "ours", 0.1)
+    assert falling.status == SUPPORTED
+    assert falling.sensitivity["0.5x"] == INCONCLUSIVE
+    assert "has not converged" in falling.unmet_at["0.5x"][0]
+    # a gap that has stopped falling is refuted at ½×
+    flat = atlas.level_part(falling_gap(0.03, 0.0), "M", "2", "gap", 0.05, "ours", 0.1)
+    assert flat.status == SUPPORTED and flat.sensitivity["0.5x"] == NOT_SUPPORTED
