@@ -223,10 +223,14 @@ def planned(config: Config) -> list[tuple]:
 
 
 def config_step_label(config: Config, algorithm) -> str:
-    """An algorithm's config step as a value, with its steps where it runs longer: "config
-    η = 0.2", "config η = 0.0125, 30,000 steps"."""
+    """An algorithm's config step as a value, with its steps where it runs longer (its step
+    was chosen at the shorter runs and fixed): "config η = 0.2", "η = 0.0125 (chosen at 3,000
+    steps, fixed), 30,000 steps"."""
     step, value = step_of(algorithm)
-    return f"config {step} = {value:.3g}{config.steps_note(algorithm.name)}"
+    longer = config.steps_note(algorithm.name)
+    if longer:
+        return f"{step} = {value:.3g} (chosen at {config.steps:,} steps, fixed){longer}"
+    return f"config {step} = {value:.3g}"
 
 
 def step_labels(config: Config, tuned=None, metric: str = "") -> dict[str, str]:
