@@ -12,6 +12,7 @@ import pkgutil
 import sys
 import textwrap
 import types
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -21,7 +22,7 @@ import claim_cases
 from attnbias import experiments
 from attnbias.curves import Curves
 from attnbias.experiment_registry import load_config
-from attnbias.experiments import md_plain
+from attnbias.experiments import md_plain, ngd_joint
 from attnbias.judging import verdicts
 from attnbias.judging.claims import Claim
 from claim_cases import cases, value_cases
@@ -173,6 +174,38 @@ def test_a_transient_before_the_fit_window_is_left_out_of_the_fit():
     }
 
 
+def ngd_joint_capped_args() -> tuple:
+    """ngd-joint's claims' arguments on constructed runs, with a confirmation of their own."""
+    groups = claim_cases.joint(claim_cases.ngd_groups())
+    seen = claim_cases.every_step(groups)
+    config = {"baseline": "GD", "fastest": "Polyak", "target_alignment": 0.95,
+              "target_loss": 1e-3}  # fmt: skip
+    return groups, config, replace(seen, confirmation=dict(seen.evaluation))
+
+
+def ngd_joint_capped_claims():
+    """ngd-joint's claims where Polyak's cap γ_b = 1e6 binds from step 0 in every run (its
+    `cap_onsets`): every speed part that times Polyak is inconclusive, whatever its interval,
+    on the confirmation and on the evaluation seeds' look alike."""
+
+    def onsets(look):
+        return {f: np.zeros(len(c.seed_ids())) for f, c in look.evaluation["Polyak"].items()}
+
+    return ngd_joint.claims(*ngd_joint_capped_args(), onsets, 1e6)
+
+
+def test_a_binding_cap_leaves_polyaks_speed_parts_inconclusive():
+    """Pins the case that catches flips of ngd_joint.claims' cap guards."""
+    made = {c.id: c for c in ngd_joint_capped_claims()}
+    uncapped = {c.id: c for c in ngd_joint.claims(*ngd_joint_capped_args())}
+    for slug in ("all-beat-gd", "polyak-fastest"):
+        row = made[f"ngd-joint/{slug}"]
+        timed = [p for p in row.parts if p.rule.quantity.startswith("steps to reach")
+                 and "Polyak" in p.rule.quantity and p.effect is not None]  # fmt: skip
+        assert timed and all(p.status == "inconclusive" for p in timed)
+        assert any(p.status != "inconclusive" for p in uncapped[f"ngd-joint/{slug}"].parts)
+
+
 def experiment_outcomes() -> list:
     """Every experiment-level constructed claim's status and its parts' statuses."""
     from test_claims import CLAIMS, synthetic_claims, text_md_missed_target
@@ -182,6 +215,7 @@ def experiment_outcomes() -> list:
     made += [c for make in CLAIMS.values() for holds in (True, False) for c in make(holds=holds)]
     made += [c for protocol in ("target", "budget") for c in text_md_missed_target(protocol)]
     made += md_plain_transient_claims()
+    made += ngd_joint_capped_claims()
     made += reexamine_claims()
     return [(c.id, c.status, tuple(p.status for p in c.parts)) for c in made]
 
