@@ -7,7 +7,9 @@ from __future__ import annotations
 from dataclasses import asdict
 
 import numpy as np
+import pytest
 
+import claim_cases
 from attnbias.curves import Curves
 from attnbias.judging.claims import (
     INCONCLUSIVE,
@@ -19,7 +21,7 @@ from attnbias.judging.claims import (
     sensitivity_text,
     verdict_columns,
 )
-from attnbias.judging.verdicts import atlas, ngd
+from attnbias.judging.verdicts import atlas, md, ngd
 
 RULE = Rule("share", ">", 0.9, "ours")
 
@@ -89,3 +91,35 @@ def test_a_level_part_scaled_down_asks_again_whether_the_gap_still_falls():
     # a gap that has stopped falling is refuted at ½×
     flat = atlas.level_part(falling_gap(0.03, 0.0), "M", "2", "gap", 0.05, "ours", 0.1)
     assert flat.status == SUPPORTED and flat.sensitivity["0.5x"] == NOT_SUPPORTED
+
+
+def test_nested_holm_families_print_the_whole_familys_size():
+    """Two data sets of two parts each: a part refuted after both corrections names the 4
+    hypotheses its level was corrected for (it named its own data set's 2)."""
+    rng = np.random.default_rng(2)
+    holds, fails = 0.95 + 0.01 * rng.standard_normal(30), 0.5 + 0.01 * rng.standard_normal(30)
+    claim = Claim("every data set", parts=[
+        Claim("one", parts=[share(holds), share(fails)]),
+        Claim("two", parts=[share(holds), share(holds)]),
+    ])  # fmt: skip
+    assert claim.status == NOT_SUPPORTED
+    refuted = asdict(claim)["parts"][0]["parts"][1]
+    assert refuted["correction"]["parts"] == 4
+    assert refuted["correction"]["refute"] == pytest.approx(1 - 0.05 / 4)
+
+
+def test_a_scaled_verdict_left_open_by_a_precondition_prints_why():
+    falling = atlas.level_part(falling_gap(0.03, -0.5), "M", "2", "gap", 0.05, "ours", 0.1)
+    text = sensitivity_text(asdict(Claim("", parts=[falling])))
+    assert text.startswith("fragile (0.5x: inconclusive (M has not converged")
+
+
+def test_own_p_nearer_asks_at_half_the_level_whether_the_runs_settled():
+    # mean ratio 0.2: below ¼; at ½× (0.125) above it
+    still = md.own_p_nearer(claim_cases.md_settling(0.01, 40.0), claim_cases.JOINT_OWN,
+                            claim_cases.SETTLING_APART, "d")  # fmt: skip
+    assert still.status == SUPPORTED and still.sensitivity["0.5x"] == INCONCLUSIVE
+    settled = md.own_p_nearer(claim_cases.md_settling(0.01, 1.5), claim_cases.JOINT_OWN,
+                              claim_cases.SETTLING_APART, "d")  # fmt: skip
+    assert settled.status == SUPPORTED and settled.sensitivity["0.5x"] == NOT_SUPPORTED
+    assert settled.parts[0].evidence["effect_note"] == "8 of 8 runs end below ¼"

@@ -99,7 +99,8 @@ SLOWER_SOURCE = "the NGD paper, Figs. 6 and 7: on a ViT SNGD trains slower than 
 LITTLE_SOURCE = (
     "the NGD paper (App. C): 'Adam achieves no significant gain in terms of training speed over "
     f"SGD', one-sided (an Adam slower than SGD gains nothing); ours: a gain is a final train "
-    f"loss below SGD's over {ABOUT_EQUAL:g} (text-finetune's tolerance for 'about as fast')"
+    f"loss below SGD's over {ABOUT_EQUAL:g} (text-finetune's tolerance for about as fast, our "
+    "words)"
 )
 
 

@@ -231,24 +231,28 @@ def holm_step_down(candidates: Sequence[int], k: int, alpha: float, reaches) -> 
     return decided
 
 
-def judge(claim: Claim, factor: float, support=CONFIDENCE, refute=CONFIDENCE) -> Judgement:
+def judge(
+    claim: Claim, factor: float, support=CONFIDENCE, refute=CONFIDENCE, family: int = 1
+) -> Judgement:
     """The claim's verdict with every threshold scaled by `factor`, "supported" judged at
     confidence `support` and "not supported" at `refute`. The parts of a claim are a family:
     a claim needing every part is refuted when one part is, so the refutations are corrected
     by Holm (the part most clearly refuted at 1 − α/k, the next at 1 − α/(k − 1), …), while
     "supported" needs every part and takes no correction (an intersection–union test); a claim
-    needing some part (`any_part`) the other way round."""
+    needing some part (`any_part`) the other way round. `family`: the number of hypotheses the
+    levels were corrected for above this claim (nested families multiply: 2 data sets of 16
+    parts each are 32)."""
     if claim.parts:
-        parts = [judge(p, factor, support, refute) for p in claim.parts]
-        family = [i for i, j in enumerate(parts) if j.status != NOT_APPLICABLE]
-        if len(family) > 1:
-            corrected = _holm_parts(claim, factor, parts, family, support, refute)
+        parts = [judge(p, factor, support, refute, family) for p in claim.parts]
+        members = [i for i, j in enumerate(parts) if j.status != NOT_APPLICABLE]
+        if len(members) > 1:
+            corrected = _holm_parts(claim, factor, parts, members, support, refute, family)
             parts = [corrected.get(i, j) for i, j in enumerate(parts)]
         statuses = [j.status for j in parts]
         status = (combine_some if claim.any_part else combine)(statuses)
         if claim.unmet:  # a failed precondition of the whole claim outranks any part
             status = INCONCLUSIVE
-        return Judgement(status, support, refute, 1, parts)
+        return Judgement(status, support, refute, family, parts)
     if claim.rule is not None:
         unmet = claim.unmet if factor == 1.0 else claim.unmet_at.get(f"{factor:g}x", claim.unmet)
         status = (
@@ -256,23 +260,21 @@ def judge(claim: Claim, factor: float, support=CONFIDENCE, refute=CONFIDENCE) ->
             if unmet
             else decide_between(claim.rule.at(factor), claim.effect, support, refute)
         )
-        return Judgement(status, support, refute)
+        return Judgement(status, support, refute, family)
     return Judgement({True: SUPPORTED, False: NOT_SUPPORTED, None: NOT_APPLICABLE}[claim.supported])
 
 
-def _holm_parts(claim, factor, parts, family, support, refute) -> dict[int, Judgement]:
+def _holm_parts(claim, factor, parts, members, support, refute, family) -> dict[int, Judgement]:
     """The parts' judgements that Holm's correction changes (by index): for a claim needing
     every part, the parts refuted alone are re-judged at Holm's refutation levels; needing
-    some part, those supported alone at Holm's support levels."""
-    k, some = len(family), claim.any_part
+    some part, those supported alone at Holm's support levels. `family`: as `judge`'s."""
+    k, some = len(members), claim.any_part
     target = SUPPORTED if some else NOT_SUPPORTED
-    candidates = [i for i in family if parts[i].status == target]  # intervals nest: no other
+    candidates = [i for i in members if parts[i].status == target]  # intervals nest: no other
 
     def at(i: int, level: float) -> Judgement:
         levels = (level, refute) if some else (support, level)
-        judged = judge(claim.parts[i], factor, *levels)
-        judged.family = k
-        return judged
+        return judge(claim.parts[i], factor, *levels, family=k * family)
 
     def reaches(i: int, level: float) -> Judgement | None:
         return judged if (judged := at(i, level)).status == target else None
@@ -1117,9 +1119,20 @@ def sensitivity_text(claim: dict) -> str:
         return sensitivity.get("note", "—")
     of = f" {sensitivity['note']}" if sensitivity.get("note") else ""
     if sensitivity["fragile"]:
-        changed = [f"{k}: {v}" for k, v in sensitivity.items() if k.endswith("x")]
+        changed = [f"{k}: {v}" + _scaled_reasons(claim, k, v)
+                   for k, v in sensitivity.items() if k.endswith("x")]  # fmt: skip
         return "fragile (" + ", ".join(changed) + ")" + of
     return "robust at ½× and 2×" + of
+
+
+def _scaled_reasons(claim: dict, factor: str, status: str) -> str:
+    """Why a stored claim is inconclusive with its thresholds scaled by `factor` ("0.5x"),
+    where a precondition asked again there failed (`Claim.unmet_at`)."""
+    if status != INCONCLUSIVE:
+        return ""
+    reasons = [r for leaf in measured_parts(claim) for r in (leaf.get("unmet_at") or {}).get(
+        factor, [])]  # fmt: skip
+    return f" ({'; '.join(dict.fromkeys(reasons))})" if reasons else ""
 
 
 def _deciding_interval_text(leaf: dict) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...curves import Curves
-from ..claims import Claim, Rule, exact_effect, mean_effect, ratio_effect
+from ..claims import SENSITIVITY_FACTORS, Claim, Rule, exact_effect, mean_effect, ratio_effect
 from .common import described, final, over_runs, paired, values
 from .ngd import met_early
 
@@ -120,24 +120,16 @@ def own_p_nearer(
         found = [by_seed.get(int(s), ("", float("nan"))) for s in c.seed_ids()]
         separation = np.array([d for _, d in found], dtype=float)
         ratio = values(c, metric) / separation[:, None]
-        separated = np.isfinite(separation) & (separation > 0.0)
-        unmet = []
-        if not separated.all():
-            unmet.append(
-                f"{int((~separated).sum())} of {separation.size} runs' ℓp-AttSVM is not apart "
-                "from another p's (D_ψ = 0, or none solved): no level tells them apart; runs "
-                "whose SVMs differ would decide it"
-            )
-        elif ratio.size:
-            column = first_step_column(c)
-            if np.all(ratio[:, column] < SEPARATION_FRACTION):
-                unmet.append(f"below ¼ already at step {c.steps[column]}: the level does not "
-                             "test convergence")  # fmt: skip
-            unmet += unsettled(c.steps, ratio)
         rule = Rule(f"final {metric} of {name} over its SVM's D_ψ from the nearest other p's",
                     "<", SEPARATION_FRACTION, source)  # fmt: skip
-        parts.append(Claim("", rule=rule, effect=final_effect(ratio[:, -1], exact, unit),
-                           unmet=unmet))  # fmt: skip
+        below = int(np.sum(ratio[:, -1] < SEPARATION_FRACTION)) if ratio.size else 0
+        unmet = {f: nearer_preconditions(c, ratio, separation, SEPARATION_FRACTION * f)
+                 for f in (1.0, *SENSITIVITY_FACTORS)}  # fmt: skip
+        parts.append(Claim(
+            "", rule=rule, effect=final_effect(ratio[:, -1], exact, unit), unmet=unmet[1.0],
+            unmet_at={f"{f:g}x": unmet[f] for f in SENSITIVITY_FACTORS},
+            evidence={"effect_note": f"{below} of {ratio.shape[0]} runs end below ¼"},
+        ))  # fmt: skip
         separations[name] = {
             "nearest": sorted({other for other, _ in found}),
             **described({name: separation}).get(name, {}),
@@ -147,11 +139,32 @@ def own_p_nearer(
     return Claim(text, parts=parts, evidence=evidence)
 
 
-def unsettled(steps: np.ndarray, ratio: np.ndarray) -> list[str]:
-    """The precondition that a mean ratio at or above ¼ refutes: the runs have settled, their
-    median fall over the last decade of steps (from the first recorded step ≥ a tenth of the
-    last) at most SETTLED_FALL×."""
-    if not np.mean(ratio[:, -1]) >= SEPARATION_FRACTION:
+def nearer_preconditions(
+    c: Curves, ratio: np.ndarray, separation: np.ndarray, level: float
+) -> list[str]:
+    """`own_p_nearer`'s preconditions at `level` (¼, or ¼ scaled): every run's SVMs apart, the
+    level not met after the first step already, and a mean at or above it settled."""
+    separated = np.isfinite(separation) & (separation > 0.0)
+    if not separated.all():
+        return [
+            f"{int((~separated).sum())} of {separation.size} runs' ℓp-AttSVM is not apart from "
+            "another p's (D_ψ = 0, or none solved): no level tells them apart; runs whose SVMs "
+            "differ would decide it"
+        ]
+    if not ratio.size:
+        return []
+    column = first_step_column(c)
+    if np.all(ratio[:, column] < level):
+        return [f"below {level:g} already at step {c.steps[column]}: the level does not test "
+                "convergence"]  # fmt: skip
+    return unsettled(c.steps, ratio, level)
+
+
+def unsettled(steps: np.ndarray, ratio: np.ndarray, level: float) -> list[str]:
+    """The precondition that a mean ratio at or above `level` refutes: the runs have settled,
+    their median fall over the last decade of steps (from the first recorded step ≥ a tenth of
+    the last) at most SETTLED_FALL×."""
+    if not np.mean(ratio[:, -1]) >= level:
         return []
     tenth = int(np.searchsorted(steps, steps[-1] / 10.0))
     fall = float(np.median(ratio[:, tenth] / ratio[:, -1]))
