@@ -1092,7 +1092,8 @@ def value_cases() -> dict[str, list]:
     `tuning.start_value` (its value at the second recorded step, not step 0's or 1's),
     `tuning.untimed` (most pairs tied, half, none), `common.steps_to_reach` (a crossing
     between consecutive recorded steps and one between steps further apart),
-    `ngd.still_falling` (a run long enough to decide, and none)."""
+    `ngd.still_falling` (a run long enough to decide, and none), `md.runs_below` (runs below,
+    at and above the level)."""
     steps = np.array([0, 1, 2, 4, 8])
     falling = np.array([[0.7, 1e-3, 1e-6, 1e-9, 1e-12], [0.7, 0.5, 0.4, 0.3, 0.2]])
     frozen = np.array([[0.7, 1e-3, 1e-5, 1e-5, 1e-5], [0.7, 1e-3, 1e-5, 1e-5, 1e-5]])
@@ -1108,6 +1109,8 @@ def value_cases() -> dict[str, list]:
             (None, (Curves(steps, {"loss": frozen}), np.array([np.nan, 0.0]), 1.0, 1e6), {}),
         ],
         "ngd.fit_window_note": [(None, (windowed, "1-alignment/2"), {})],
+        # runs below, at and above the level (one at it is not below)
+        "md.runs_below": [(None, (np.array([0.1, 0.25, 0.4]), 0.25), {})],
         "common.growing_until": [
             (None, (Curves(steps, {"norm/2": np.vstack([norms, np.ones(5) * 3.0])}), 0.5), {}),
         ],

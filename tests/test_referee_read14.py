@@ -122,4 +122,4 @@ def test_own_p_nearer_asks_at_half_the_level_whether_the_runs_settled():
     settled = md.own_p_nearer(claim_cases.md_settling(0.01, 1.5), claim_cases.JOINT_OWN,
                               claim_cases.SETTLING_APART, "d")  # fmt: skip
     assert settled.status == SUPPORTED and settled.sensitivity["0.5x"] == NOT_SUPPORTED
-    assert settled.parts[0].evidence["effect_note"] == "8 of 8 runs end below ¼"
+    assert settled.parts[0].evidence["effect_note"] == "8 of 8 runs end below 0.25"

@@ -122,13 +122,12 @@ def own_p_nearer(
         ratio = values(c, metric) / separation[:, None]
         rule = Rule(f"final {metric} of {name} over its SVM's D_ψ from the nearest other p's",
                     "<", SEPARATION_FRACTION, source)  # fmt: skip
-        below = int(np.sum(ratio[:, -1] < SEPARATION_FRACTION)) if ratio.size else 0
         unmet = {f: nearer_preconditions(c, ratio, separation, SEPARATION_FRACTION * f)
                  for f in (1.0, *SENSITIVITY_FACTORS)}  # fmt: skip
         parts.append(Claim(
             "", rule=rule, effect=final_effect(ratio[:, -1], exact, unit), unmet=unmet[1.0],
             unmet_at={f"{f:g}x": unmet[f] for f in SENSITIVITY_FACTORS},
-            evidence={"effect_note": f"{below} of {ratio.shape[0]} runs end below ¼"},
+            evidence={"effect_note": runs_below(ratio[:, -1], SEPARATION_FRACTION)},
         ))  # fmt: skip
         separations[name] = {
             "nearest": sorted({other for other, _ in found}),
@@ -137,6 +136,11 @@ def own_p_nearer(
     evidence = described({n: final(groups[n], m) for n, m in own.items()})
     evidence["separation"] = separations
     return Claim(text, parts=parts, evidence=evidence)
+
+
+def runs_below(finals: np.ndarray, level: float) -> str:
+    """How many runs end below `level`, beside a mean that may hide a few above it."""
+    return f"{int(np.sum(finals < level))} of {finals.size} runs end below {level:g}"
 
 
 def nearer_preconditions(
