@@ -1093,7 +1093,8 @@ def value_cases() -> dict[str, list]:
     `tuning.untimed` (most pairs tied, half, none), `common.steps_to_reach` (a crossing
     between consecutive recorded steps and one between steps further apart),
     `ngd.still_falling` (a run long enough to decide, and none), `md.runs_below` (runs below,
-    at and above the level)."""
+    at and above the level), `atlas.not_converged` (a median above the level, and one below
+    it with the interval's upper end above)."""
     steps = np.array([0, 1, 2, 4, 8])
     falling = np.array([[0.7, 1e-3, 1e-6, 1e-9, 1e-12], [0.7, 0.5, 0.4, 0.3, 0.2]])
     frozen = np.array([[0.7, 1e-3, 1e-5, 1e-5, 1e-5], [0.7, 1e-3, 1e-5, 1e-5, 1e-5]])
@@ -1111,6 +1112,12 @@ def value_cases() -> dict[str, list]:
         "ngd.fit_window_note": [(None, (windowed, "1-alignment/2"), {})],
         # runs below, at and above the level (one at it is not below)
         "md.runs_below": [(None, (np.array([0.1, 0.25, 0.4]), 0.25), {})],
+        # a falling gap whose median is above the level, and one whose median is below it
+        # already while its interval's upper end is not
+        "atlas.not_converged": [
+            (None, (atlas_groups(own_gap=0.2)["NGD"], "NGD", "2", 0.05, 0.1, 0.25), {}),
+            (None, (atlas_groups(own_gap=0.04)["NGD"], "NGD", "2", 0.05, 0.1, 0.06), {}),
+        ],
         "common.growing_until": [
             (None, (Curves(steps, {"norm/2": np.vstack([norms, np.ones(5) * 3.0])}), 0.5), {}),
         ],

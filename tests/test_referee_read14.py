@@ -123,3 +123,15 @@ def test_own_p_nearer_asks_at_half_the_level_whether_the_runs_settled():
                               claim_cases.SETTLING_APART, "d")  # fmt: skip
     assert settled.status == SUPPORTED and settled.sensitivity["0.5x"] == NOT_SUPPORTED
     assert settled.parts[0].evidence["effect_note"] == "8 of 8 runs end below 0.25"
+
+
+def test_a_median_below_the_level_times_the_intervals_upper_end():
+    """Read 14c: a median below the level already was extended to the level as if above it
+    ("reaches 0.025 by step ~2.9e5" on a run of 3e5 steps): it is the interval's upper end that
+    must still fall, and the reason times that."""
+    gap = falling_gap(0.04, -0.5)  # median ~0.04 at step 3,000, falling like t^-0.5
+    (reason,) = atlas.not_converged(gap, "M", "2", 0.05, 0.1, upper=0.06)
+    assert "below 0.05 already, its interval's upper end 0.06" in reason
+    assert "its interval's upper end reaches 0.05 by step ~4.3e+03" in reason  # 3000·1.2²
+    (above,) = atlas.not_converged(gap, "M", "2", 0.02, 0.1, upper=0.06)
+    assert "its median reaches 0.02 by step ~1.2e+04" in above  # 3000·2²

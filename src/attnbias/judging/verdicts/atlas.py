@@ -54,24 +54,31 @@ def gap_slopes(c: Curves, label: str, start: float) -> np.ndarray:
     return np.array([loglog_slope(c.steps, row, start) for row in values(c, gap(label))])
 
 
-def not_converged(c: Curves, name: str, label: str, threshold: float, start: float) -> list[str]:
-    """Why a final gap above `threshold` refutes nothing (docs/REFEREE.md, precondition
-    policy): unless the gap has stopped falling (its log–log slope over the last steps, mean
-    over seeds, 95 % interval wholly above −STALLED_SLOPE), it is where the budget cut it, not
-    where the run is heading. The reason names the step by which the gap's own slope would take
-    its median to `threshold`: a run that long decides it."""
+def not_converged(
+    c: Curves, name: str, label: str, threshold: float, start: float, upper: float
+) -> list[str]:
+    """Why a final gap whose interval (upper end `upper`) does not lie below `threshold`
+    refutes nothing (docs/REFEREE.md, precondition policy): unless the gap has stopped falling
+    (its log–log slope over the last steps, mean over seeds, 95 % interval wholly above
+    −STALLED_SLOPE), it is where the budget cut it, not where the run is heading. The reason
+    names the step by which the gap's own slope would take what must fall below `threshold`
+    there (the median, or, where the median is below it already, the interval's upper end): a
+    run that long decides it."""
     slopes = mean_effect(gap_slopes(c, label, start))
     quantity = f"log–log slope of {name}'s gap in {label} over the last steps, mean over seeds"
     if decide(Rule(quantity, ">", -STALLED_SLOPE, CONVERGED_SOURCE), slopes) == SUPPORTED:
         return []
     last, median = float(c.steps[-1]), float(over_runs(np.median, final(c, gap(label))))
+    above = median >= threshold
+    value, what = (median, "its median") if above else (upper, "its interval's upper end")
     with np.errstate(over="ignore", divide="ignore"):  # a flat gap reaches it never: inf
-        reach = last * np.float64(threshold / median) ** (1.0 / min(slopes.estimate, -1e-12))
+        reach = last * np.float64(threshold / value) ** (1.0 / min(slopes.estimate, -1e-12))
+    where = "" if above else f", below {threshold:g} already, its interval's upper end {upper:.3g}"
     return [
-        f"{name} has not converged: its gap in {label} (median {median:.3g} at step {last:,.0f}) "
-        f"may still be falling: its log–log slope over the steps from {start:g}× the last, "
-        f"{slopes.estimate:.3g} [{slopes.low:.3g}, {slopes.high:.3g}] (mean over seeds), is not "
-        f"wholly above −{STALLED_SLOPE:g}; at that slope its median reaches {threshold:g} by "
+        f"{name} has not converged: its gap in {label} (median {median:.3g} at step {last:,.0f}"
+        f"{where}) may still be falling: its log–log slope over the steps from {start:g}× the "
+        f"last, {slopes.estimate:.3g} [{slopes.low:.3g}, {slopes.high:.3g}] (mean over seeds), "
+        f"is not wholly above −{STALLED_SLOPE:g}; at that slope {what} reaches {threshold:g} by "
         f"step ~{reach:.2g}: a run that long decides it"
     ]
 
@@ -95,7 +102,7 @@ def level_part(
     def unmet(factor: float) -> list[str]:  # whether a run would reach the level it is held to
         if decide(rule.at(factor), effect) == SUPPORTED:
             return []
-        return not_converged(c, name, label, threshold * factor, start)
+        return not_converged(c, name, label, threshold * factor, start, effect.high)
 
     return Claim("", rule=rule, effect=effect, unmet=unmet(1.0), evidence=evidence or {},
                  unmet_at={f"{f:g}x": unmet(f) for f in SENSITIVITY_FACTORS})  # fmt: skip
