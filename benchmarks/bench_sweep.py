@@ -25,6 +25,11 @@ against: this working tree against git revision REV (e.g. 4eb1df4) side by side:
     included, the same for both), its sweep's own seconds and peak memory, and REV / this
     tree in both (goal: ≥ 2.5× for md-local, and a speed-up on ngd-fixed and the atlas). On a
     busy machine compare CPU times: wall times there measure the other load.
+    --set KEY=VALUE (repeatable) is passed to this tree's runs alone, for a comparison of the
+    same work where an experiment grew after REV: md-local's own-SVM rows gained 42 longer runs
+    (referee read 14); `--set diagonal_seeds=1` keeps 2 of them and the zero-initialised runs'
+    longer steps, about 3 % more run-steps than REV's md-local, so the ratio errs against
+    this tree.
 """
 
 import argparse
@@ -47,6 +52,13 @@ parser.add_argument(
 )
 parser.add_argument("--rounds", type=int, default=1, help="with --against: best of this many")
 parser.add_argument("--device", default="cpu", help="with --against: --device of both runs")
+parser.add_argument(
+    "--set",
+    action="append",
+    default=[],
+    metavar="KEY=VALUE",
+    help="with --against: a config change for this tree's runs alone (repeatable)",
+)
 args = parser.parse_args()
 for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[var] = str(args.threads)  # before numpy loads BLAS
@@ -61,14 +73,15 @@ import sys  # noqa: E402
 HERE = Path(__file__).resolve().parent.parent  # this working tree
 
 
-def reproduce(src: Path, name: str, out: Path) -> dict:
+def reproduce(src: Path, name: str, out: Path, changes: list[str]) -> dict:
     """`attnbias reproduce NAME --full` from the package at `src`, in a fresh process: its wall
     time, its CPU time (user + system: on one thread, the work done, which a busy machine
     changes much less than the wall time), its sweep's own seconds (summary.json) and its peak
-    memory (GiB)."""
+    memory (GiB); changes: `--set` options."""
     code = "import sys; from attnbias.cli import main; sys.exit(main(sys.argv[1:]))"
     command = [sys.executable, "-c", code, "reproduce", name, "--full", "--quiet"]
     command += ["--out", str(out), "--device", args.device]
+    command += [f"--set={change}" for change in changes]
     env = {**os.environ, "PYTHONPATH": str(src)}
     with tempfile.TemporaryFile() as errors:  # (a pipe could fill and block the child)
         start = time.perf_counter()
@@ -102,12 +115,17 @@ def against(rev: str) -> None:
         )
         try:
             print(f"this tree ({HERE}) against {rev}, {args.threads} thread(s), {args.device}")
+            if args.set:
+                print(f"this tree's runs with --set {' --set '.join(args.set)}")
             for name in args.experiments:
                 best = {}
                 for r in range(args.rounds):
-                    for label, src in (("this tree", HERE / "src"), (rev, tree / "src")):
+                    for label, src, changes in (
+                        ("this tree", HERE / "src", args.set),
+                        (rev, tree / "src", []),
+                    ):
                         out = Path(tmp) / f"out-{len(best)}-{r}"
-                        result = reproduce(src, name, out)
+                        result = reproduce(src, name, out, changes)
                         shutil.rmtree(out)
                         if label not in best or result["cpu"] < best[label]["cpu"]:
                             best[label] = result
