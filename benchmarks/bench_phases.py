@@ -1,13 +1,14 @@
 """Where the time of `attnbias reproduce NAME --full` goes, by phase, in one process.
 
-    python benchmarks/bench_phases.py [NAME ...] [--threads 1]
+    python benchmarks/bench_phases.py [NAME ...] [--threads 1] [--set KEY=VALUE ...]
 
 For each experiment (default: md-local), in a fresh process: the CPU seconds (one thread: the
 work done) of importing the command line, of the engine's training steps (its loop, without
 the measuring of finished runs), of measuring them (their Att-SVMs and metrics), of drawing
 the figures, and of the rest (configs, specs, the store, claims, the summary); then, within
 those, the Att-SVMs (measuring), storing the runs (training), reading runs back and the runs'
-table (the rest). What a faster engine step can gain is the "training" share only.
+table (the rest). What a faster engine step can gain is the "training" share only. --set is
+`reproduce --set` (e.g. md-local's `diagonal_seeds=1`: about the work of its older design).
 """
 
 import argparse
@@ -19,6 +20,9 @@ import tempfile
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("names", nargs="*", default=["md-local"], help="experiments (full scale)")
 parser.add_argument("--threads", type=int, default=1, help="BLAS/torch threads (default 1)")
+parser.add_argument(
+    "--set", action="append", default=[], metavar="KEY=VALUE", help="a config change (repeatable)"
+)
 parser.add_argument("--one", help=argparse.SUPPRESS)  # the child: time this experiment
 args = parser.parse_args()
 
@@ -28,6 +32,7 @@ if args.one is None:
         env[var] = str(args.threads)
     for name in args.names:
         command = [sys.executable, __file__, "--one", name, "--threads", str(args.threads)]
+        command += [f"--set={change}" for change in args.set]
         subprocess.run(command, env=env, check=True)
     raise SystemExit(0)
 
@@ -66,7 +71,8 @@ module = importlib.import_module(experiment_registry.EXPERIMENTS[args.one])
 if hasattr(module, "save_figure"):
     module.save_figure = timed(module.save_figure, "figures")
 with tempfile.TemporaryDirectory() as out:
-    cli.main(["reproduce", args.one, "--full", "--quiet", "--out", out])
+    changes = [f"--set={change}" for change in args.set]
+    cli.main(["reproduce", args.one, "--full", "--quiet", "--out", out, *changes])
 total = time.process_time() - start
 training = spent["simulate"] - spent["measure"]  # (simulate measures finished runs)
 rest = total - imported - spent["simulate"] - spent["figures"]
