@@ -104,14 +104,14 @@ def run(config: Config, out: Path) -> dict:
                 and r.config["init"]["seed"] in first]  # fmt: skip
     zero = [r for r in report.records if r.config["init"]["scale"] == 0]
     labels = {name: Norm.parse(p).label for name, p in zip(names, ps)}
+    grid = curves(figure_runs)
     summary = {
         "claims": claims(
-            curves(figure_runs), curves(diagonal), curves(zero), labels,
+            grid, curves(diagonal), curves(zero), labels,
             svm_separations(diagonal, labels), svm_separations(zero, labels),
         ),
         **sweep_summary(report),
     }  # fmt: skip
-    grid = curves(figure_runs)
     return plotting.with_figures(summary, lambda: figure(grid, zero, ps, names, out))
 
 
