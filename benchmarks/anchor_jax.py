@@ -5,15 +5,16 @@ engine's training phase in the same run (issue 31).
         [--backend torch|compiled|both]
 
 The runs are the experiment's full-scale ones that the engine's compiled step covers: all of
-md-local's (303: ℓp mirror descent, p = 1.75, 2, 3) and ngd-fixed's (40: GD, NGD, NGD-mom,
+md-local's (343: ℓp mirror descent, p = 1.75, 2, 3) and ngd-fixed's (40: GD, NGD, NGD-mom,
 Polyak); the atlas's NGD and ℓ1.75-MD runs (100 of its 350). The atlas's SignGD, spectral
 descent, Adam and Muon runs are left out: the engine steps them with torch (the steepest-descent
 core and torch's own optimisers), not with the compiled step this anchor is the bar for.
 
 The JAX program is plain: float64, `vmap` over the runs of one algorithm, `lax.scan` over the
 intervals of the recording grid with a `fori_loop` of steps inside, `jit`, one program per
-algorithm, the closed-form gradient the engine uses (autodiff is rounding noise once the logit
-gaps reach ~100: the top token's term is minus the sum of the others, the terms in log scale),
+algorithm and run length (md-local's ℓ1.75 and ℓ2 runs have two lengths), the closed-form
+gradient the engine uses (autodiff is rounding noise once the logit gaps reach ~100: the top
+token's term is minus the sum of the others, the terms in log scale),
 the scale-safe normalized step (‖g‖_q as m·‖g/m‖_q), momentum on the normalized gradient and
 Polyak's step min((L − L*)/(c‖∇L‖²), γ_b)·∇L with L* the loss with all attention on the optimal
 tokens. It records W on each run's own grid (`log_grid(steps, grid_points)`), as the engine
@@ -136,9 +137,9 @@ config = load_config(args.experiment)
 everything = importlib.import_module(MODULES[args.experiment]).specs(config)
 # the runs of the mirror-descent core with a fixed head: those the compiled step covers
 runs = [s for s in everything if s.algorithm.rule.family == "mirror" and not s.train_head]
-groups: dict[str, list] = {}  # by algorithm, in the experiment's order
-for spec in runs:
-    groups.setdefault(spec.algorithm.name, []).append(spec)
+groups: dict[str, list] = {}  # by algorithm and length, in the experiment's order
+for spec in runs:  # (md-local runs each p for its own steps and for the longest p's)
+    groups.setdefault(f"{spec.algorithm.name}, {spec.steps:,} steps", []).append(spec)
 
 
 def save_and_print(final: dict, **fields) -> None:
@@ -266,14 +267,14 @@ from attnbias.engine import RunBatch, compiled, simulate  # noqa: E402
 from attnbias.engine.sweep import batch_grid, batches  # noqa: E402
 
 torch.set_num_threads(1)
-final: dict[str, dict[int, np.ndarray]] = {}
+final: dict[int, np.ndarray] = {}  # id(spec) → its final W
 
 
 def keep(batch_runs):
     def finished(done) -> None:
         for j, i in enumerate(done.index):
             spec = batch_runs[int(i)]
-            final.setdefault(spec.algorithm.name, {})[id(spec)] = done.final["W"][j]
+            final[id(spec)] = done.final["W"][j]
 
     return finished
 
@@ -287,5 +288,5 @@ with threadpool_limits(1, user_api="blas"):
         used.add("compiled" if compiled.steps_compiled(batch, args.child) else "torch")
         simulate(batch, batch_grid(batch_runs), keep(batch_runs), backend=args.child)
     cpu = time.process_time() - start
-stacked = {name: np.stack([final[name][id(s)] for s in group]) for name, group in groups.items()}
+stacked = {name: np.stack([final[id(s)] for s in group]) for name, group in groups.items()}
 save_and_print(stacked, cpu=cpu, backend="+".join(sorted(used)))
