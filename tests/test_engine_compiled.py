@@ -4,6 +4,7 @@ float32; the fall-back to torch where a dual iterate needs the log-domain redo, 
 is not covered and where numba is missing."""
 
 import logging
+import math
 import sys
 
 import numpy as np
@@ -154,3 +155,22 @@ def test_without_numba_the_engine_says_so_once_and_steps_with_torch(monkeypatch,
     reference, _ = trajectories(specs, "torch")
     for r in range(len(specs)):
         assert np.array_equal(fast[r], reference[r]) and np.array_equal(again[r], fast[r])
+
+
+@needs_numba
+def test_exp_or_zero_is_maths_exp_bit_for_bit():
+    """The kernel's exp skips libm's call only where libm's result is +0: the same bits
+    everywhere, around the threshold, in the subnormal range, at ±inf, NaN and ±0."""
+    kernels = compiled.kernels()
+    values = np.concatenate([
+        np.linspace(-760.0, -700.0, 200_001),
+        np.nextafter(kernels.UNDERFLOW, [-np.inf, np.inf]),
+        [kernels.UNDERFLOW, -745.1332191019412, -745.1332191019411, -1e300, -np.inf, np.inf],
+        [np.nan, 0.0, -0.0, 1.0, 708.0, 710.0],
+        -np.logspace(-300, 300, 2001),
+    ])  # fmt: skip
+    for x in values:
+        got, want = kernels.exp_or_zero(x), math.exp(x) if not x >= 709.0 else math.inf
+        assert np.array([got]).view(np.int64) == np.array([want]).view(np.int64) or (
+            np.isnan(got) and np.isnan(want)
+        ), x

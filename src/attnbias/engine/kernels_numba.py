@@ -23,6 +23,18 @@ LOG_SMALL = -30.0  # losses._LOG_SMALL
 # ZeroDivisionError; Polyak's L − L* = 0 divides by it)
 
 
+# e^x rounds to 0 for every x below −745.14 (half the smallest subnormal); libm reaches that 0
+# through its slow underflow path, ~4.6× a normal exp here, and late in a run most of the
+# logits' exponentials are such zeros
+UNDERFLOW = -746.0
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def exp_or_zero(x):
+    """math.exp(x), bit for bit, without libm's call where it is 0."""
+    return 0.0 if x < UNDERFLOW else math.exp(x)
+
+
 @njit(cache=True, inline="always", error_model="numpy")
 def kind_of(e):
     """How `power` raises to e > 0: (kind, k) with kind 0: x, 1: x², 2: √x, 3: x^k (whole
@@ -60,8 +72,8 @@ def power(x, e, kind, k):
 @njit(cache=True, inline="always", error_model="numpy")
 def softplus(x):
     if x > 0.0:
-        return x + math.log1p(math.exp(-x))
-    return math.log1p(math.exp(x))
+        return x + math.log1p(exp_or_zero(-x))
+    return math.log1p(exp_or_zero(x))
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -69,7 +81,7 @@ def loss_value(u, loss):
     if loss == LOGISTIC:
         return softplus(-u)
     if loss == EXPONENTIAL:
-        return math.exp(-u)
+        return exp_or_zero(-u)
     return -u
 
 
@@ -77,16 +89,16 @@ def loss_value(u, loss):
 def loss_excess(u_star, delta, loss):
     """ℓ(u* + δ) − ℓ(u*) from δ (`losses.MarginLoss.excess`)."""
     if loss == LOGISTIC:
-        return math.log1p(math.expm1(-delta) / (1.0 + math.exp(u_star)))
+        return math.log1p(math.expm1(-delta) / (1.0 + exp_or_zero(u_star)))
     if loss == EXPONENTIAL:
-        return math.exp(-u_star) * math.expm1(-delta)
+        return exp_or_zero(-u_star) * math.expm1(-delta)
     return -delta
 
 
 @njit(cache=True, inline="always", error_model="numpy")
 def log_expm1_of_log_number(a):
     """log(e^x − 1) for x = e^a (`losses.log_expm1_of_log`)."""
-    x = math.exp(a)
+    x = exp_or_zero(a)
     if a < LOG_SMALL:
         return a + x / 2
     return x + math.log(-math.expm1(-x))
@@ -102,7 +114,7 @@ def log_loss_excess(u_star, log_drop, loss):
         return a - u_star
     a -= softplus(u_star)  # log log1p(e^a), `losses.log_log1p_of_log`
     if a < LOG_SMALL:
-        return a - math.exp(a) / 2
+        return a - exp_or_zero(a) / 2
     return math.log(softplus(a))
 
 
@@ -228,7 +240,7 @@ def advance_numba(
                 total = 0.0
                 for t in range(T):
                     logits[i, t] -= best
-                    e = math.exp(logits[i, t])
+                    e = exp_or_zero(logits[i, t])
                     terms[i, t] = e
                     total += e
                 f = 0.0
@@ -254,7 +266,7 @@ def advance_numba(
                         for t in range(T):
                             drop = yh[k, i, o] - yh[k, i, t]
                             if drop > 0.0:
-                                acc += math.exp(logits[i, t] + math.log(drop) - largest)
+                                acc += exp_or_zero(logits[i, t] + math.log(drop) - largest)
                     log_drop[i] = largest + math.log(acc) - math.log(total)
                 # log|c_i s_{i,t}|: shifted − log Σ e + log|ℓ'(u_i)| − log n
                 offset = log_abs_derivative(f, loss) - log_n - math.log(total)
@@ -272,7 +284,7 @@ def advance_numba(
                 rest = 0.0
                 for t in range(T):
                     if t != top[i]:
-                        x = math.exp(terms[i, t] - m) * (u[i] - yh[k, i, t])
+                        x = exp_or_zero(terms[i, t] - m) * (u[i] - yh[k, i, t])
                         r[i, t] = x
                         rest += x
                 r[i, top[i]] = -rest
@@ -299,7 +311,7 @@ def advance_numba(
                         L += loss_value(u[i], loss)
                 L /= n
             if code != PER_TENSOR and code != GLOBAL and code != POLYAK:
-                scale = math.exp(m)
+                scale = exp_or_zero(m)
                 for a in range(d):
                     for b in range(d):
                         G[a, b] *= scale
@@ -318,10 +330,10 @@ def advance_numba(
                     acc = 0.0
                     if largest > -math.inf:
                         for i in range(n):
-                            acc += math.exp(log_drop[i] - largest)
+                            acc += exp_or_zero(log_drop[i] - largest)
                     log_gap = largest + math.log(acc) - log_n
                 exponent = polyak_log_step_of_run(log_norm, log_gap, c[k], cap[k]) + m
-                D = 0.0 if exponent == math.inf else max(math.exp(-exponent), tiny)
+                D = 0.0 if exponent == math.inf else max(exp_or_zero(-exponent), tiny)
             else:
                 D = 1.0
             if D == 0.0:  # a zero gradient or loss (Polyak's: an infinite η_t e^m): no step
