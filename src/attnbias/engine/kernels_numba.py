@@ -24,8 +24,8 @@ LOG_SMALL = -30.0  # losses._LOG_SMALL
 
 
 # e^x rounds to 0 for every x below −745.14 (half the smallest subnormal); libm reaches that 0
-# through its slow underflow path, ~4.6× a normal exp here, and late in a run most of the
-# logits' exponentials are such zeros
+# through its slow underflow path, ~5× a normal exp (benchmarks/bench_scalar_costs.py), and
+# late in a run most of the logits' exponentials are such zeros
 UNDERFLOW = -746.0
 
 
