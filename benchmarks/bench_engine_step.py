@@ -14,7 +14,9 @@ CUDA each round ends with a synchronisation (the loop itself has none).
 --torch-products: the fused step with its stacks of products by torch.bmm (as before
 `engine.fused.bmm` took small ones to numpy on the CPU), against the fused step as it is.
 On the CPU the times are this process's CPU time (one thread: the work done, which a busy
-machine changes much less than the wall time); on CUDA, wall time.
+machine changes much less than the wall time); on CUDA, wall time. On the CPU with numba
+installed it also times the compiled step (`engine.compiled`, what the engine takes there) on
+the same batches, per run-step: run it with PYTHONPATH at another tree's src to compare kernels.
 """
 
 import argparse
@@ -43,7 +45,7 @@ for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import torch  # noqa: E402
 
-from attnbias.engine import RunBatch  # noqa: E402
+from attnbias.engine import RunBatch, compiled  # noqa: E402
 from attnbias.engine import fused as engine_fused  # noqa: E402
 from attnbias.engine.simulate import advance_torch  # noqa: E402
 from attnbias.experiments import load_config  # noqa: E402
@@ -103,6 +105,19 @@ for label, chosen in (
         f"  {label}: fused {fast * 1e6:7.0f} µs/step, {name} {slow * 1e6:7.0f} µs/step: "
         f"{slow / fast:.2f}×"
     )
+    if args.device == "cpu" and compiled.kernels() is not None:
+        batch = RunBatch.from_specs(chosen)
+        compiled.advance(batch, 1)  # loads (or compiles) the kernel
+        step = float("inf")
+        for _ in range(args.rounds):
+            start = clock()
+            if not compiled.advance(batch, args.steps):  # (a dual iterate left its range)
+                raise SystemExit("the compiled step handed these steps back to torch")
+            step = min(step, (clock() - start) / args.steps)
+        print(
+            f"    compiled: {step * 1e6:7.0f} µs/step, {step / len(chosen) * 1e6:5.2f} µs a "
+            f"run-step; fused / compiled: {fast / step:.2f}×"
+        )
 
 if args.profile:
     from torch.profiler import profile

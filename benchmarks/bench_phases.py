@@ -9,6 +9,8 @@ the figures, and of the rest (configs, specs, the store, claims, the summary); t
 those, the Att-SVMs (measuring), storing the runs (training), reading runs back and the runs'
 table (the rest). What a faster engine step can gain is the "training" share only. --set is
 `reproduce --set` (e.g. md-local's `diagonal_seeds=1`: about the work of its older design).
+With PYTHONPATH at another tree's src (e.g. a `git worktree` of 4eb1df4) it splits that tree's
+command the same way.
 """
 
 import argparse
@@ -41,9 +43,14 @@ import time  # noqa: E402
 start = time.process_time()
 import importlib  # noqa: E402
 
-from attnbias import cli, experiment_registry  # noqa: E402
+from attnbias import cli  # noqa: E402
 from attnbias.engine import sweep, targets  # noqa: E402
 from attnbias.store import ResultsStore  # noqa: E402
+
+try:
+    from attnbias.experiment_registry import EXPERIMENTS
+except ImportError:  # an older tree (PYTHONPATH at REV's src): 4eb1df4 kept them here
+    from attnbias.experiments import EXPERIMENTS
 
 imported = time.process_time() - start
 spent = {"measure": 0.0, "simulate": 0.0, "figures": 0.0}
@@ -64,10 +71,11 @@ def timed(function, phase, into=spent):
 sweep.measure = timed(sweep.measure, "measure")
 sweep.simulate = timed(sweep.simulate, "simulate")
 targets.References.att = timed(targets.References.att, "Att-SVMs", parts)
-ResultsStore.save_record = timed(ResultsStore.save_record, "storing runs", parts)
+saving = "save_record" if hasattr(ResultsStore, "save_record") else "save"  # (4eb1df4: save)
+setattr(ResultsStore, saving, timed(getattr(ResultsStore, saving), "storing runs", parts))
 ResultsStore.load = timed(ResultsStore.load, "reading runs", parts)
 ResultsStore.table = timed(ResultsStore.table, "the runs' table", parts)
-module = importlib.import_module(experiment_registry.EXPERIMENTS[args.one])
+module = importlib.import_module(EXPERIMENTS[args.one])
 if hasattr(module, "save_figure"):
     module.save_figure = timed(module.save_figure, "figures")
 with tempfile.TemporaryDirectory() as out:
