@@ -3,10 +3,11 @@
     python benchmarks/bench_engine_step.py [--device cpu|cuda] [--threads 1] [--steps 200]
                                            [--deferred] [--torch-products] [--profile]
 
-The batch is full md-local's (100 seeds × p ∈ {1.75, 2, 3} + the zero-initialised runs: 303
-runs of 10×10 W) and its last phase (the 101 runs of p = 3 that take 18,000 of the 20,000
-steps). Each is stepped `--steps` times per round, fused and unfused interleaved, best of
-`--rounds` rounds, as the engine's loop takes them between recording points (on CUDA with
+The batch is full md-local's (100 seeds × p ∈ {1.75, 2, 3}, the zero-initialised runs and the
+40 longer ℓ1.75 and ℓ2 runs of the first 20 seeds: 343 runs of 10×10 W) and its last phase (the
+101 runs of p = 3 that take 18,000 of the 20,000 steps). Each is stepped `--steps` times per
+round, fused and unfused interleaved, best of `--rounds` rounds, as the engine's loop takes
+them between recording points (on CUDA with
 range checks deferred and each step a replay of its graph, captured in the first round); on
 CUDA each round ends with a synchronisation (the loop itself has none).
 --profile: also print torch.profiler's table of the operations of --steps fused steps of the
@@ -91,7 +92,7 @@ print(f"engine step on {args.device} ({args.threads} thread(s)), best of {args.r
 other = (True, True) if args.torch_products else (False, False)
 name = "fused, torch.bmm" if args.torch_products else "unfused"
 for label, chosen in (
-    ("all 303 runs (p = 1.75, 2, 3)", runs),
+    (f"all {len(runs)} runs (p = 1.75, 2, 3)", runs),
     ("the 101 runs of p = 3", [s for s in runs if s.algorithm.p == 3.0]),
 ):
     variants = [(True, False), other]

@@ -207,8 +207,8 @@ def advance_numba(
         ordered = True  # every optimal token has its sample's largest margin
         for _ in range(steps):
             # logits a_{i,t} = x_{i,t}ᵀ W z_i, softmax, u_i = y_i f_i. Every sum here runs
-            # over its index in ascending order (as a dot product would), in a register: the
-            # arrays may alias, so a sum kept in one would be stored and loaded at each term
+            # over its index in ascending order (as a dot product would), in a register (as
+            # array elements the sums were 3-10 % slower a run-step: bench_engine_step.py)
             for i in range(n):
                 for a in range(d):
                     acc = 0.0
