@@ -194,6 +194,8 @@ def advance_numba(
     top = np.empty(n, dtype=np.int64)
     xr = np.empty((n, d))
     G = np.empty((d, d))
+    WT = np.empty((d, d), dtype=W.dtype)  # the run's Wᵀ: W z_i summed along its rows
+    XT = np.empty((n, d, T))  # the run's X with t innermost: the logits' sums in lanes over t
     scratch = np.empty((d, d))
     log_n = math.log(n)
     for k in range(R):
@@ -204,23 +206,32 @@ def advance_numba(
         q_kind, q_whole = kind_of(q)
         inverse_kind, inverse_whole = kind_of(inverse)
         needs_loss = code == LOSS or code == POLYAK
+        for a in range(d):
+            for b in range(d):
+                WT[b, a] = W[k, a, b]
+        for i in range(n):
+            for t in range(T):
+                for a in range(d):
+                    XT[i, a, t] = X[k, i, t, a]
         ordered = True  # every optimal token has its sample's largest margin
         for _ in range(steps):
             # logits a_{i,t} = x_{i,t}ᵀ W z_i, softmax, u_i = y_i f_i. Every sum here runs
-            # over its index in ascending order (as a dot product would), in a register (as
-            # array elements the sums were 3-10 % slower a run-step: bench_engine_step.py)
+            # over its index in ascending order (as a dot product would), but with the other
+            # index innermost: independent lanes that the compiler vectorizes.
             for i in range(n):
                 for a in range(d):
-                    acc = 0.0
-                    for b in range(d):
-                        acc += W[k, a, b] * z[k, i, b]
-                    Wz[i, a] = acc
+                    Wz[i, a] = 0.0
+                for b in range(d):
+                    zb = z[k, i, b]
+                    for a in range(d):
+                        Wz[i, a] += WT[b, a] * zb
                 best, at = -math.inf, 0
                 for t in range(T):
-                    acc = 0.0
-                    for a in range(d):
-                        acc += X[k, i, t, a] * Wz[i, a]
-                    logits[i, t] = acc
+                    logits[i, t] = 0.0
+                for a in range(d):
+                    wa = Wz[i, a]
+                    for t in range(T):
+                        logits[i, t] += XT[i, a, t] * wa
                 for t in range(T):
                     s = logits[i, t]
                     if s > best:
@@ -278,16 +289,18 @@ def advance_numba(
                         rest += x
                 r[i, top[i]] = -rest
                 for a in range(d):
-                    acc = 0.0
-                    for t in range(T):
-                        acc += r[i, t] * X[k, i, t, a]
-                    xr[i, a] = acc
+                    xr[i, a] = 0.0
+                for t in range(T):
+                    rt = r[i, t]
+                    for a in range(d):
+                        xr[i, a] += rt * X[k, i, t, a]
             for a in range(d):
                 for b in range(d):
-                    acc = 0.0
-                    for i in range(n):
-                        acc += xr[i, a] * z[k, i, b]
-                    G[a, b] = acc
+                    G[a, b] = 0.0
+                for i in range(n):
+                    xa = xr[i, a]
+                    for b in range(d):
+                        G[a, b] += xa * z[k, i, b]
             # the rule's scale and divisor (`update.in_rule_scale`, `optim.divisors.divisors`)
             L = 0.0
             if needs_loss:
@@ -360,4 +373,7 @@ def advance_numba(
                             W[k, a, b] = math.copysign(
                                 power(abs(x), inverse, inverse_kind, inverse_whole), x
                             )
+            for a in range(d):
+                for b in range(d):
+                    WT[b, a] = W[k, a, b]
     return -1
