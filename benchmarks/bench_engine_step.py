@@ -87,13 +87,14 @@ def per_step(batch: RunBatch, fused: bool, torch_products: bool = False) -> floa
 
 
 runs = specs(load_config("md-local"))
+last_phase = [s for s in runs if s.algorithm.p == 3.0]
 print(f"engine step on {args.device} ({args.threads} thread(s)), best of {args.rounds} rounds")
 # (fused, products by torch.bmm) of the step compared with the fused step as it is
 other = (True, True) if args.torch_products else (False, False)
 name = "fused, torch.bmm" if args.torch_products else "unfused"
 for label, chosen in (
     (f"all {len(runs)} runs (p = 1.75, 2, 3)", runs),
-    ("the 101 runs of p = 3", [s for s in runs if s.algorithm.p == 3.0]),
+    (f"the {len(last_phase)} runs of p = 3", last_phase),
 ):
     variants = [(True, False), other]
     batches = {v: RunBatch.from_specs(chosen, device=args.device) for v in variants}
@@ -123,7 +124,7 @@ for label, chosen in (
 if args.profile:
     from torch.profiler import profile
 
-    batch = RunBatch.from_specs([s for s in runs if s.algorithm.p == 3.0], device=args.device)
+    batch = RunBatch.from_specs(last_phase, device=args.device)
     per_step(batch, True)  # warm
     with profile() as prof:
         per_step(batch, True)

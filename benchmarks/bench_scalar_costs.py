@@ -34,6 +34,8 @@ exp_or_zero = kernels.exp_or_zero
 REPEATS = 100_000
 
 
+# Four loops written out, each with its call in place: one loop taking the call as a compiled
+# argument measured another thing (libm's normal exp 6.2-6.7 ns a call against 4.2-4.7 here)
 @njit
 def sum_exp(x, repeats):
     total = 0.0
