@@ -440,6 +440,16 @@ def test_a_long_experiment_states_scale_and_time_before_it_starts(tmp_path, monk
     assert attnbias.cli.full_scale_minutes("md-local") is None
 
 
+def test_the_paper_scale_note_states_the_measured_gpu_bound():
+    paper = experiment_registry.load_config("text-md", paper=True)
+    note = attnbias.cli.duration_note("text-md", paper, paper=True)
+    assert "at most about 34 h on one NVIDIA H200, one run at a time" in note
+    assert "meant for a GPU: --device cuda" in note
+    full = attnbias.cli.duration_note("text-md", experiment_registry.load_config("text-md"), False)
+    assert "H200" not in full  # the full scale's note is the CPU's
+    assert attnbias.cli.run_module_number("md-local", "PAPER_SCALE_GPU_HOURS") is None
+
+
 def test_svm_norm_names_are_echoed_as_given_and_explained(tmp_path, capsys):
     P = gaussian_unit(3, 4, 5, seed=1)
     np.savez(tmp_path / "p.npz", X=P.X, z=P.z, alpha=np.zeros(3, dtype=int))

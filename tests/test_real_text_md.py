@@ -213,6 +213,11 @@ def test_the_paper_size_configuration_is_the_papers_model():
     assert config["post_norm"] and not config["bias"] and config["dropout"] == 0.2
     assert config["normalize"] == "none" and config["target_train_accuracy"] == 0.995
     assert config["protocol"] == "target"  # the paper's stopping rule, unchanged
+    # the paper's rates (8e-4, 4e-4, 4e-6 for its summed loss over its batch of 100) as the
+    # centres of the grids, for our mean loss
+    assert config["batch_size"] == 100
+    assert config["lrs"] == pytest.approx([8e-4 * 100, 4e-4 * 100, 4e-6 * 100], rel=1e-12)
+    assert config["ps"] == [1.1, 2.0, 3.0]
     assert load_config("text-md")["protocol"] == "budget"  # the default: judged at E epochs
     assert config["train_size"] == 0 and config["device"] == "auto" and not is_quick(config)
     model = TextTransformer(50, 2, **{k: config[k] for k in (*shape, "post_norm", "bias")})

@@ -369,14 +369,18 @@ def scale_of(config, paper: bool) -> str:
     return "the paper's model size" if paper else "full scale"
 
 
-def full_scale_minutes(name: str) -> float | None:
-    """The experiment's estimated full-scale time in minutes: FULL_SCALE_MINUTES of the module
-    that defines its run (None where it gives none)."""
+def run_module_number(name: str, constant: str) -> float | None:
+    """A number the module that defines the experiment's run states (None where it gives none)."""
     from .experiment_registry import find_experiment
 
     module = sys.modules.get(getattr(find_experiment(name).run, "__module__", ""))
-    minutes = getattr(module, "FULL_SCALE_MINUTES", None)
-    return minutes if isinstance(minutes, (int, float)) else None
+    value = getattr(module, constant, None)
+    return value if isinstance(value, (int, float)) else None
+
+
+def full_scale_minutes(name: str) -> float | None:
+    """The experiment's estimated full-scale time in minutes (its FULL_SCALE_MINUTES)."""
+    return run_module_number(name, "FULL_SCALE_MINUTES")
 
 
 def duration_note(name: str, config, paper: bool, out: Path | None = None) -> str | None:
@@ -392,9 +396,11 @@ def duration_note(name: str, config, paper: bool, out: Path | None = None) -> st
         return f"{name}: {stored} are stored in {out}: reused, not trained again"
     time_ = f"{minutes / 60:.2g} h" if minutes >= 90 else f"{minutes:g} min"
     if paper:
+        gpu = run_module_number(name, "PAPER_SCALE_GPU_HOURS")
+        bound = f"at most about {gpu:g} h on one NVIDIA H200, one run at a time; " if gpu else ""
         return (
             f"{name} at the paper's model size: longer than the {time_} of full scale on a CPU "
-            "(meant for a GPU: --device cuda); --quick for a smoke run"
+            f"({bound}meant for a GPU: --device cuda); --quick for a smoke run"
         )
     return (
         f"{name} at full scale: about {time_} (measured in one process on 2 CPU cores; "

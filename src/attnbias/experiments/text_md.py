@@ -99,6 +99,11 @@ DESCRIPTION = (
 # --workers 2 on a machine other jobs were also using, 6,094 CPU-seconds in all (docs/REAL_DATA.md):
 # about 1.7 h in one process. `attnbias reproduce` states it first.
 FULL_SCALE_MINUTES = 100
+# The [paper] table on a GPU: its 75 runs (3 p × a grid of 3, 12 seeds and 10 data orders) each
+# to the 1,000-epoch cap at the slowest p's 18.1 ms a step, measured on an NVIDIA H200
+# (benchmarks/bench_text_md_paper.py; docs/REAL_DATA.md): an upper bound, as a run stops at
+# the target
+PAPER_SCALE_GPU_HOURS = 34
 # The paper's 0.06 in units of its layers' initial RMS entry: the mapped threshold of a run is
 # this × the RMS entry of its own initial K, Q or V (docs/REAL_DATA.md#sparsity).
 INITIAL_SCALE_RATIO = papers.MD_IMDB_THRESHOLD / papers.MD_IMDB_INITIAL_RMS
