@@ -10,6 +10,10 @@ summed over b; the gradient's Σ_i is the same shape), counts the packed and the
 multiplies in numba's assembly of each, and times them per multiply-add (CPU time, best of 5).
 It also says whether numba found Intel's SVML, without which no loop calling exp or pow
 vectorises. A lane layout pays off only where the packed count is not 0.
+
+A third form writes the 8 lanes out, each sum a named local: no loop over lanes is left, so
+only LLVM's SLP vectoriser can pack them, and numba runs it only with NUMBA_SLP_VECTORIZE=1
+(its default is 0; the probe prints the setting). Run it both ways to compare.
 """
 
 import argparse
@@ -53,21 +57,39 @@ def runs_in_lanes(W, z, out, repeats):
                     out[a, lane] += W[a, b, lane] * z[b, lane]
 
 
+@njit(error_model="numpy")
+def runs_in_lanes_written_out(W, z, out, repeats):
+    """The lane layout's products with each lane's sum a named local, in the same order."""
+    for _ in range(repeats):
+        for a in range(D):
+            s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
+            for b in range(D):
+                w, x = W[a, b], z[b]
+                s0 += w[0] * x[0]
+                s1 += w[1] * x[1]
+                s2 += w[2] * x[2]
+                s3 += w[3] * x[3]
+                s4 += w[4] * x[4]
+                s5 += w[5] * x[5]
+                s6 += w[6] * x[6]
+                s7 += w[7] * x[7]
+            out[a, 0], out[a, 1], out[a, 2], out[a, 3] = s0, s1, s2, s3
+            out[a, 4], out[a, 5], out[a, 6], out[a, 7] = s4, s5, s6, s7
+
+
 rng = np.random.default_rng(0)
 W = rng.standard_normal((LANES, D, D))
 z = rng.standard_normal((LANES, D))
+lanes = (np.ascontiguousarray(W.transpose(1, 2, 0)), np.ascontiguousarray(z.T))
 cases = {
     "one run at a time": (one_run_at_a_time, (W, z, np.empty((LANES, D)))),
-    f"{LANES} runs in lanes": (
-        runs_in_lanes,
-        (
-            np.ascontiguousarray(W.transpose(1, 2, 0)),
-            np.ascontiguousarray(z.T),
-            np.empty((D, LANES)),
-        ),
-    ),
+    f"{LANES} runs in lanes": (runs_in_lanes, (*lanes, np.empty((D, LANES)))),
+    "lanes written out": (runs_in_lanes_written_out, (*lanes, np.empty((D, LANES)))),
 }
-print(f"numba {numba.__version__}, SVML found: {numba.config.USING_SVML}")
+print(
+    f"numba {numba.__version__}, SVML found: {numba.config.USING_SVML}, SLP vectoriser: "
+    f"{'on' if numba.config.SLP_VECTORIZE else 'off'} (NUMBA_SLP_VECTORIZE)"
+)
 print(f"W z for {LANES} runs of 10×10 W ({LANES * D * D} multiply-adds), best of 5:")
 for name, (kernel, arrays) in cases.items():
     kernel(*arrays, 1)
@@ -84,5 +106,6 @@ for name, (kernel, arrays) in cases.items():
         f"  {name:18s}: {per:.3f} ns a multiply-add; multiplies in its assembly: "
         f"{packed} packed, {scalar} scalar"
     )
-out_one, out_lanes = cases["one run at a time"][1][2], cases[f"{LANES} runs in lanes"][1][2]
-print(f"  the two agree bit for bit: {np.array_equal(out_one, out_lanes.T)}")
+out_one = cases["one run at a time"][1][2]
+agree = all(np.array_equal(out_one, arrays[2].T) for _, arrays in list(cases.values())[1:])
+print(f"  the three agree bit for bit: {agree}")

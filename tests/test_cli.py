@@ -443,7 +443,7 @@ def test_a_long_experiment_states_scale_and_time_before_it_starts(tmp_path, monk
 def test_the_paper_scale_note_states_the_measured_gpu_bound():
     paper = experiment_registry.load_config("text-md", paper=True)
     note = attnbias.cli.duration_note("text-md", paper, paper=True)
-    assert "at most about 34 h on one NVIDIA H200, one run at a time" in note
+    assert "about 33 h of training to the epoch cap on one NVIDIA H200, one run at a time" in note
     assert "meant for a GPU: --device cuda" in note
     full = attnbias.cli.duration_note("text-md", experiment_registry.load_config("text-md"), False)
     assert "H200" not in full  # the full scale's note is the CPU's

@@ -397,7 +397,11 @@ def duration_note(name: str, config, paper: bool, out: Path | None = None) -> st
     time_ = f"{minutes / 60:.2g} h" if minutes >= 90 else f"{minutes:g} min"
     if paper:
         gpu = run_module_number(name, "PAPER_SCALE_GPU_HOURS")
-        bound = f"at most about {gpu:g} h on one NVIDIA H200, one run at a time; " if gpu else ""
+        bound = (
+            f"about {gpu:g} h of training to the epoch cap on one NVIDIA H200, one run at a time; "
+            if gpu
+            else ""
+        )
         return (
             f"{name} at the paper's model size: longer than the {time_} of full scale on a CPU "
             f"({bound}meant for a GPU: --device cuda); --quick for a smoke run"
