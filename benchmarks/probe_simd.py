@@ -5,7 +5,7 @@
 The compiled step (`engine.kernels_numba`) takes one run at a time, every sum in a register.
 Stepping 8 runs side by side, each array with the run innermost, would put the 8 runs in the
 lanes of one AVX-512 register, if the compiler turned the loop over lanes into vector
-instructions. This probe compiles the step's largest product both ways (W z_i for 10×10 W,
+instructions. This probe compiles the step's largest product in three forms (W z_i for 10×10 W,
 summed over b; the gradient's Σ_i is the same shape), counts the packed and the scalar double
 multiplies in numba's assembly of each, and times them per multiply-add (CPU time, best of 5).
 It also says whether numba found Intel's SVML, without which no loop calling exp or pow
