@@ -33,10 +33,18 @@ from attnbias.real.train import seed_everything, train
 from attnbias.real.transformer import TextTransformer
 
 
+def whole_positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number ≥ 1")
+    return int(text)
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda")
-    parser.add_argument("--steps", type=int, default=364, help="steps per p (91 an epoch)")
+    parser.add_argument(
+        "--steps", type=whole_positive, default=364, help="steps per p (91 an epoch)"
+    )
     parser.add_argument("--json", help="write the measurements here too")
     return parser.parse_args(argv)
 
