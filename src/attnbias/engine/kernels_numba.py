@@ -174,10 +174,10 @@ def scale_safe_norm(G, q, kind, k, smallest, scratch):
 @njit(cache=True, error_model="numpy")
 def advance_numba(
     W, theta, buf, X, z, yh, rule, p, lr, cap, momentum, c, f_star, loss, steps, mirror,
-    has_momentum, smallest, low, high, opt, excess, tiny,
+    has_momentum, smallest, low, high, opt, excess, tiny, skip,
 ):  # fmt: skip
-    """`steps` steps of every run, in place (W, θ, the momentum buffer; θ is W's when not
-    `mirror`). Runs with `excess` take L − L* over their optimal tokens `opt` (R, n) as
+    """`steps` steps of every run but those `skip` marks (stepped in lanes, `kernels_lanes`),
+    in place (W, θ, the momentum buffer; θ is W's when not `mirror`). Runs with `excess` take L − L* over their optimal tokens `opt` (R, n) as
     their loss (`losses.optimal_token_excess`; their f_star is 0). Returns -1, or the first
     run whose dual iterate θ⁺ left the range the torch step redoes in the log domain (p > 2:
     not a normal number in [low, high]; any p: not finite), after which the caller restores
@@ -199,6 +199,8 @@ def advance_numba(
     scratch = np.empty((d, d))
     log_n = math.log(n)
     for k in range(R):
+        if skip[k]:
+            continue
         code = rule[k]
         pk = p[k]
         q = pk / (pk - 1.0)

@@ -1,0 +1,646 @@
+"""The compiled step with 8 runs side by side, written by
+`engine.lanes_codegen` (do not edit: regenerate). See that module, and `engine.kernels_numba`,
+whose per-run step this is, lane by lane."""
+
+import math
+
+import numpy as np
+from numba import njit
+
+from .kernels_numba import (
+    GLOBAL,
+    LOSS,
+    PER_TENSOR,
+    exp_or_zero,
+    kind_of,
+    log_abs_derivative,
+    loss_value,
+    power,
+)
+
+LANES = 8
+
+
+@njit(cache=True, error_model="numpy")
+def advance_lanes(W, theta, X, z, yh, rule, p, lr, loss, steps, mirror, smallest, low, high):
+    """`steps` steps of every group of LANES runs, in place: W, θ (G, d, d, LANES) in their
+    dtype, X (G, n, T, d, LANES), z (G, n, d, LANES), yh (G, n, T, LANES), lr (G, LANES); every
+    run of group g has rule[g] (none, per_tensor, global or loss) and p[g]. No momentum, no
+    optimal-token excess. Returns -1, or g·LANES + lane of a run whose dual iterate θ⁺ left the
+    range (as `advance_numba`: the caller restores the state and steps with torch)."""
+    n, T, d = X.shape[1], X.shape[2], X.shape[3]
+    Wz = np.empty((n, d, LANES))
+    logits = np.empty((n, T, LANES))
+    terms = np.empty((n, T, LANES))
+    r = np.empty((n, T, LANES))
+    u = np.empty((n, LANES))
+    top = np.empty((n, LANES), dtype=np.int64)
+    xr = np.empty((n, d, LANES))
+    G = np.empty((d, d, LANES))
+    log_n = math.log(n)
+    for g in range(W.shape[0]):
+        code = rule[g]
+        pk = p[g]
+        q = pk / (pk - 1.0)
+        inverse = 1.0 / (pk - 1.0)
+        q_kind, q_whole = kind_of(q)
+        root, root_whole = kind_of(1.0 / q)
+        inverse_kind, inverse_whole = kind_of(inverse)
+        for _ in range(steps):
+            for i in range(n):
+                for a in range(d):
+                    s0 = 0.0
+                    s1 = 0.0
+                    s2 = 0.0
+                    s3 = 0.0
+                    s4 = 0.0
+                    s5 = 0.0
+                    s6 = 0.0
+                    s7 = 0.0
+                    for b in range(d):
+                        s0 += W[g, a, b, 0] * z[g, i, b, 0]
+                        s1 += W[g, a, b, 1] * z[g, i, b, 1]
+                        s2 += W[g, a, b, 2] * z[g, i, b, 2]
+                        s3 += W[g, a, b, 3] * z[g, i, b, 3]
+                        s4 += W[g, a, b, 4] * z[g, i, b, 4]
+                        s5 += W[g, a, b, 5] * z[g, i, b, 5]
+                        s6 += W[g, a, b, 6] * z[g, i, b, 6]
+                        s7 += W[g, a, b, 7] * z[g, i, b, 7]
+                    Wz[i, a, 0] = s0
+                    Wz[i, a, 1] = s1
+                    Wz[i, a, 2] = s2
+                    Wz[i, a, 3] = s3
+                    Wz[i, a, 4] = s4
+                    Wz[i, a, 5] = s5
+                    Wz[i, a, 6] = s6
+                    Wz[i, a, 7] = s7
+                for t in range(T):
+                    s0 = 0.0
+                    s1 = 0.0
+                    s2 = 0.0
+                    s3 = 0.0
+                    s4 = 0.0
+                    s5 = 0.0
+                    s6 = 0.0
+                    s7 = 0.0
+                    for a in range(d):
+                        s0 += X[g, i, t, a, 0] * Wz[i, a, 0]
+                        s1 += X[g, i, t, a, 1] * Wz[i, a, 1]
+                        s2 += X[g, i, t, a, 2] * Wz[i, a, 2]
+                        s3 += X[g, i, t, a, 3] * Wz[i, a, 3]
+                        s4 += X[g, i, t, a, 4] * Wz[i, a, 4]
+                        s5 += X[g, i, t, a, 5] * Wz[i, a, 5]
+                        s6 += X[g, i, t, a, 6] * Wz[i, a, 6]
+                        s7 += X[g, i, t, a, 7] * Wz[i, a, 7]
+                    logits[i, t, 0] = s0
+                    logits[i, t, 1] = s1
+                    logits[i, t, 2] = s2
+                    logits[i, t, 3] = s3
+                    logits[i, t, 4] = s4
+                    logits[i, t, 5] = s5
+                    logits[i, t, 6] = s6
+                    logits[i, t, 7] = s7
+                best0 = -math.inf
+                at0 = 0
+                best1 = -math.inf
+                at1 = 0
+                best2 = -math.inf
+                at2 = 0
+                best3 = -math.inf
+                at3 = 0
+                best4 = -math.inf
+                at4 = 0
+                best5 = -math.inf
+                at5 = 0
+                best6 = -math.inf
+                at6 = 0
+                best7 = -math.inf
+                at7 = 0
+                for t in range(T):
+                    s = logits[i, t, 0]
+                    at0 = t if s > best0 else at0
+                    best0 = s if s > best0 else best0
+                    s = logits[i, t, 1]
+                    at1 = t if s > best1 else at1
+                    best1 = s if s > best1 else best1
+                    s = logits[i, t, 2]
+                    at2 = t if s > best2 else at2
+                    best2 = s if s > best2 else best2
+                    s = logits[i, t, 3]
+                    at3 = t if s > best3 else at3
+                    best3 = s if s > best3 else best3
+                    s = logits[i, t, 4]
+                    at4 = t if s > best4 else at4
+                    best4 = s if s > best4 else best4
+                    s = logits[i, t, 5]
+                    at5 = t if s > best5 else at5
+                    best5 = s if s > best5 else best5
+                    s = logits[i, t, 6]
+                    at6 = t if s > best6 else at6
+                    best6 = s if s > best6 else best6
+                    s = logits[i, t, 7]
+                    at7 = t if s > best7 else at7
+                    best7 = s if s > best7 else best7
+                top[i, 0] = at0
+                total0 = 0.0
+                top[i, 1] = at1
+                total1 = 0.0
+                top[i, 2] = at2
+                total2 = 0.0
+                top[i, 3] = at3
+                total3 = 0.0
+                top[i, 4] = at4
+                total4 = 0.0
+                top[i, 5] = at5
+                total5 = 0.0
+                top[i, 6] = at6
+                total6 = 0.0
+                top[i, 7] = at7
+                total7 = 0.0
+                for t in range(T):
+                    logits[i, t, 0] -= best0
+                    e = exp_or_zero(logits[i, t, 0])
+                    terms[i, t, 0] = e
+                    total0 += e
+                    logits[i, t, 1] -= best1
+                    e = exp_or_zero(logits[i, t, 1])
+                    terms[i, t, 1] = e
+                    total1 += e
+                    logits[i, t, 2] -= best2
+                    e = exp_or_zero(logits[i, t, 2])
+                    terms[i, t, 2] = e
+                    total2 += e
+                    logits[i, t, 3] -= best3
+                    e = exp_or_zero(logits[i, t, 3])
+                    terms[i, t, 3] = e
+                    total3 += e
+                    logits[i, t, 4] -= best4
+                    e = exp_or_zero(logits[i, t, 4])
+                    terms[i, t, 4] = e
+                    total4 += e
+                    logits[i, t, 5] -= best5
+                    e = exp_or_zero(logits[i, t, 5])
+                    terms[i, t, 5] = e
+                    total5 += e
+                    logits[i, t, 6] -= best6
+                    e = exp_or_zero(logits[i, t, 6])
+                    terms[i, t, 6] = e
+                    total6 += e
+                    logits[i, t, 7] -= best7
+                    e = exp_or_zero(logits[i, t, 7])
+                    terms[i, t, 7] = e
+                    total7 += e
+                s0 = 0.0
+                s1 = 0.0
+                s2 = 0.0
+                s3 = 0.0
+                s4 = 0.0
+                s5 = 0.0
+                s6 = 0.0
+                s7 = 0.0
+                for t in range(T):
+                    s0 += terms[i, t, 0] / total0 * yh[g, i, t, 0]
+                    s1 += terms[i, t, 1] / total1 * yh[g, i, t, 1]
+                    s2 += terms[i, t, 2] / total2 * yh[g, i, t, 2]
+                    s3 += terms[i, t, 3] / total3 * yh[g, i, t, 3]
+                    s4 += terms[i, t, 4] / total4 * yh[g, i, t, 4]
+                    s5 += terms[i, t, 5] / total5 * yh[g, i, t, 5]
+                    s6 += terms[i, t, 6] / total6 * yh[g, i, t, 6]
+                    s7 += terms[i, t, 7] / total7 * yh[g, i, t, 7]
+                u[i, 0] = s0
+                u[i, 1] = s1
+                u[i, 2] = s2
+                u[i, 3] = s3
+                u[i, 4] = s4
+                u[i, 5] = s5
+                u[i, 6] = s6
+                u[i, 7] = s7
+                offset0 = log_abs_derivative(u[i, 0], loss) - log_n - math.log(total0)
+                offset1 = log_abs_derivative(u[i, 1], loss) - log_n - math.log(total1)
+                offset2 = log_abs_derivative(u[i, 2], loss) - log_n - math.log(total2)
+                offset3 = log_abs_derivative(u[i, 3], loss) - log_n - math.log(total3)
+                offset4 = log_abs_derivative(u[i, 4], loss) - log_n - math.log(total4)
+                offset5 = log_abs_derivative(u[i, 5], loss) - log_n - math.log(total5)
+                offset6 = log_abs_derivative(u[i, 6], loss) - log_n - math.log(total6)
+                offset7 = log_abs_derivative(u[i, 7], loss) - log_n - math.log(total7)
+                for t in range(T):
+                    terms[i, t, 0] = logits[i, t, 0] + offset0
+                    terms[i, t, 1] = logits[i, t, 1] + offset1
+                    terms[i, t, 2] = logits[i, t, 2] + offset2
+                    terms[i, t, 3] = logits[i, t, 3] + offset3
+                    terms[i, t, 4] = logits[i, t, 4] + offset4
+                    terms[i, t, 5] = logits[i, t, 5] + offset5
+                    terms[i, t, 6] = logits[i, t, 6] + offset6
+                    terms[i, t, 7] = logits[i, t, 7] + offset7
+            m0 = -math.inf
+            m1 = -math.inf
+            m2 = -math.inf
+            m3 = -math.inf
+            m4 = -math.inf
+            m5 = -math.inf
+            m6 = -math.inf
+            m7 = -math.inf
+            for i in range(n):
+                for t in range(T):
+                    s = terms[i, t, 0]
+                    m0 = s if (t != top[i, 0] and s > m0) else m0
+                    s = terms[i, t, 1]
+                    m1 = s if (t != top[i, 1] and s > m1) else m1
+                    s = terms[i, t, 2]
+                    m2 = s if (t != top[i, 2] and s > m2) else m2
+                    s = terms[i, t, 3]
+                    m3 = s if (t != top[i, 3] and s > m3) else m3
+                    s = terms[i, t, 4]
+                    m4 = s if (t != top[i, 4] and s > m4) else m4
+                    s = terms[i, t, 5]
+                    m5 = s if (t != top[i, 5] and s > m5) else m5
+                    s = terms[i, t, 6]
+                    m6 = s if (t != top[i, 6] and s > m6) else m6
+                    s = terms[i, t, 7]
+                    m7 = s if (t != top[i, 7] and s > m7) else m7
+            m0 = m0 if math.isfinite(m0) else 0.0
+            m1 = m1 if math.isfinite(m1) else 0.0
+            m2 = m2 if math.isfinite(m2) else 0.0
+            m3 = m3 if math.isfinite(m3) else 0.0
+            m4 = m4 if math.isfinite(m4) else 0.0
+            m5 = m5 if math.isfinite(m5) else 0.0
+            m6 = m6 if math.isfinite(m6) else 0.0
+            m7 = m7 if math.isfinite(m7) else 0.0
+            for i in range(n):
+                rest0 = 0.0
+                rest1 = 0.0
+                rest2 = 0.0
+                rest3 = 0.0
+                rest4 = 0.0
+                rest5 = 0.0
+                rest6 = 0.0
+                rest7 = 0.0
+                for t in range(T):
+                    x = 0.0
+                    if t != top[i, 0]:
+                        x = exp_or_zero(terms[i, t, 0] - m0) * (u[i, 0] - yh[g, i, t, 0])
+                    r[i, t, 0] = x
+                    rest0 += x
+                    x = 0.0
+                    if t != top[i, 1]:
+                        x = exp_or_zero(terms[i, t, 1] - m1) * (u[i, 1] - yh[g, i, t, 1])
+                    r[i, t, 1] = x
+                    rest1 += x
+                    x = 0.0
+                    if t != top[i, 2]:
+                        x = exp_or_zero(terms[i, t, 2] - m2) * (u[i, 2] - yh[g, i, t, 2])
+                    r[i, t, 2] = x
+                    rest2 += x
+                    x = 0.0
+                    if t != top[i, 3]:
+                        x = exp_or_zero(terms[i, t, 3] - m3) * (u[i, 3] - yh[g, i, t, 3])
+                    r[i, t, 3] = x
+                    rest3 += x
+                    x = 0.0
+                    if t != top[i, 4]:
+                        x = exp_or_zero(terms[i, t, 4] - m4) * (u[i, 4] - yh[g, i, t, 4])
+                    r[i, t, 4] = x
+                    rest4 += x
+                    x = 0.0
+                    if t != top[i, 5]:
+                        x = exp_or_zero(terms[i, t, 5] - m5) * (u[i, 5] - yh[g, i, t, 5])
+                    r[i, t, 5] = x
+                    rest5 += x
+                    x = 0.0
+                    if t != top[i, 6]:
+                        x = exp_or_zero(terms[i, t, 6] - m6) * (u[i, 6] - yh[g, i, t, 6])
+                    r[i, t, 6] = x
+                    rest6 += x
+                    x = 0.0
+                    if t != top[i, 7]:
+                        x = exp_or_zero(terms[i, t, 7] - m7) * (u[i, 7] - yh[g, i, t, 7])
+                    r[i, t, 7] = x
+                    rest7 += x
+                r[i, top[i, 0], 0] = -rest0
+                r[i, top[i, 1], 1] = -rest1
+                r[i, top[i, 2], 2] = -rest2
+                r[i, top[i, 3], 3] = -rest3
+                r[i, top[i, 4], 4] = -rest4
+                r[i, top[i, 5], 5] = -rest5
+                r[i, top[i, 6], 6] = -rest6
+                r[i, top[i, 7], 7] = -rest7
+                for a in range(d):
+                    s0 = 0.0
+                    s1 = 0.0
+                    s2 = 0.0
+                    s3 = 0.0
+                    s4 = 0.0
+                    s5 = 0.0
+                    s6 = 0.0
+                    s7 = 0.0
+                    for t in range(T):
+                        s0 += r[i, t, 0] * X[g, i, t, a, 0]
+                        s1 += r[i, t, 1] * X[g, i, t, a, 1]
+                        s2 += r[i, t, 2] * X[g, i, t, a, 2]
+                        s3 += r[i, t, 3] * X[g, i, t, a, 3]
+                        s4 += r[i, t, 4] * X[g, i, t, a, 4]
+                        s5 += r[i, t, 5] * X[g, i, t, a, 5]
+                        s6 += r[i, t, 6] * X[g, i, t, a, 6]
+                        s7 += r[i, t, 7] * X[g, i, t, a, 7]
+                    xr[i, a, 0] = s0
+                    xr[i, a, 1] = s1
+                    xr[i, a, 2] = s2
+                    xr[i, a, 3] = s3
+                    xr[i, a, 4] = s4
+                    xr[i, a, 5] = s5
+                    xr[i, a, 6] = s6
+                    xr[i, a, 7] = s7
+            for a in range(d):
+                for b in range(d):
+                    s0 = 0.0
+                    s1 = 0.0
+                    s2 = 0.0
+                    s3 = 0.0
+                    s4 = 0.0
+                    s5 = 0.0
+                    s6 = 0.0
+                    s7 = 0.0
+                    for i in range(n):
+                        s0 += xr[i, a, 0] * z[g, i, b, 0]
+                        s1 += xr[i, a, 1] * z[g, i, b, 1]
+                        s2 += xr[i, a, 2] * z[g, i, b, 2]
+                        s3 += xr[i, a, 3] * z[g, i, b, 3]
+                        s4 += xr[i, a, 4] * z[g, i, b, 4]
+                        s5 += xr[i, a, 5] * z[g, i, b, 5]
+                        s6 += xr[i, a, 6] * z[g, i, b, 6]
+                        s7 += xr[i, a, 7] * z[g, i, b, 7]
+                    G[a, b, 0] = s0
+                    G[a, b, 1] = s1
+                    G[a, b, 2] = s2
+                    G[a, b, 3] = s3
+                    G[a, b, 4] = s4
+                    G[a, b, 5] = s5
+                    G[a, b, 6] = s6
+                    G[a, b, 7] = s7
+            if code == LOSS:
+                L0 = 0.0
+                L1 = 0.0
+                L2 = 0.0
+                L3 = 0.0
+                L4 = 0.0
+                L5 = 0.0
+                L6 = 0.0
+                L7 = 0.0
+                for i in range(n):
+                    L0 += loss_value(u[i, 0], loss)
+                    L1 += loss_value(u[i, 1], loss)
+                    L2 += loss_value(u[i, 2], loss)
+                    L3 += loss_value(u[i, 3], loss)
+                    L4 += loss_value(u[i, 4], loss)
+                    L5 += loss_value(u[i, 5], loss)
+                    L6 += loss_value(u[i, 6], loss)
+                    L7 += loss_value(u[i, 7], loss)
+                D0 = L0 / n
+                D1 = L1 / n
+                D2 = L2 / n
+                D3 = L3 / n
+                D4 = L4 / n
+                D5 = L5 / n
+                D6 = L6 / n
+                D7 = L7 / n
+            if code != PER_TENSOR and code != GLOBAL:
+                scale0 = exp_or_zero(m0)
+                scale1 = exp_or_zero(m1)
+                scale2 = exp_or_zero(m2)
+                scale3 = exp_or_zero(m3)
+                scale4 = exp_or_zero(m4)
+                scale5 = exp_or_zero(m5)
+                scale6 = exp_or_zero(m6)
+                scale7 = exp_or_zero(m7)
+                for a in range(d):
+                    for b in range(d):
+                        G[a, b, 0] *= scale0
+                        G[a, b, 1] *= scale1
+                        G[a, b, 2] *= scale2
+                        G[a, b, 3] *= scale3
+                        G[a, b, 4] *= scale4
+                        G[a, b, 5] *= scale5
+                        G[a, b, 6] *= scale6
+                        G[a, b, 7] *= scale7
+                if code != LOSS:
+                    D0 = 1.0
+                    D1 = 1.0
+                    D2 = 1.0
+                    D3 = 1.0
+                    D4 = 1.0
+                    D5 = 1.0
+                    D6 = 1.0
+                    D7 = 1.0
+            else:
+                big0 = 0.0
+                big1 = 0.0
+                big2 = 0.0
+                big3 = 0.0
+                big4 = 0.0
+                big5 = 0.0
+                big6 = 0.0
+                big7 = 0.0
+                for a in range(d):
+                    for b in range(d):
+                        x = abs(G[a, b, 0])
+                        big0 = x if (x > big0 or x != x) else big0
+                        x = abs(G[a, b, 1])
+                        big1 = x if (x > big1 or x != x) else big1
+                        x = abs(G[a, b, 2])
+                        big2 = x if (x > big2 or x != x) else big2
+                        x = abs(G[a, b, 3])
+                        big3 = x if (x > big3 or x != x) else big3
+                        x = abs(G[a, b, 4])
+                        big4 = x if (x > big4 or x != x) else big4
+                        x = abs(G[a, b, 5])
+                        big5 = x if (x > big5 or x != x) else big5
+                        x = abs(G[a, b, 6])
+                        big6 = x if (x > big6 or x != x) else big6
+                        x = abs(G[a, b, 7])
+                        big7 = x if (x > big7 or x != x) else big7
+                cut0 = max(big0, smallest)
+                acc0 = 0.0
+                cut1 = max(big1, smallest)
+                acc1 = 0.0
+                cut2 = max(big2, smallest)
+                acc2 = 0.0
+                cut3 = max(big3, smallest)
+                acc3 = 0.0
+                cut4 = max(big4, smallest)
+                acc4 = 0.0
+                cut5 = max(big5, smallest)
+                acc5 = 0.0
+                cut6 = max(big6, smallest)
+                acc6 = 0.0
+                cut7 = max(big7, smallest)
+                acc7 = 0.0
+                if q_kind == 1:
+                    for a in range(d):
+                        for b in range(d):
+                            x = abs(G[a, b, 0]) / cut0
+                            acc0 += x * x
+                            x = abs(G[a, b, 1]) / cut1
+                            acc1 += x * x
+                            x = abs(G[a, b, 2]) / cut2
+                            acc2 += x * x
+                            x = abs(G[a, b, 3]) / cut3
+                            acc3 += x * x
+                            x = abs(G[a, b, 4]) / cut4
+                            acc4 += x * x
+                            x = abs(G[a, b, 5]) / cut5
+                            acc5 += x * x
+                            x = abs(G[a, b, 6]) / cut6
+                            acc6 += x * x
+                            x = abs(G[a, b, 7]) / cut7
+                            acc7 += x * x
+                elif q_kind == 4 and q_whole == 1:
+                    for a in range(d):
+                        for b in range(d):
+                            x = abs(G[a, b, 0]) / cut0
+                            acc0 += x * math.sqrt(x)
+                            x = abs(G[a, b, 1]) / cut1
+                            acc1 += x * math.sqrt(x)
+                            x = abs(G[a, b, 2]) / cut2
+                            acc2 += x * math.sqrt(x)
+                            x = abs(G[a, b, 3]) / cut3
+                            acc3 += x * math.sqrt(x)
+                            x = abs(G[a, b, 4]) / cut4
+                            acc4 += x * math.sqrt(x)
+                            x = abs(G[a, b, 5]) / cut5
+                            acc5 += x * math.sqrt(x)
+                            x = abs(G[a, b, 6]) / cut6
+                            acc6 += x * math.sqrt(x)
+                            x = abs(G[a, b, 7]) / cut7
+                            acc7 += x * math.sqrt(x)
+                else:
+                    for a in range(d):
+                        for b in range(d):
+                            acc0 += power(abs(G[a, b, 0]) / cut0, q, q_kind, q_whole)
+                            acc1 += power(abs(G[a, b, 1]) / cut1, q, q_kind, q_whole)
+                            acc2 += power(abs(G[a, b, 2]) / cut2, q, q_kind, q_whole)
+                            acc3 += power(abs(G[a, b, 3]) / cut3, q, q_kind, q_whole)
+                            acc4 += power(abs(G[a, b, 4]) / cut4, q, q_kind, q_whole)
+                            acc5 += power(abs(G[a, b, 5]) / cut5, q, q_kind, q_whole)
+                            acc6 += power(abs(G[a, b, 6]) / cut6, q, q_kind, q_whole)
+                            acc7 += power(abs(G[a, b, 7]) / cut7, q, q_kind, q_whole)
+                D0 = big0 if math.isinf(big0) else power(acc0, 1.0 / q, root, root_whole) * big0
+                D1 = big1 if math.isinf(big1) else power(acc1, 1.0 / q, root, root_whole) * big1
+                D2 = big2 if math.isinf(big2) else power(acc2, 1.0 / q, root, root_whole) * big2
+                D3 = big3 if math.isinf(big3) else power(acc3, 1.0 / q, root, root_whole) * big3
+                D4 = big4 if math.isinf(big4) else power(acc4, 1.0 / q, root, root_whole) * big4
+                D5 = big5 if math.isinf(big5) else power(acc5, 1.0 / q, root, root_whole) * big5
+                D6 = big6 if math.isinf(big6) else power(acc6, 1.0 / q, root, root_whole) * big6
+                D7 = big7 if math.isinf(big7) else power(acc7, 1.0 / q, root, root_whole) * big7
+            D0 = math.inf if D0 == 0.0 else D0
+            D1 = math.inf if D1 == 0.0 else D1
+            D2 = math.inf if D2 == 0.0 else D2
+            D3 = math.inf if D3 == 0.0 else D3
+            D4 = math.inf if D4 == 0.0 else D4
+            D5 = math.inf if D5 == 0.0 else D5
+            D6 = math.inf if D6 == 0.0 else D6
+            D7 = math.inf if D7 == 0.0 else D7
+            for a in range(d):
+                for b in range(d):
+                    G[a, b, 0] = G[a, b, 0] / D0
+                    G[a, b, 1] = G[a, b, 1] / D1
+                    G[a, b, 2] = G[a, b, 2] / D2
+                    G[a, b, 3] = G[a, b, 3] / D3
+                    G[a, b, 4] = G[a, b, 4] / D4
+                    G[a, b, 5] = G[a, b, 5] / D5
+                    G[a, b, 6] = G[a, b, 6] / D6
+                    G[a, b, 7] = G[a, b, 7] / D7
+            if not mirror:
+                for a in range(d):
+                    for b in range(d):
+                        W[g, a, b, 0] = W[g, a, b, 0] - G[a, b, 0] * lr[g, 0]
+                        W[g, a, b, 1] = W[g, a, b, 1] - G[a, b, 1] * lr[g, 1]
+                        W[g, a, b, 2] = W[g, a, b, 2] - G[a, b, 2] * lr[g, 2]
+                        W[g, a, b, 3] = W[g, a, b, 3] - G[a, b, 3] * lr[g, 3]
+                        W[g, a, b, 4] = W[g, a, b, 4] - G[a, b, 4] * lr[g, 4]
+                        W[g, a, b, 5] = W[g, a, b, 5] - G[a, b, 5] * lr[g, 5]
+                        W[g, a, b, 6] = W[g, a, b, 6] - G[a, b, 6] * lr[g, 6]
+                        W[g, a, b, 7] = W[g, a, b, 7] - G[a, b, 7] * lr[g, 7]
+            else:
+                for a in range(d):
+                    for b in range(d):
+                        theta[g, a, b, 0] = theta[g, a, b, 0] - G[a, b, 0] * lr[g, 0]
+                        theta[g, a, b, 1] = theta[g, a, b, 1] - G[a, b, 1] * lr[g, 1]
+                        theta[g, a, b, 2] = theta[g, a, b, 2] - G[a, b, 2] * lr[g, 2]
+                        theta[g, a, b, 3] = theta[g, a, b, 3] - G[a, b, 3] * lr[g, 3]
+                        theta[g, a, b, 4] = theta[g, a, b, 4] - G[a, b, 4] * lr[g, 4]
+                        theta[g, a, b, 5] = theta[g, a, b, 5] - G[a, b, 5] * lr[g, 5]
+                        theta[g, a, b, 6] = theta[g, a, b, 6] - G[a, b, 6] * lr[g, 6]
+                        theta[g, a, b, 7] = theta[g, a, b, 7] - G[a, b, 7] * lr[g, 7]
+                for a in range(d):
+                    for b in range(d):
+                        size = abs(theta[g, a, b, 0])
+                        if not (size <= high and (pk <= 2.0 or size >= low)):
+                            return g * LANES + 0
+                        size = abs(theta[g, a, b, 1])
+                        if not (size <= high and (pk <= 2.0 or size >= low)):
+                            return g * LANES + 1
+                        size = abs(theta[g, a, b, 2])
+                        if not (size <= high and (pk <= 2.0 or size >= low)):
+                            return g * LANES + 2
+                        size = abs(theta[g, a, b, 3])
+                        if not (size <= high and (pk <= 2.0 or size >= low)):
+                            return g * LANES + 3
+                        size = abs(theta[g, a, b, 4])
+                        if not (size <= high and (pk <= 2.0 or size >= low)):
+                            return g * LANES + 4
+                        size = abs(theta[g, a, b, 5])
+                        if not (size <= high and (pk <= 2.0 or size >= low)):
+                            return g * LANES + 5
+                        size = abs(theta[g, a, b, 6])
+                        if not (size <= high and (pk <= 2.0 or size >= low)):
+                            return g * LANES + 6
+                        size = abs(theta[g, a, b, 7])
+                        if not (size <= high and (pk <= 2.0 or size >= low)):
+                            return g * LANES + 7
+                if inverse_kind == 2:
+                    for a in range(d):
+                        for b in range(d):
+                            x = theta[g, a, b, 0]
+                            W[g, a, b, 0] = math.copysign(math.sqrt(abs(x)), x)
+                            x = theta[g, a, b, 1]
+                            W[g, a, b, 1] = math.copysign(math.sqrt(abs(x)), x)
+                            x = theta[g, a, b, 2]
+                            W[g, a, b, 2] = math.copysign(math.sqrt(abs(x)), x)
+                            x = theta[g, a, b, 3]
+                            W[g, a, b, 3] = math.copysign(math.sqrt(abs(x)), x)
+                            x = theta[g, a, b, 4]
+                            W[g, a, b, 4] = math.copysign(math.sqrt(abs(x)), x)
+                            x = theta[g, a, b, 5]
+                            W[g, a, b, 5] = math.copysign(math.sqrt(abs(x)), x)
+                            x = theta[g, a, b, 6]
+                            W[g, a, b, 6] = math.copysign(math.sqrt(abs(x)), x)
+                            x = theta[g, a, b, 7]
+                            W[g, a, b, 7] = math.copysign(math.sqrt(abs(x)), x)
+                else:
+                    for a in range(d):
+                        for b in range(d):
+                            x = theta[g, a, b, 0]
+                            w = power(abs(x), inverse, inverse_kind, inverse_whole)
+                            W[g, a, b, 0] = math.copysign(w, x)
+                            x = theta[g, a, b, 1]
+                            w = power(abs(x), inverse, inverse_kind, inverse_whole)
+                            W[g, a, b, 1] = math.copysign(w, x)
+                            x = theta[g, a, b, 2]
+                            w = power(abs(x), inverse, inverse_kind, inverse_whole)
+                            W[g, a, b, 2] = math.copysign(w, x)
+                            x = theta[g, a, b, 3]
+                            w = power(abs(x), inverse, inverse_kind, inverse_whole)
+                            W[g, a, b, 3] = math.copysign(w, x)
+                            x = theta[g, a, b, 4]
+                            w = power(abs(x), inverse, inverse_kind, inverse_whole)
+                            W[g, a, b, 4] = math.copysign(w, x)
+                            x = theta[g, a, b, 5]
+                            w = power(abs(x), inverse, inverse_kind, inverse_whole)
+                            W[g, a, b, 5] = math.copysign(w, x)
+                            x = theta[g, a, b, 6]
+                            w = power(abs(x), inverse, inverse_kind, inverse_whole)
+                            W[g, a, b, 6] = math.copysign(w, x)
+                            x = theta[g, a, b, 7]
+                            w = power(abs(x), inverse, inverse_kind, inverse_whole)
+                            W[g, a, b, 7] = math.copysign(w, x)
+    return -1

@@ -1,0 +1,251 @@
+"""Writes `engine.kernels_lanes`: the compiled step with LANES runs side by side.
+
+    python -m attnbias.engine.lanes_codegen > src/attnbias/engine/kernels_lanes.py
+
+The per-run kernel (`engine.kernels_numba.advance_numba`) steps one run at a time; its sums over
+10-entry rows are too short for LLVM to vectorise. Here every array has the run innermost and
+every statement of the step is written out once per lane, each sum in a named local, so that
+LLVM's SLP vectoriser packs the lanes into one register (numba runs it where
+`numba.config.SLP_VECTORIZE` is set: `engine.compiled` sets it while it loads this kernel). Each
+lane does the per-run kernel's operations in its order, with the same scalar calls, so a run
+stepped in lanes is the per-run kernel's bit for bit (tests/test_engine_lanes.py). The module
+is generated, not written by hand: the repetition lives here once, and the test checks that
+the module on disk is this function's output.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+LANES = 8
+
+HEADER = '''"""The compiled step with {lanes} runs side by side, written by
+`engine.lanes_codegen` (do not edit: regenerate). See that module, and `engine.kernels_numba`,
+whose per-run step this is, lane by lane."""
+
+import math
+
+import numpy as np
+from numba import njit
+
+from .kernels_numba import (
+    GLOBAL,
+    LOSS,
+    PER_TENSOR,
+    exp_or_zero,
+    kind_of,
+    log_abs_derivative,
+    loss_value,
+    power,
+)
+
+LANES = {lanes}
+
+
+@njit(cache=True, error_model="numpy")
+def advance_lanes(W, theta, X, z, yh, rule, p, lr, loss, steps, mirror, smallest, low, high):
+    """`steps` steps of every group of LANES runs, in place: W, θ (G, d, d, LANES) in their
+    dtype, X (G, n, T, d, LANES), z (G, n, d, LANES), yh (G, n, T, LANES), lr (G, LANES); every
+    run of group g has rule[g] (none, per_tensor, global or loss) and p[g]. No momentum, no
+    optimal-token excess. Returns -1, or g·LANES + lane of a run whose dual iterate θ⁺ left the
+    range (as `advance_numba`: the caller restores the state and steps with torch)."""
+    n, T, d = X.shape[1], X.shape[2], X.shape[3]
+    Wz = np.empty((n, d, LANES))
+    logits = np.empty((n, T, LANES))
+    terms = np.empty((n, T, LANES))
+    r = np.empty((n, T, LANES))
+    u = np.empty((n, LANES))
+    top = np.empty((n, LANES), dtype=np.int64)
+    xr = np.empty((n, d, LANES))
+    G = np.empty((d, d, LANES))
+    log_n = math.log(n)
+    for g in range(W.shape[0]):
+        code = rule[g]
+        pk = p[g]
+        q = pk / (pk - 1.0)
+        inverse = 1.0 / (pk - 1.0)
+        q_kind, q_whole = kind_of(q)
+        root, root_whole = kind_of(1.0 / q)
+        inverse_kind, inverse_whole = kind_of(inverse)
+        for _ in range(steps):
+'''
+
+
+def lanes(statements: str, indent: int) -> str:
+    """The statements (lines; {l} the lane) once per lane, indented."""
+    text = textwrap.dedent(statements).strip("\n")
+    return "".join(
+        textwrap.indent(text.format(l=lane), " " * indent) + "\n" for lane in range(LANES)
+    )
+
+
+def line(text: str, indent: int) -> str:
+    return " " * indent + text + "\n"
+
+
+def lane_sum(target: str, term: str, loop: str, indent: int) -> str:
+    """target = Σ term over `loop`, in its order, each lane's sum in a local s{l}."""
+    return (
+        lanes("s{l} = 0.0", indent)
+        + line(f"for {loop}:", indent)
+        + lanes("s{l} += " + term, indent + 4)
+        + lanes(target + " = s{l}", indent)
+    )
+
+
+def forward(indent: int) -> str:
+    """Logits a_{i,t} = x_{i,t}ᵀ W z_i, the softmax, u_i = y_i f_i and log|c_i s_{i,t}|."""
+    i4, i8 = indent + 4, indent + 8
+    return "".join([
+        line("for i in range(n):", indent),
+        line("for a in range(d):", i4),
+        lane_sum("Wz[i, a, {l}]", "W[g, a, b, {l}] * z[g, i, b, {l}]", "b in range(d)", i8),
+        line("for t in range(T):", i4),
+        lane_sum("logits[i, t, {l}]", "X[g, i, t, a, {l}] * Wz[i, a, {l}]", "a in range(d)", i8),
+        lanes("best{l} = -math.inf\nat{l} = 0", i4),
+        line("for t in range(T):", i4),
+        lanes("""
+            s = logits[i, t, {l}]
+            at{l} = t if s > best{l} else at{l}
+            best{l} = s if s > best{l} else best{l}
+            """, i8),
+        lanes("top[i, {l}] = at{l}\ntotal{l} = 0.0", i4),
+        line("for t in range(T):", i4),
+        lanes("""
+            logits[i, t, {l}] -= best{l}
+            e = exp_or_zero(logits[i, t, {l}])
+            terms[i, t, {l}] = e
+            total{l} += e
+            """, i8),
+        lane_sum("u[i, {l}]", "terms[i, t, {l}] / total{l} * yh[g, i, t, {l}]", "t in range(T)",
+                 i4),
+        lanes("offset{l} = log_abs_derivative(u[i, {l}], loss) - log_n - math.log(total{l})", i4),
+        line("for t in range(T):", i4),
+        lanes("terms[i, t, {l}] = logits[i, t, {l}] + offset{l}", i8),
+    ])  # fmt: skip
+
+
+def backward(indent: int) -> str:
+    """m, the largest log-term off the top tokens; r, Σ_t r x and the gradient G (in e^{-m})."""
+    i4, i8 = indent + 4, indent + 8
+    return "".join([
+        lanes("m{l} = -math.inf", indent),
+        line("for i in range(n):", indent),
+        line("for t in range(T):", i4),
+        lanes("""
+            s = terms[i, t, {l}]
+            m{l} = s if (t != top[i, {l}] and s > m{l}) else m{l}
+            """, i8),
+        lanes("m{l} = m{l} if math.isfinite(m{l}) else 0.0", indent),
+        line("for i in range(n):", indent),
+        lanes("rest{l} = 0.0", i4),
+        line("for t in range(T):", i4),
+        lanes("""
+            x = 0.0
+            if t != top[i, {l}]:
+                x = exp_or_zero(terms[i, t, {l}] - m{l}) * (u[i, {l}] - yh[g, i, t, {l}])
+            r[i, t, {l}] = x
+            rest{l} += x
+            """, i8),
+        lanes("r[i, top[i, {l}], {l}] = -rest{l}", i4),
+        line("for a in range(d):", i4),
+        lane_sum("xr[i, a, {l}]", "r[i, t, {l}] * X[g, i, t, a, {l}]", "t in range(T)", i8),
+        line("for a in range(d):", indent),
+        line("for b in range(d):", i4),
+        lane_sum("G[a, b, {l}]", "xr[i, a, {l}] * z[g, i, b, {l}]", "i in range(n)", i8),
+    ])  # fmt: skip
+
+
+def divisor(indent: int) -> str:
+    """D{l}: the rule's divisor (`update.in_rule_scale`, `optim.divisors.divisors`)."""
+    i4, i8, i12 = indent + 4, indent + 8, indent + 12
+    # Σ (|G|/cut)^q in the per-run kernel's order, by q's kind as it takes them
+    powers = [
+        ("if q_kind == 1:", "x = abs(G[a, b, {l}]) / cut{l}\nacc{l} += x * x"),
+        ("elif q_kind == 4 and q_whole == 1:",
+         "x = abs(G[a, b, {l}]) / cut{l}\nacc{l} += x * math.sqrt(x)"),
+        ("else:", "acc{l} += power(abs(G[a, b, {l}]) / cut{l}, q, q_kind, q_whole)"),
+    ]  # fmt: skip
+    branches = [
+        line(test, i4) + line("for a in range(d):", i8) + line("for b in range(d):", i12)
+        + lanes(body, i12 + 4)
+        for test, body in powers
+    ]  # fmt: skip
+    return "".join([
+        line("if code == LOSS:", indent),
+        lanes("L{l} = 0.0", i4),
+        line("for i in range(n):", i4),
+        lanes("L{l} += loss_value(u[i, {l}], loss)", i8),
+        lanes("D{l} = L{l} / n", i4),
+        line("if code != PER_TENSOR and code != GLOBAL:", indent),
+        lanes("scale{l} = exp_or_zero(m{l})", i4),
+        line("for a in range(d):", i4),
+        line("for b in range(d):", i8),
+        lanes("G[a, b, {l}] *= scale{l}", i12),
+        line("if code != LOSS:", i4),
+        lanes("D{l} = 1.0", i8),
+        line("else:", indent),
+        # ‖G‖_q as m·‖G/m‖_q, m = max|G| (`kernels_numba.scale_safe_norm`)
+        lanes("big{l} = 0.0", i4),
+        line("for a in range(d):", i4),
+        line("for b in range(d):", i8),
+        lanes("""
+            x = abs(G[a, b, {l}])
+            big{l} = x if (x > big{l} or x != x) else big{l}
+            """, i12),
+        lanes("cut{l} = max(big{l}, smallest)\nacc{l} = 0.0", i4),
+        *branches,
+        lanes("D{l} = big{l} if math.isinf(big{l}) else "
+              "power(acc{l}, 1.0 / q, root, root_whole) * big{l}", i4),
+        lanes("D{l} = math.inf if D{l} == 0.0 else D{l}", indent),
+    ])  # fmt: skip
+
+
+def update(indent: int) -> str:
+    """θ ← θ − η G/D, the range check, w = (∇ψ)⁻¹(θ); or W ← W − η G/D."""
+    i4, i8, i12 = indent + 4, indent + 8, indent + 12
+    return "".join([
+        line("for a in range(d):", indent),
+        line("for b in range(d):", i4),
+        lanes("G[a, b, {l}] = G[a, b, {l}] / D{l}", i8),
+        line("if not mirror:", indent),
+        line("for a in range(d):", i4),
+        line("for b in range(d):", i8),
+        lanes("W[g, a, b, {l}] = W[g, a, b, {l}] - G[a, b, {l}] * lr[g, {l}]", i12),
+        line("else:", indent),
+        line("for a in range(d):", i4),
+        line("for b in range(d):", i8),
+        lanes("theta[g, a, b, {l}] = theta[g, a, b, {l}] - G[a, b, {l}] * lr[g, {l}]", i12),
+        line("for a in range(d):", i4),
+        line("for b in range(d):", i8),
+        lanes("""
+            size = abs(theta[g, a, b, {l}])
+            if not (size <= high and (pk <= 2.0 or size >= low)):
+                return g * LANES + {l}
+            """, i12),
+        line("if inverse_kind == 2:", i4),
+        line("for a in range(d):", i8),
+        line("for b in range(d):", i12),
+        lanes("""
+            x = theta[g, a, b, {l}]
+            W[g, a, b, {l}] = math.copysign(math.sqrt(abs(x)), x)
+            """, i12 + 4),
+        line("else:", i4),
+        line("for a in range(d):", i8),
+        line("for b in range(d):", i12),
+        lanes("""
+            x = theta[g, a, b, {l}]
+            w = power(abs(x), inverse, inverse_kind, inverse_whole)
+            W[g, a, b, {l}] = math.copysign(w, x)
+            """, i12 + 4),
+    ])  # fmt: skip
+
+
+def source() -> str:
+    """The text of `engine.kernels_lanes`."""
+    body = forward(12) + backward(12) + divisor(12) + update(12)
+    return HEADER.format(lanes=LANES) + body + "    return -1\n"
+
+
+if __name__ == "__main__":
+    print(source(), end="")
