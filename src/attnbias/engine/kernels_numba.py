@@ -177,12 +177,13 @@ def advance_numba(
     has_momentum, smallest, low, high, opt, excess, tiny, skip,
 ):  # fmt: skip
     """`steps` steps of every run but those `skip` marks (stepped in lanes, `kernels_lanes`),
-    in place (W, θ, the momentum buffer; θ is W's when not `mirror`). Runs with `excess` take L − L* over their optimal tokens `opt` (R, n) as
-    their loss (`losses.optimal_token_excess`; their f_star is 0). Returns -1, or the first
-    run whose dual iterate θ⁺ left the range the torch step redoes in the log domain (p > 2:
-    not a normal number in [low, high]; any p: not finite), after which the caller restores
-    the state and steps with torch. tiny: the dtype's smallest normal number (Polyak's
-    smallest divisor, `optim.divisors.polyak_divisors`)."""
+    in place (W, θ, the momentum buffer; θ is W's when not `mirror`). Runs with `excess` take
+    L − L* over their optimal tokens `opt` (R, n) as their loss
+    (`losses.optimal_token_excess`; their f_star is 0). Returns -1, or the first run whose dual
+    iterate θ⁺ left the range the torch step redoes in the log domain (p > 2: not a normal
+    number in [low, high]; any p: not finite), after which the caller restores the state and
+    steps with torch. tiny: the dtype's smallest normal number (Polyak's smallest divisor,
+    `optim.divisors.polyak_divisors`)."""
     R, n, T, d = X.shape
     Wz = np.empty((n, d))
     logits = np.empty((n, T))
