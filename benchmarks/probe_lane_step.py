@@ -1,9 +1,10 @@
 """md-local's p = 3 step with 8 runs in the lanes of one register: how much faster than the
-compiled step, and at what compile cost? (issue 31, goal 2; exploratory, not the engine's code)
+per-run kernel, and at what compile cost? (issue 31, goal 2; the probe that led to the engine's
+lanes, `engine.kernels_lanes`, which the engine now takes for such runs)
 
     python benchmarks/probe_lane_step.py [--steps 200] [--slp on|off] [--stub-exp]
 
-The engine's compiled step (`engine.kernels_numba`) takes one run at a time. This probe
+The engine's per-run kernel (`engine.kernels_numba`) takes one run at a time. This probe
 generates the same step for md-local's runs of p = 3 (normalised ℓ3 mirror descent, rule
 per_tensor, logistic loss, a fixed head; n = 6, T = 8, d = 10) with 8 runs side by side: every
 array has the run innermost and every statement is written out once per lane, each sum in a
@@ -205,9 +206,10 @@ def compiled_steps():
     batch.params[0].copy_(torch.from_numpy(W0))
     batch.duals[0].copy_(torch.from_numpy(theta0))
     if not compiled.advance(batch, args.steps):
-        raise SystemExit("the compiled step handed these steps back to torch")
+        raise SystemExit("the per-run kernel handed these steps back to torch")
 
 
+compiled.lane_groups = lambda *args: []  # the engine's per-run kernel alone, not its lanes
 compiled.advance(batch, 1)  # loads (or compiles) the engine's kernel
 lane, engine = best_seconds(lane_steps), best_seconds(compiled_steps)
 run_steps = args.steps * len(runs)
@@ -219,7 +221,7 @@ print(
     f"{', exps stubbed' if args.stub_exp else ''}:"
 )
 print(
-    f"  lanes {lane / run_steps * 1e6:.3f} µs a run-step, compiled step "
+    f"  lanes {lane / run_steps * 1e6:.3f} µs a run-step, per-run kernel "
     f"{engine / run_steps * 1e6:.3f}: {engine / lane:.2f}× (lanes compiled in "
     f"{compile_seconds:.1f} CPU s)"
 )

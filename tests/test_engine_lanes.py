@@ -98,7 +98,7 @@ def test_a_dual_iterate_out_of_range_in_lanes_hands_the_stretch_to_torch():
 
 def test_the_lane_module_is_the_generators_output():
     path = Path(compiled.__file__).with_name("kernels_lanes.py")
-    assert path.read_text() == lanes_codegen.source(), (
-        "regenerate: python -m attnbias.engine.lanes_codegen > src/attnbias/engine/kernels_lanes.py"
+    assert path.read_text(encoding="utf-8") == lanes_codegen.source(), (
+        'regenerate: python -c "import attnbias.engine.lanes_codegen as g; g.write()"'
     )
     assert compiled.lane_kernels().LANES == compiled.LANES == lanes_codegen.LANES

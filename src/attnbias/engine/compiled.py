@@ -37,6 +37,7 @@ import torch
 
 from ..compiled_backend import backend_named, numba_module
 from ..optim.divisors import STEP_RULES
+from .lanes_codegen import LANES
 
 logger = logging.getLogger(__name__)
 
@@ -48,7 +49,6 @@ RUN_RTOL_FLOAT32 = 1e-3
 LOSS_CODES = {"logistic": 0, "exponential": 1, "correlation": 2}
 # the rules the lane kernel takes (their codes: indices into STEP_RULES, as the kernels number them)
 LANE_RULES = tuple(STEP_RULES.index(r) for r in ("none", "per_tensor", "global", "loss"))
-LANES = 8  # kernels_lanes.LANES, which imports numba
 
 
 @functools.cache

@@ -17,8 +17,7 @@ from .kernels_numba import (
     loss_value,
     power,
 )
-
-LANES = 8
+from .lanes_codegen import LANES
 
 
 @njit(cache=True, error_model="numpy")

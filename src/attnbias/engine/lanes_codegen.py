@@ -1,6 +1,6 @@
 """Writes `engine.kernels_lanes`: the compiled step with LANES runs side by side.
 
-    python -m attnbias.engine.lanes_codegen > src/attnbias/engine/kernels_lanes.py
+    python -c "import attnbias.engine.lanes_codegen as g; g.write()"
 
 The per-run kernel (`engine.kernels_numba.advance_numba`) steps one run at a time; its sums over
 10-entry rows are too short for LLVM to vectorise. Here every array has the run innermost and
@@ -16,6 +16,7 @@ the module on disk is this function's output.
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 LANES = 8
 
@@ -38,8 +39,7 @@ from .kernels_numba import (
     loss_value,
     power,
 )
-
-LANES = {lanes}
+from .lanes_codegen import LANES
 
 
 @njit(cache=True, error_model="numpy")
@@ -247,5 +247,8 @@ def source() -> str:
     return HEADER.format(lanes=LANES) + body + "    return -1\n"
 
 
-if __name__ == "__main__":
-    print(source(), end="")
+def write() -> Path:
+    """Writes `source()` to kernels_lanes.py beside this module; returns its path."""
+    path = Path(__file__).with_name("kernels_lanes.py")
+    path.write_text(source(), encoding="utf-8")
+    return path
