@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnbias.engine import RunBatch, compiled, lanes_codegen
+from attnbias.engine import Algorithm, RunBatch, compiled, lanes_codegen
 from test_engine_compiled import trajectories
 from test_engine_fused import MIRROR, specs_of
 
@@ -20,16 +20,26 @@ pytestmark = [
     pytest.mark.skipif(compiled.kernels() is None, reason="numba is not installed"),
 ]
 # the algorithms of tests/test_engine_fused.MIRROR whose rule the lanes take (no momentum, not
-# Polyak): plain, loss, global and per-tensor; p = 1.5, 1.75, 2, 2.5, 3
-LANE_ALGORITHMS = [a for a in MIRROR if a.momentum == 0.0 and a.optimizer != "polyak"]
+# Polyak): plain, loss, global and per-tensor; p = 1.5, 1.75, 2, 2.5, 3; and the loss rule at
+# p = 3. A batch of p = 2 alone has no dual iterates (the plain gradient step).
+LANE_ALGORITHMS = [a for a in MIRROR if a.momentum == 0.0 and a.optimizer != "polyak"] + [
+    Algorithm("MD-3-loss", "md", 0.05, p=3.0, normalize="loss")
+]
+FAMILIES = {
+    "mirror": LANE_ALGORITHMS,
+    "p=2 alone": [a for a in LANE_ALGORITHMS if a.p == 2.0],
+}
 
 
-def lane_specs(loss: str, copies: int, steps: int = 200):
-    """`copies` runs (other data and starts) of each lane algorithm, in an interleaved order."""
+def lane_specs(algorithms, loss: str, copies: int, steps: int = 200):
+    """`copies` runs of each algorithm (other data, starts and rates), in an interleaved order."""
     specs = []
     for c in range(copies):
-        for spec in specs_of(LANE_ALGORITHMS, "W", steps, seed=100 * c):
-            specs.append(dataclasses.replace(spec, loss=loss, config={"i": len(specs)}))
+        for spec in specs_of(algorithms, "W", steps, seed=100 * c):
+            algorithm = dataclasses.replace(spec.algorithm, lr=spec.algorithm.lr * (1 + c / 10))
+            specs.append(
+                dataclasses.replace(spec, algorithm=algorithm, loss=loss, config={"i": len(specs)})
+            )
     return specs
 
 
@@ -37,21 +47,49 @@ def per_run_only(monkeypatch):
     monkeypatch.setattr(compiled, "lane_groups", lambda *args: [])
 
 
+def counting(monkeypatch):
+    """Counts the lane kernel's calls and the stretches handed back to torch."""
+    seen = {"lanes": 0, "handed back": 0}
+    module, advance = compiled.lane_kernels(), compiled.advance
+    kernel = module.advance_lanes
+
+    def lanes(*args):
+        seen["lanes"] += 1
+        return kernel(*args)
+
+    def stretch(*args):
+        done = advance(*args)
+        seen["handed back"] += not done
+        return done
+
+    monkeypatch.setattr(module, "advance_lanes", lanes)
+    monkeypatch.setattr(compiled, "advance", stretch)
+    return seen
+
+
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32], ids=["float64", "float32"])
 @pytest.mark.parametrize("loss", ["logistic", "exponential", "correlation"])
-def test_runs_in_lanes_are_the_per_run_kernels_bit_for_bit(monkeypatch, loss, dtype):
+@pytest.mark.parametrize("family", FAMILIES)
+def test_runs_in_lanes_are_the_per_run_kernels_bit_for_bit(monkeypatch, family, loss, dtype):
     """9 runs of each algorithm: a group of 8 in lanes and one left over, per (p, rule)."""
-    specs = lane_specs(loss, copies=9)
+    algorithms = FAMILIES[family]
+    specs = lane_specs(algorithms, loss, copies=9)
     batch = RunBatch.from_specs(specs, dtype=dtype)
     hp = batch.hyper
+    assert (batch.duals is None) == (family == "p=2 alone")
     groups = compiled.lane_groups(
         hp.rule.numpy(), hp.p.double().numpy(), np.zeros(len(specs), bool), hp.has_momentum
     )
-    assert len(groups) == len(LANE_ALGORITHMS) and all(len(g) == compiled.LANES for g in groups)
-    lanes, _ = trajectories(specs, "compiled", dtype)
+    assert len(groups) == len(algorithms) and all(len(g) == compiled.LANES for g in groups)
+    with monkeypatch.context() as m:
+        seen = counting(m)
+        lanes, _ = trajectories(specs, "compiled", dtype)
+    assert seen["lanes"] > 0 and seen["handed back"] == 0
     with monkeypatch.context() as m:
         per_run_only(m)
+        seen = counting(m)
         alone, _ = trajectories(specs, "compiled", dtype)
+    assert seen["lanes"] == 0 and seen["handed back"] == 0
     reference, _ = trajectories(specs, "torch", dtype)
     for r, spec in enumerate(specs):
         assert np.array_equal(lanes[r], alone[r]), (spec.algorithm.name, r)
@@ -78,22 +116,39 @@ def test_groups_take_one_p_and_rule_in_batch_order_and_leave_the_rest():
     assert compiled.in_lanes(a, runs).shape == (2, 2, 3, compiled.LANES)
 
 
-def test_a_dual_iterate_out_of_range_in_lanes_hands_the_stretch_to_torch():
-    """Entries of W at 1e-200 in a column whose gradient is 0: θ = |w|² underflows (p = 3), as
-    in tests/test_engine_compiled.py. In lanes the stretch returns too, and the runs are
-    torch's bit for bit from there; the same runs in range stay within the stated bound."""
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32], ids=["float64", "float32"])
+def test_a_dual_iterate_out_of_range_in_lanes_hands_the_stretch_to_torch(monkeypatch, dtype):
+    """Entries of W at the dtype's smallest normal number in a column whose gradient is 0:
+    θ = |w|² underflows (p = 3), as in tests/test_engine_compiled.py. In lanes the stretch
+    returns too, and the runs are torch's bit for bit from there."""
     algorithm = next(a for a in LANE_ALGORITHMS if a.p == 3.0 and a.normalize == "per_tensor")
     specs = specs_of([algorithm] * compiled.LANES, "W", 40)
-    batch = RunBatch.from_specs(specs)
-    assert compiled.advance(batch, 1)  # in range: the lanes step it
+    seen = counting(monkeypatch)
+    assert compiled.advance(RunBatch.from_specs(specs, dtype=dtype), 1)  # in range: in lanes
+    assert seen["lanes"] == 1
     for s in specs:
-        s.init["W"][:, 0] = 1e-200
+        s.init["W"][:, 0] = torch.finfo(dtype).tiny
         s.problem.z[:, 0] = 0.0
-    assert not compiled.advance(RunBatch.from_specs(specs), 1)
-    fast, _ = trajectories(specs, "compiled")
-    reference, _ = trajectories(specs, "torch")
+    assert not compiled.advance(RunBatch.from_specs(specs, dtype=dtype), 1)
+    assert seen["lanes"] == 2
+    fast, _ = trajectories(specs, "compiled", dtype)
+    reference, _ = trajectories(specs, "torch", dtype)
     for r in range(len(specs)):
         assert np.array_equal(fast[r], reference[r])
+
+
+def test_with_svml_every_run_steps_alone(monkeypatch):
+    """SVML's vector exp, log and pow round otherwise than libm: no lanes then."""
+    import numba
+
+    monkeypatch.setattr(numba.config, "USING_SVML", True)
+    compiled.lane_kernels.cache_clear()
+    try:
+        assert compiled.lane_kernels() is None
+    finally:
+        monkeypatch.undo()
+        compiled.lane_kernels.cache_clear()
+    assert compiled.lane_kernels() is not None
 
 
 def test_the_lane_module_is_the_generators_output():

@@ -2,6 +2,10 @@
 `engine.lanes_codegen` (do not edit: regenerate). See that module, and `engine.kernels_numba`,
 whose per-run step this is, lane by lane."""
 
+# Its helpers are compiled into this kernel, and numba's cache of it knows only this file, so a
+# change of kernels_numba.py regenerates this one. Generated from kernels_numba.py of SHA-256
+# 9b201610e247023d0e674939d7be783a525766ad0a483404fa231c0fd705775c
+
 import math
 
 import numpy as np

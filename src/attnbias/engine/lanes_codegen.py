@@ -8,13 +8,17 @@ every statement of the step is written out once per lane, each sum in a named lo
 LLVM's SLP vectoriser packs the lanes into one register (numba runs it where
 `numba.config.SLP_VECTORIZE` is set: `engine.compiled` sets it while it loads this kernel). Each
 lane does the per-run kernel's operations in its order, with the same scalar calls, so a run
-stepped in lanes is the per-run kernel's bit for bit (tests/test_engine_lanes.py). The module
-is generated, not written by hand: the repetition lives here once, and the test checks that
-the module on disk is this function's output.
+stepped in lanes is the per-run kernel's bit for bit (tests/test_engine_lanes.py), where numba
+has no SVML (with it, LLVM could give the packed calls SVML's roundings: `engine.compiled` then
+steps every run alone). The module is generated, not written by hand: the repetition lives here
+once, and the test checks that the module on disk is this function's output. The output names
+the SHA-256 of kernels_numba.py, whose helpers it compiles in: numba's cache of a kernel knows
+only its own file, so a change of a helper must change this module too.
 """
 
 from __future__ import annotations
 
+import hashlib
 import textwrap
 from pathlib import Path
 
@@ -23,6 +27,10 @@ LANES = 8
 HEADER = '''"""The compiled step with {lanes} runs side by side, written by
 `engine.lanes_codegen` (do not edit: regenerate). See that module, and `engine.kernels_numba`,
 whose per-run step this is, lane by lane."""
+
+# Its helpers are compiled into this kernel, and numba's cache of it knows only this file, so a
+# change of kernels_numba.py regenerates this one. Generated from kernels_numba.py of SHA-256
+# {helpers}
 
 import math
 
@@ -243,8 +251,9 @@ def update(indent: int) -> str:
 
 def source() -> str:
     """The text of `engine.kernels_lanes`."""
+    helpers = hashlib.sha256(Path(__file__).with_name("kernels_numba.py").read_bytes())
     body = forward(12) + backward(12) + divisor(12) + update(12)
-    return HEADER.format(lanes=LANES) + body + "    return -1\n"
+    return HEADER.format(lanes=LANES, helpers=helpers.hexdigest()) + body + "    return -1\n"
 
 
 def write() -> Path:
