@@ -17,7 +17,9 @@ CUDA each round ends with a synchronisation (the loop itself has none).
 On the CPU the times are this process's CPU time (one thread: the work done, which a busy
 machine changes much less than the wall time); on CUDA, wall time. On the CPU with numba
 installed it also times the compiled step (`engine.compiled`, what the engine takes there) on
-the same batches, per run-step: run it with PYTHONPATH at another tree's src to compare kernels.
+the same batches, per run-step, and again with every run alone (the per-run kernel, which
+steps the runs lanes do not take): run it with PYTHONPATH at another tree's src to compare
+kernels.
 """
 
 import argparse
@@ -108,18 +110,20 @@ for label, chosen in (
         f"{slow / fast:.2f}×"
     )
     if args.device == "cpu" and compiled.kernels() is not None:
-        batch = RunBatch.from_specs(chosen)
-        compiled.advance(batch, 1)  # loads (or compiles) the kernel
-        step = float("inf")
-        for _ in range(args.rounds):
-            start = clock()
-            if not compiled.advance(batch, args.steps):  # (a dual iterate left its range)
-                raise SystemExit("the compiled step handed these steps back to torch")
-            step = min(step, (clock() - start) / args.steps)
-        print(
-            f"    compiled: {step * 1e6:7.0f} µs/step, {step / len(chosen) * 1e6:5.2f} µs a "
-            f"run-step; fused / compiled: {fast / step:.2f}×"
-        )
+        for lanes in (True, False):
+            batch = RunBatch.from_specs(chosen)
+            compiled.advance(batch, 1, lanes)  # loads (or compiles) the kernel
+            step = float("inf")
+            for _ in range(args.rounds):
+                start = clock()
+                if not compiled.advance(batch, args.steps, lanes):  # (θ left its range)
+                    raise SystemExit("the compiled step handed these steps back to torch")
+                step = min(step, (clock() - start) / args.steps)
+            how = "compiled" if lanes else "compiled, every run alone"
+            print(
+                f"    {how}: {step * 1e6:7.0f} µs/step, {step / len(chosen) * 1e6:5.2f} µs a "
+                f"run-step; fused / compiled: {fast / step:.2f}×"
+            )
 
 if args.profile:
     from torch.profiler import profile

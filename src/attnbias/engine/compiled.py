@@ -143,9 +143,10 @@ def steps_compiled(batch, backend: str | None = None) -> bool:
     return backend_named(backend) == "compiled" and covers(batch) and kernels() is not None
 
 
-def advance(batch, steps: int) -> bool:
+def advance(batch, steps: int, lanes: bool = True) -> bool:
     """`steps` steps of every run of `batch`, in place; False (the state then undefined: the
-    caller restores it) where a dual iterate left the range the compiled step handles."""
+    caller restores it) where a dual iterate left the range the compiled step handles.
+    lanes=False: every run steps alone (the per-run kernel; the same bits)."""
     data, hp = batch.data, batch.hyper
     W = batch.params[0]
     mirror = batch.duals is not None
@@ -168,7 +169,7 @@ def advance(batch, steps: int) -> bool:
     p, lr = array(hp.p, np.float64), array(hp.lr, np.float64)
     limits = (info.tiny * info.eps, info.tiny / info.eps, info.max)
     skip = np.zeros(R, np.bool_)
-    groups = lane_groups(rule, p, excess, hp.has_momentum) if lane_kernels() else []
+    groups = lane_groups(rule, p, excess, hp.has_momentum) if lanes and lane_kernels() else []
     if groups:
         runs = np.concatenate(groups)
         skip[runs] = True

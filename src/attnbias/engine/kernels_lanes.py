@@ -4,7 +4,7 @@ whose per-run step this is, lane by lane."""
 
 # Its helpers are compiled into this kernel, and numba's cache of it knows only this file, so a
 # change of kernels_numba.py regenerates this one. Generated from kernels_numba.py of SHA-256
-# 9b201610e247023d0e674939d7be783a525766ad0a483404fa231c0fd705775c
+# 7114dc5078db22d97d27c1c200d9f1fbd96f4261ce693876a8a5cbf45fec181e
 
 import math
 
@@ -15,6 +15,7 @@ from .kernels_numba import (
     GLOBAL,
     LOSS,
     PER_TENSOR,
+    exp_lanes,
     exp_or_zero,
     kind_of,
     log_abs_derivative,
@@ -104,95 +105,95 @@ def advance_lanes(W, theta, X, z, yh, rule, p, lr, loss, steps, mirror, smallest
                     logits[i, t, 6] = s6
                     logits[i, t, 7] = s7
                 best0 = -math.inf
-                at0 = 0
                 best1 = -math.inf
-                at1 = 0
                 best2 = -math.inf
-                at2 = 0
                 best3 = -math.inf
-                at3 = 0
                 best4 = -math.inf
-                at4 = 0
                 best5 = -math.inf
-                at5 = 0
                 best6 = -math.inf
-                at6 = 0
                 best7 = -math.inf
+                at0 = 0
+                at1 = 0
+                at2 = 0
+                at3 = 0
+                at4 = 0
+                at5 = 0
+                at6 = 0
                 at7 = 0
                 for t in range(T):
-                    s = logits[i, t, 0]
-                    at0 = t if s > best0 else at0
-                    best0 = s if s > best0 else best0
-                    s = logits[i, t, 1]
-                    at1 = t if s > best1 else at1
-                    best1 = s if s > best1 else best1
-                    s = logits[i, t, 2]
-                    at2 = t if s > best2 else at2
-                    best2 = s if s > best2 else best2
-                    s = logits[i, t, 3]
-                    at3 = t if s > best3 else at3
-                    best3 = s if s > best3 else best3
-                    s = logits[i, t, 4]
-                    at4 = t if s > best4 else at4
-                    best4 = s if s > best4 else best4
-                    s = logits[i, t, 5]
-                    at5 = t if s > best5 else at5
-                    best5 = s if s > best5 else best5
-                    s = logits[i, t, 6]
-                    at6 = t if s > best6 else at6
-                    best6 = s if s > best6 else best6
-                    s = logits[i, t, 7]
-                    at7 = t if s > best7 else at7
-                    best7 = s if s > best7 else best7
+                    v0 = logits[i, t, 0]
+                    v1 = logits[i, t, 1]
+                    v2 = logits[i, t, 2]
+                    v3 = logits[i, t, 3]
+                    v4 = logits[i, t, 4]
+                    v5 = logits[i, t, 5]
+                    v6 = logits[i, t, 6]
+                    v7 = logits[i, t, 7]
+                    at0 = t if v0 > best0 else at0
+                    at1 = t if v1 > best1 else at1
+                    at2 = t if v2 > best2 else at2
+                    at3 = t if v3 > best3 else at3
+                    at4 = t if v4 > best4 else at4
+                    at5 = t if v5 > best5 else at5
+                    at6 = t if v6 > best6 else at6
+                    at7 = t if v7 > best7 else at7
+                    best0 = v0 if v0 > best0 else best0
+                    best1 = v1 if v1 > best1 else best1
+                    best2 = v2 if v2 > best2 else best2
+                    best3 = v3 if v3 > best3 else best3
+                    best4 = v4 if v4 > best4 else best4
+                    best5 = v5 if v5 > best5 else best5
+                    best6 = v6 if v6 > best6 else best6
+                    best7 = v7 if v7 > best7 else best7
                 top[i, 0] = at0
-                total0 = 0.0
                 top[i, 1] = at1
-                total1 = 0.0
                 top[i, 2] = at2
-                total2 = 0.0
                 top[i, 3] = at3
-                total3 = 0.0
                 top[i, 4] = at4
-                total4 = 0.0
                 top[i, 5] = at5
-                total5 = 0.0
                 top[i, 6] = at6
-                total6 = 0.0
                 top[i, 7] = at7
+                total0 = 0.0
+                total1 = 0.0
+                total2 = 0.0
+                total3 = 0.0
+                total4 = 0.0
+                total5 = 0.0
+                total6 = 0.0
                 total7 = 0.0
                 for t in range(T):
                     logits[i, t, 0] -= best0
-                    e = exp_or_zero(logits[i, t, 0])
-                    terms[i, t, 0] = e
-                    total0 += e
                     logits[i, t, 1] -= best1
-                    e = exp_or_zero(logits[i, t, 1])
-                    terms[i, t, 1] = e
-                    total1 += e
                     logits[i, t, 2] -= best2
-                    e = exp_or_zero(logits[i, t, 2])
-                    terms[i, t, 2] = e
-                    total2 += e
                     logits[i, t, 3] -= best3
-                    e = exp_or_zero(logits[i, t, 3])
-                    terms[i, t, 3] = e
-                    total3 += e
                     logits[i, t, 4] -= best4
-                    e = exp_or_zero(logits[i, t, 4])
-                    terms[i, t, 4] = e
-                    total4 += e
                     logits[i, t, 5] -= best5
-                    e = exp_or_zero(logits[i, t, 5])
-                    terms[i, t, 5] = e
-                    total5 += e
                     logits[i, t, 6] -= best6
-                    e = exp_or_zero(logits[i, t, 6])
-                    terms[i, t, 6] = e
-                    total6 += e
                     logits[i, t, 7] -= best7
-                    e = exp_or_zero(logits[i, t, 7])
-                    terms[i, t, 7] = e
-                    total7 += e
+                    e0 = exp_lanes(logits[i, t, 0])
+                    e1 = exp_lanes(logits[i, t, 1])
+                    e2 = exp_lanes(logits[i, t, 2])
+                    e3 = exp_lanes(logits[i, t, 3])
+                    e4 = exp_lanes(logits[i, t, 4])
+                    e5 = exp_lanes(logits[i, t, 5])
+                    e6 = exp_lanes(logits[i, t, 6])
+                    e7 = exp_lanes(logits[i, t, 7])
+                    terms[i, t, 0] = e0
+                    terms[i, t, 1] = e1
+                    terms[i, t, 2] = e2
+                    terms[i, t, 3] = e3
+                    terms[i, t, 4] = e4
+                    terms[i, t, 5] = e5
+                    terms[i, t, 6] = e6
+                    terms[i, t, 7] = e7
+                    total0 += e0
+                    total1 += e1
+                    total2 += e2
+                    total3 += e3
+                    total4 += e4
+                    total5 += e5
+                    total6 += e6
+                    total7 += e7
                 s0 = 0.0
                 s1 = 0.0
                 s2 = 0.0
@@ -227,14 +228,22 @@ def advance_lanes(W, theta, X, z, yh, rule, p, lr, loss, steps, mirror, smallest
                 offset6 = log_abs_derivative(u[i, 6], loss) - log_n - math.log(total6)
                 offset7 = log_abs_derivative(u[i, 7], loss) - log_n - math.log(total7)
                 for t in range(T):
-                    terms[i, t, 0] = logits[i, t, 0] + offset0
-                    terms[i, t, 1] = logits[i, t, 1] + offset1
-                    terms[i, t, 2] = logits[i, t, 2] + offset2
-                    terms[i, t, 3] = logits[i, t, 3] + offset3
-                    terms[i, t, 4] = logits[i, t, 4] + offset4
-                    terms[i, t, 5] = logits[i, t, 5] + offset5
-                    terms[i, t, 6] = logits[i, t, 6] + offset6
-                    terms[i, t, 7] = logits[i, t, 7] + offset7
+                    put0 = logits[i, t, 0] + offset0
+                    put1 = logits[i, t, 1] + offset1
+                    put2 = logits[i, t, 2] + offset2
+                    put3 = logits[i, t, 3] + offset3
+                    put4 = logits[i, t, 4] + offset4
+                    put5 = logits[i, t, 5] + offset5
+                    put6 = logits[i, t, 6] + offset6
+                    put7 = logits[i, t, 7] + offset7
+                    terms[i, t, 0] = put0
+                    terms[i, t, 1] = put1
+                    terms[i, t, 2] = put2
+                    terms[i, t, 3] = put3
+                    terms[i, t, 4] = put4
+                    terms[i, t, 5] = put5
+                    terms[i, t, 6] = put6
+                    terms[i, t, 7] = put7
             m0 = -math.inf
             m1 = -math.inf
             m2 = -math.inf
@@ -245,22 +254,22 @@ def advance_lanes(W, theta, X, z, yh, rule, p, lr, loss, steps, mirror, smallest
             m7 = -math.inf
             for i in range(n):
                 for t in range(T):
-                    s = terms[i, t, 0]
-                    m0 = s if (t != top[i, 0] and s > m0) else m0
-                    s = terms[i, t, 1]
-                    m1 = s if (t != top[i, 1] and s > m1) else m1
-                    s = terms[i, t, 2]
-                    m2 = s if (t != top[i, 2] and s > m2) else m2
-                    s = terms[i, t, 3]
-                    m3 = s if (t != top[i, 3] and s > m3) else m3
-                    s = terms[i, t, 4]
-                    m4 = s if (t != top[i, 4] and s > m4) else m4
-                    s = terms[i, t, 5]
-                    m5 = s if (t != top[i, 5] and s > m5) else m5
-                    s = terms[i, t, 6]
-                    m6 = s if (t != top[i, 6] and s > m6) else m6
-                    s = terms[i, t, 7]
-                    m7 = s if (t != top[i, 7] and s > m7) else m7
+                    v0 = terms[i, t, 0]
+                    v1 = terms[i, t, 1]
+                    v2 = terms[i, t, 2]
+                    v3 = terms[i, t, 3]
+                    v4 = terms[i, t, 4]
+                    v5 = terms[i, t, 5]
+                    v6 = terms[i, t, 6]
+                    v7 = terms[i, t, 7]
+                    m0 = v0 if (t != top[i, 0] and v0 > m0) else m0
+                    m1 = v1 if (t != top[i, 1] and v1 > m1) else m1
+                    m2 = v2 if (t != top[i, 2] and v2 > m2) else m2
+                    m3 = v3 if (t != top[i, 3] and v3 > m3) else m3
+                    m4 = v4 if (t != top[i, 4] and v4 > m4) else m4
+                    m5 = v5 if (t != top[i, 5] and v5 > m5) else m5
+                    m6 = v6 if (t != top[i, 6] and v6 > m6) else m6
+                    m7 = v7 if (t != top[i, 7] and v7 > m7) else m7
             m0 = m0 if math.isfinite(m0) else 0.0
             m1 = m1 if math.isfinite(m1) else 0.0
             m2 = m2 if math.isfinite(m2) else 0.0
@@ -279,46 +288,38 @@ def advance_lanes(W, theta, X, z, yh, rule, p, lr, loss, steps, mirror, smallest
                 rest6 = 0.0
                 rest7 = 0.0
                 for t in range(T):
-                    x = 0.0
-                    if t != top[i, 0]:
-                        x = exp_or_zero(terms[i, t, 0] - m0) * (u[i, 0] - yh[g, i, t, 0])
-                    r[i, t, 0] = x
-                    rest0 += x
-                    x = 0.0
-                    if t != top[i, 1]:
-                        x = exp_or_zero(terms[i, t, 1] - m1) * (u[i, 1] - yh[g, i, t, 1])
-                    r[i, t, 1] = x
-                    rest1 += x
-                    x = 0.0
-                    if t != top[i, 2]:
-                        x = exp_or_zero(terms[i, t, 2] - m2) * (u[i, 2] - yh[g, i, t, 2])
-                    r[i, t, 2] = x
-                    rest2 += x
-                    x = 0.0
-                    if t != top[i, 3]:
-                        x = exp_or_zero(terms[i, t, 3] - m3) * (u[i, 3] - yh[g, i, t, 3])
-                    r[i, t, 3] = x
-                    rest3 += x
-                    x = 0.0
-                    if t != top[i, 4]:
-                        x = exp_or_zero(terms[i, t, 4] - m4) * (u[i, 4] - yh[g, i, t, 4])
-                    r[i, t, 4] = x
-                    rest4 += x
-                    x = 0.0
-                    if t != top[i, 5]:
-                        x = exp_or_zero(terms[i, t, 5] - m5) * (u[i, 5] - yh[g, i, t, 5])
-                    r[i, t, 5] = x
-                    rest5 += x
-                    x = 0.0
-                    if t != top[i, 6]:
-                        x = exp_or_zero(terms[i, t, 6] - m6) * (u[i, 6] - yh[g, i, t, 6])
-                    r[i, t, 6] = x
-                    rest6 += x
-                    x = 0.0
-                    if t != top[i, 7]:
-                        x = exp_or_zero(terms[i, t, 7] - m7) * (u[i, 7] - yh[g, i, t, 7])
-                    r[i, t, 7] = x
-                    rest7 += x
+                    x0 = exp_lanes(terms[i, t, 0] - m0) * (u[i, 0] - yh[g, i, t, 0])
+                    x1 = exp_lanes(terms[i, t, 1] - m1) * (u[i, 1] - yh[g, i, t, 1])
+                    x2 = exp_lanes(terms[i, t, 2] - m2) * (u[i, 2] - yh[g, i, t, 2])
+                    x3 = exp_lanes(terms[i, t, 3] - m3) * (u[i, 3] - yh[g, i, t, 3])
+                    x4 = exp_lanes(terms[i, t, 4] - m4) * (u[i, 4] - yh[g, i, t, 4])
+                    x5 = exp_lanes(terms[i, t, 5] - m5) * (u[i, 5] - yh[g, i, t, 5])
+                    x6 = exp_lanes(terms[i, t, 6] - m6) * (u[i, 6] - yh[g, i, t, 6])
+                    x7 = exp_lanes(terms[i, t, 7] - m7) * (u[i, 7] - yh[g, i, t, 7])
+                    x0 = 0.0 if t == top[i, 0] else x0
+                    x1 = 0.0 if t == top[i, 1] else x1
+                    x2 = 0.0 if t == top[i, 2] else x2
+                    x3 = 0.0 if t == top[i, 3] else x3
+                    x4 = 0.0 if t == top[i, 4] else x4
+                    x5 = 0.0 if t == top[i, 5] else x5
+                    x6 = 0.0 if t == top[i, 6] else x6
+                    x7 = 0.0 if t == top[i, 7] else x7
+                    r[i, t, 0] = x0
+                    r[i, t, 1] = x1
+                    r[i, t, 2] = x2
+                    r[i, t, 3] = x3
+                    r[i, t, 4] = x4
+                    r[i, t, 5] = x5
+                    r[i, t, 6] = x6
+                    r[i, t, 7] = x7
+                    rest0 += x0
+                    rest1 += x1
+                    rest2 += x2
+                    rest3 += x3
+                    rest4 += x4
+                    rest5 += x5
+                    rest6 += x6
+                    rest7 += x7
                 r[i, top[i, 0], 0] = -rest0
                 r[i, top[i, 1], 1] = -rest1
                 r[i, top[i, 2], 2] = -rest2
@@ -445,76 +446,76 @@ def advance_lanes(W, theta, X, z, yh, rule, p, lr, loss, steps, mirror, smallest
                 big7 = 0.0
                 for a in range(d):
                     for b in range(d):
-                        x = abs(G[a, b, 0])
-                        big0 = x if (x > big0 or x != x) else big0
-                        x = abs(G[a, b, 1])
-                        big1 = x if (x > big1 or x != x) else big1
-                        x = abs(G[a, b, 2])
-                        big2 = x if (x > big2 or x != x) else big2
-                        x = abs(G[a, b, 3])
-                        big3 = x if (x > big3 or x != x) else big3
-                        x = abs(G[a, b, 4])
-                        big4 = x if (x > big4 or x != x) else big4
-                        x = abs(G[a, b, 5])
-                        big5 = x if (x > big5 or x != x) else big5
-                        x = abs(G[a, b, 6])
-                        big6 = x if (x > big6 or x != x) else big6
-                        x = abs(G[a, b, 7])
-                        big7 = x if (x > big7 or x != x) else big7
+                        x0 = abs(G[a, b, 0])
+                        x1 = abs(G[a, b, 1])
+                        x2 = abs(G[a, b, 2])
+                        x3 = abs(G[a, b, 3])
+                        x4 = abs(G[a, b, 4])
+                        x5 = abs(G[a, b, 5])
+                        x6 = abs(G[a, b, 6])
+                        x7 = abs(G[a, b, 7])
+                        big0 = x0 if (x0 > big0 or x0 != x0) else big0
+                        big1 = x1 if (x1 > big1 or x1 != x1) else big1
+                        big2 = x2 if (x2 > big2 or x2 != x2) else big2
+                        big3 = x3 if (x3 > big3 or x3 != x3) else big3
+                        big4 = x4 if (x4 > big4 or x4 != x4) else big4
+                        big5 = x5 if (x5 > big5 or x5 != x5) else big5
+                        big6 = x6 if (x6 > big6 or x6 != x6) else big6
+                        big7 = x7 if (x7 > big7 or x7 != x7) else big7
                 cut0 = max(big0, smallest)
-                acc0 = 0.0
                 cut1 = max(big1, smallest)
-                acc1 = 0.0
                 cut2 = max(big2, smallest)
-                acc2 = 0.0
                 cut3 = max(big3, smallest)
-                acc3 = 0.0
                 cut4 = max(big4, smallest)
-                acc4 = 0.0
                 cut5 = max(big5, smallest)
-                acc5 = 0.0
                 cut6 = max(big6, smallest)
-                acc6 = 0.0
                 cut7 = max(big7, smallest)
+                acc0 = 0.0
+                acc1 = 0.0
+                acc2 = 0.0
+                acc3 = 0.0
+                acc4 = 0.0
+                acc5 = 0.0
+                acc6 = 0.0
                 acc7 = 0.0
                 if q_kind == 1:
                     for a in range(d):
                         for b in range(d):
-                            x = abs(G[a, b, 0]) / cut0
-                            acc0 += x * x
-                            x = abs(G[a, b, 1]) / cut1
-                            acc1 += x * x
-                            x = abs(G[a, b, 2]) / cut2
-                            acc2 += x * x
-                            x = abs(G[a, b, 3]) / cut3
-                            acc3 += x * x
-                            x = abs(G[a, b, 4]) / cut4
-                            acc4 += x * x
-                            x = abs(G[a, b, 5]) / cut5
-                            acc5 += x * x
-                            x = abs(G[a, b, 6]) / cut6
-                            acc6 += x * x
-                            x = abs(G[a, b, 7]) / cut7
-                            acc7 += x * x
+                            x0 = abs(G[a, b, 0]) / cut0
+                            x1 = abs(G[a, b, 1]) / cut1
+                            x2 = abs(G[a, b, 2]) / cut2
+                            x3 = abs(G[a, b, 3]) / cut3
+                            x4 = abs(G[a, b, 4]) / cut4
+                            x5 = abs(G[a, b, 5]) / cut5
+                            x6 = abs(G[a, b, 6]) / cut6
+                            x7 = abs(G[a, b, 7]) / cut7
+                            acc0 += x0 * x0
+                            acc1 += x1 * x1
+                            acc2 += x2 * x2
+                            acc3 += x3 * x3
+                            acc4 += x4 * x4
+                            acc5 += x5 * x5
+                            acc6 += x6 * x6
+                            acc7 += x7 * x7
                 elif q_kind == 4 and q_whole == 1:
                     for a in range(d):
                         for b in range(d):
-                            x = abs(G[a, b, 0]) / cut0
-                            acc0 += x * math.sqrt(x)
-                            x = abs(G[a, b, 1]) / cut1
-                            acc1 += x * math.sqrt(x)
-                            x = abs(G[a, b, 2]) / cut2
-                            acc2 += x * math.sqrt(x)
-                            x = abs(G[a, b, 3]) / cut3
-                            acc3 += x * math.sqrt(x)
-                            x = abs(G[a, b, 4]) / cut4
-                            acc4 += x * math.sqrt(x)
-                            x = abs(G[a, b, 5]) / cut5
-                            acc5 += x * math.sqrt(x)
-                            x = abs(G[a, b, 6]) / cut6
-                            acc6 += x * math.sqrt(x)
-                            x = abs(G[a, b, 7]) / cut7
-                            acc7 += x * math.sqrt(x)
+                            x0 = abs(G[a, b, 0]) / cut0
+                            x1 = abs(G[a, b, 1]) / cut1
+                            x2 = abs(G[a, b, 2]) / cut2
+                            x3 = abs(G[a, b, 3]) / cut3
+                            x4 = abs(G[a, b, 4]) / cut4
+                            x5 = abs(G[a, b, 5]) / cut5
+                            x6 = abs(G[a, b, 6]) / cut6
+                            x7 = abs(G[a, b, 7]) / cut7
+                            acc0 += x0 * math.sqrt(x0)
+                            acc1 += x1 * math.sqrt(x1)
+                            acc2 += x2 * math.sqrt(x2)
+                            acc3 += x3 * math.sqrt(x3)
+                            acc4 += x4 * math.sqrt(x4)
+                            acc5 += x5 * math.sqrt(x5)
+                            acc6 += x6 * math.sqrt(x6)
+                            acc7 += x7 * math.sqrt(x7)
                 else:
                     for a in range(d):
                         for b in range(d):
@@ -544,36 +545,60 @@ def advance_lanes(W, theta, X, z, yh, rule, p, lr, loss, steps, mirror, smallest
             D7 = math.inf if D7 == 0.0 else D7
             for a in range(d):
                 for b in range(d):
-                    G[a, b, 0] = G[a, b, 0] / D0
-                    G[a, b, 1] = G[a, b, 1] / D1
-                    G[a, b, 2] = G[a, b, 2] / D2
-                    G[a, b, 3] = G[a, b, 3] / D3
-                    G[a, b, 4] = G[a, b, 4] / D4
-                    G[a, b, 5] = G[a, b, 5] / D5
-                    G[a, b, 6] = G[a, b, 6] / D6
-                    G[a, b, 7] = G[a, b, 7] / D7
+                    put0 = G[a, b, 0] / D0
+                    put1 = G[a, b, 1] / D1
+                    put2 = G[a, b, 2] / D2
+                    put3 = G[a, b, 3] / D3
+                    put4 = G[a, b, 4] / D4
+                    put5 = G[a, b, 5] / D5
+                    put6 = G[a, b, 6] / D6
+                    put7 = G[a, b, 7] / D7
+                    G[a, b, 0] = put0
+                    G[a, b, 1] = put1
+                    G[a, b, 2] = put2
+                    G[a, b, 3] = put3
+                    G[a, b, 4] = put4
+                    G[a, b, 5] = put5
+                    G[a, b, 6] = put6
+                    G[a, b, 7] = put7
             if not mirror:
                 for a in range(d):
                     for b in range(d):
-                        W[g, a, b, 0] = W[g, a, b, 0] - G[a, b, 0] * lr[g, 0]
-                        W[g, a, b, 1] = W[g, a, b, 1] - G[a, b, 1] * lr[g, 1]
-                        W[g, a, b, 2] = W[g, a, b, 2] - G[a, b, 2] * lr[g, 2]
-                        W[g, a, b, 3] = W[g, a, b, 3] - G[a, b, 3] * lr[g, 3]
-                        W[g, a, b, 4] = W[g, a, b, 4] - G[a, b, 4] * lr[g, 4]
-                        W[g, a, b, 5] = W[g, a, b, 5] - G[a, b, 5] * lr[g, 5]
-                        W[g, a, b, 6] = W[g, a, b, 6] - G[a, b, 6] * lr[g, 6]
-                        W[g, a, b, 7] = W[g, a, b, 7] - G[a, b, 7] * lr[g, 7]
+                        put0 = W[g, a, b, 0] - G[a, b, 0] * lr[g, 0]
+                        put1 = W[g, a, b, 1] - G[a, b, 1] * lr[g, 1]
+                        put2 = W[g, a, b, 2] - G[a, b, 2] * lr[g, 2]
+                        put3 = W[g, a, b, 3] - G[a, b, 3] * lr[g, 3]
+                        put4 = W[g, a, b, 4] - G[a, b, 4] * lr[g, 4]
+                        put5 = W[g, a, b, 5] - G[a, b, 5] * lr[g, 5]
+                        put6 = W[g, a, b, 6] - G[a, b, 6] * lr[g, 6]
+                        put7 = W[g, a, b, 7] - G[a, b, 7] * lr[g, 7]
+                        W[g, a, b, 0] = put0
+                        W[g, a, b, 1] = put1
+                        W[g, a, b, 2] = put2
+                        W[g, a, b, 3] = put3
+                        W[g, a, b, 4] = put4
+                        W[g, a, b, 5] = put5
+                        W[g, a, b, 6] = put6
+                        W[g, a, b, 7] = put7
             else:
                 for a in range(d):
                     for b in range(d):
-                        theta[g, a, b, 0] = theta[g, a, b, 0] - G[a, b, 0] * lr[g, 0]
-                        theta[g, a, b, 1] = theta[g, a, b, 1] - G[a, b, 1] * lr[g, 1]
-                        theta[g, a, b, 2] = theta[g, a, b, 2] - G[a, b, 2] * lr[g, 2]
-                        theta[g, a, b, 3] = theta[g, a, b, 3] - G[a, b, 3] * lr[g, 3]
-                        theta[g, a, b, 4] = theta[g, a, b, 4] - G[a, b, 4] * lr[g, 4]
-                        theta[g, a, b, 5] = theta[g, a, b, 5] - G[a, b, 5] * lr[g, 5]
-                        theta[g, a, b, 6] = theta[g, a, b, 6] - G[a, b, 6] * lr[g, 6]
-                        theta[g, a, b, 7] = theta[g, a, b, 7] - G[a, b, 7] * lr[g, 7]
+                        put0 = theta[g, a, b, 0] - G[a, b, 0] * lr[g, 0]
+                        put1 = theta[g, a, b, 1] - G[a, b, 1] * lr[g, 1]
+                        put2 = theta[g, a, b, 2] - G[a, b, 2] * lr[g, 2]
+                        put3 = theta[g, a, b, 3] - G[a, b, 3] * lr[g, 3]
+                        put4 = theta[g, a, b, 4] - G[a, b, 4] * lr[g, 4]
+                        put5 = theta[g, a, b, 5] - G[a, b, 5] * lr[g, 5]
+                        put6 = theta[g, a, b, 6] - G[a, b, 6] * lr[g, 6]
+                        put7 = theta[g, a, b, 7] - G[a, b, 7] * lr[g, 7]
+                        theta[g, a, b, 0] = put0
+                        theta[g, a, b, 1] = put1
+                        theta[g, a, b, 2] = put2
+                        theta[g, a, b, 3] = put3
+                        theta[g, a, b, 4] = put4
+                        theta[g, a, b, 5] = put5
+                        theta[g, a, b, 6] = put6
+                        theta[g, a, b, 7] = put7
                 for a in range(d):
                     for b in range(d):
                         size = abs(theta[g, a, b, 0])
@@ -603,47 +628,63 @@ def advance_lanes(W, theta, X, z, yh, rule, p, lr, loss, steps, mirror, smallest
                 if inverse_kind == 2:
                     for a in range(d):
                         for b in range(d):
-                            x = theta[g, a, b, 0]
-                            W[g, a, b, 0] = math.copysign(math.sqrt(abs(x)), x)
-                            x = theta[g, a, b, 1]
-                            W[g, a, b, 1] = math.copysign(math.sqrt(abs(x)), x)
-                            x = theta[g, a, b, 2]
-                            W[g, a, b, 2] = math.copysign(math.sqrt(abs(x)), x)
-                            x = theta[g, a, b, 3]
-                            W[g, a, b, 3] = math.copysign(math.sqrt(abs(x)), x)
-                            x = theta[g, a, b, 4]
-                            W[g, a, b, 4] = math.copysign(math.sqrt(abs(x)), x)
-                            x = theta[g, a, b, 5]
-                            W[g, a, b, 5] = math.copysign(math.sqrt(abs(x)), x)
-                            x = theta[g, a, b, 6]
-                            W[g, a, b, 6] = math.copysign(math.sqrt(abs(x)), x)
-                            x = theta[g, a, b, 7]
-                            W[g, a, b, 7] = math.copysign(math.sqrt(abs(x)), x)
+                            x0 = theta[g, a, b, 0]
+                            x1 = theta[g, a, b, 1]
+                            x2 = theta[g, a, b, 2]
+                            x3 = theta[g, a, b, 3]
+                            x4 = theta[g, a, b, 4]
+                            x5 = theta[g, a, b, 5]
+                            x6 = theta[g, a, b, 6]
+                            x7 = theta[g, a, b, 7]
+                            put0 = math.copysign(math.sqrt(abs(x0)), x0)
+                            put1 = math.copysign(math.sqrt(abs(x1)), x1)
+                            put2 = math.copysign(math.sqrt(abs(x2)), x2)
+                            put3 = math.copysign(math.sqrt(abs(x3)), x3)
+                            put4 = math.copysign(math.sqrt(abs(x4)), x4)
+                            put5 = math.copysign(math.sqrt(abs(x5)), x5)
+                            put6 = math.copysign(math.sqrt(abs(x6)), x6)
+                            put7 = math.copysign(math.sqrt(abs(x7)), x7)
+                            W[g, a, b, 0] = put0
+                            W[g, a, b, 1] = put1
+                            W[g, a, b, 2] = put2
+                            W[g, a, b, 3] = put3
+                            W[g, a, b, 4] = put4
+                            W[g, a, b, 5] = put5
+                            W[g, a, b, 6] = put6
+                            W[g, a, b, 7] = put7
                 else:
                     for a in range(d):
                         for b in range(d):
-                            x = theta[g, a, b, 0]
-                            w = power(abs(x), inverse, inverse_kind, inverse_whole)
-                            W[g, a, b, 0] = math.copysign(w, x)
-                            x = theta[g, a, b, 1]
-                            w = power(abs(x), inverse, inverse_kind, inverse_whole)
-                            W[g, a, b, 1] = math.copysign(w, x)
-                            x = theta[g, a, b, 2]
-                            w = power(abs(x), inverse, inverse_kind, inverse_whole)
-                            W[g, a, b, 2] = math.copysign(w, x)
-                            x = theta[g, a, b, 3]
-                            w = power(abs(x), inverse, inverse_kind, inverse_whole)
-                            W[g, a, b, 3] = math.copysign(w, x)
-                            x = theta[g, a, b, 4]
-                            w = power(abs(x), inverse, inverse_kind, inverse_whole)
-                            W[g, a, b, 4] = math.copysign(w, x)
-                            x = theta[g, a, b, 5]
-                            w = power(abs(x), inverse, inverse_kind, inverse_whole)
-                            W[g, a, b, 5] = math.copysign(w, x)
-                            x = theta[g, a, b, 6]
-                            w = power(abs(x), inverse, inverse_kind, inverse_whole)
-                            W[g, a, b, 6] = math.copysign(w, x)
-                            x = theta[g, a, b, 7]
-                            w = power(abs(x), inverse, inverse_kind, inverse_whole)
-                            W[g, a, b, 7] = math.copysign(w, x)
+                            x0 = theta[g, a, b, 0]
+                            x1 = theta[g, a, b, 1]
+                            x2 = theta[g, a, b, 2]
+                            x3 = theta[g, a, b, 3]
+                            x4 = theta[g, a, b, 4]
+                            x5 = theta[g, a, b, 5]
+                            x6 = theta[g, a, b, 6]
+                            x7 = theta[g, a, b, 7]
+                            w0 = power(abs(x0), inverse, inverse_kind, inverse_whole)
+                            w1 = power(abs(x1), inverse, inverse_kind, inverse_whole)
+                            w2 = power(abs(x2), inverse, inverse_kind, inverse_whole)
+                            w3 = power(abs(x3), inverse, inverse_kind, inverse_whole)
+                            w4 = power(abs(x4), inverse, inverse_kind, inverse_whole)
+                            w5 = power(abs(x5), inverse, inverse_kind, inverse_whole)
+                            w6 = power(abs(x6), inverse, inverse_kind, inverse_whole)
+                            w7 = power(abs(x7), inverse, inverse_kind, inverse_whole)
+                            put0 = math.copysign(w0, x0)
+                            put1 = math.copysign(w1, x1)
+                            put2 = math.copysign(w2, x2)
+                            put3 = math.copysign(w3, x3)
+                            put4 = math.copysign(w4, x4)
+                            put5 = math.copysign(w5, x5)
+                            put6 = math.copysign(w6, x6)
+                            put7 = math.copysign(w7, x7)
+                            W[g, a, b, 0] = put0
+                            W[g, a, b, 1] = put1
+                            W[g, a, b, 2] = put2
+                            W[g, a, b, 3] = put3
+                            W[g, a, b, 4] = put4
+                            W[g, a, b, 5] = put5
+                            W[g, a, b, 6] = put6
+                            W[g, a, b, 7] = put7
     return -1

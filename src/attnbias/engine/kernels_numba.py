@@ -12,7 +12,9 @@ momentum buffer) is stored in its own dtype after every step. Powers by their ex
 import math
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
 
 # loss codes (compiled.LOSS_CODES) and rule codes (optim.divisors.STEP_RULES: none, per_tensor,
 # global, loss, polyak)
@@ -33,6 +35,47 @@ UNDERFLOW = -746.0
 def exp_or_zero(x):
     """math.exp(x), bit for bit, without libm's call where it is 0."""
     return 0.0 if x < UNDERFLOW else math.exp(x)
+
+
+# e^x = 2^k e^r, x = k ln 2 + r, |r| ≤ ln 2 / 2: ln 2 in two parts (fdlibm's: k·LN2_HI is exact
+# for |k| < 2^20), e^r by its Taylor polynomial to r^13 (the next term is below 5e-18 e^r)
+LOG2E = 1.4426950408889634
+LN2_HI = 6.93147180369123816490e-01
+LN2_LO = 1.90821492927058770002e-10
+OVERFLOW = 709.782712893384  # the largest x whose e^x is finite
+EXP_TERMS = tuple(1.0 / math.factorial(j) for j in range(14))
+E2, E3, E4, E5, E6, E7, E8, E9, E10, E11, E12, E13 = EXP_TERMS[2:]
+
+
+@intrinsic
+def float_from_bits(typingctx, bits):
+    """The float64 whose bits are the int64 `bits` (LLVM's bitcast: vector lanes take it)."""
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.DoubleType())
+
+    return types.float64(types.int64), codegen
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def exp_lanes(x):
+    """e^x within 1 ulp of libm's (exp_or_zero's) everywhere, 0 below UNDERFLOW as there, ±inf
+    and NaN as libm: arithmetic and selects only, no call and no branch, so that the compiler
+    packs it into vector lanes (libm's exp is a scalar call; numba without SVML has no vector
+    one). tests/test_engine_compiled.py measures the bound. 2^k is two normal factors, so
+    that a subnormal result is rounded once."""
+    c = min(max(x, UNDERFLOW), OVERFLOW + 1.0)
+    k = math.floor(c * LOG2E + 0.5)
+    r = (c - k * LN2_HI) - k * LN2_LO
+    # Horner, written out (a loop here would have to be unrolled before the lanes pack)
+    e = ((((((E13 * r + E12) * r + E11) * r + E10) * r + E9) * r + E8) * r + E7) * r + E6
+    e = (((((e * r + E5) * r + E4) * r + E3) * r + E2) * r + 1.0) * r + 1.0
+    j = np.int64(k)
+    half = j >> 1
+    e = e * float_from_bits((half + 1023) << 52) * float_from_bits((j - half + 1023) << 52)
+    e = 0.0 if x < UNDERFLOW else e
+    e = math.inf if x > OVERFLOW else e
+    return x if x != x else e
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -240,12 +283,14 @@ def advance_numba(
                     if s > best:
                         best, at = s, t
                 top[i] = at
-                total = 0.0
+                # the exps in a loop of their own, which the compiler vectorizes (with the
+                # sum in it, it could not: a float sum keeps its order), the sum after
                 for t in range(T):
                     logits[i, t] -= best
-                    e = exp_or_zero(logits[i, t])
-                    terms[i, t] = e
-                    total += e
+                    terms[i, t] = exp_lanes(logits[i, t])
+                total = 0.0
+                for t in range(T):
+                    total += terms[i, t]
                 f = 0.0
                 for t in range(T):
                     f += terms[i, t] / total * yh[k, i, t]
@@ -284,12 +329,12 @@ def advance_numba(
                 m = 0.0
             # r_{i,t} = e^{terms − m}·(y f − y h); the top token's is −Σ of the others
             for i in range(n):
+                for t in range(T):  # (as above; the top token's selected away, not branched)
+                    x = exp_lanes(terms[i, t] - m) * (u[i] - yh[k, i, t])
+                    r[i, t] = 0.0 if t == top[i] else x
                 rest = 0.0
                 for t in range(T):
-                    if t != top[i]:
-                        x = exp_or_zero(terms[i, t] - m) * (u[i] - yh[k, i, t])
-                        r[i, t] = x
-                        rest += x
+                    rest += r[i, t]
                 r[i, top[i]] = -rest
                 for a in range(d):
                     xr[i, a] = 0.0

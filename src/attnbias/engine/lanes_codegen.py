@@ -19,6 +19,7 @@ only its own file, so a change of a helper must change this module too.
 from __future__ import annotations
 
 import hashlib
+import re
 import textwrap
 from pathlib import Path
 
@@ -41,6 +42,7 @@ from .kernels_numba import (
     GLOBAL,
     LOSS,
     PER_TENSOR,
+    exp_lanes,
     exp_or_zero,
     kind_of,
     log_abs_derivative,
@@ -80,11 +82,33 @@ def advance_lanes(W, theta, X, z, yh, rule, p, lr, loss, steps, mirror, smallest
 
 
 def lanes(statements: str, indent: int) -> str:
-    """The statements (lines; {l} the lane) once per lane, indented."""
+    """The statements (lines; {l} the lane) once per lane, indented: each statement for every
+    lane before the next, so that no lane's load comes after another lane's store (LLVM cannot
+    tell two arrays apart, and would keep such a load in its place, unpacked). A block with
+    an `if` goes lane by lane. Each lane's own operations keep their order either way."""
     text = textwrap.dedent(statements).strip("\n")
-    return "".join(
-        textwrap.indent(text.format(l=lane), " " * indent) + "\n" for lane in range(LANES)
-    )
+    if any(line.startswith((" ", "if ")) for line in text.splitlines()):
+        blocks = [text.format(l=lane) for lane in range(LANES)]
+    else:
+        lines = [part for line in text.splitlines() for part in value_then_store(line)]
+        blocks = [line.format(l=lane) for line in lines for lane in range(LANES)]
+    return "".join(textwrap.indent(block, " " * indent) + "\n" for block in blocks)
+
+
+STORE = re.compile(r"^(?P<target>\w+\[[^\]]*\]) (?P<op>[-+*/]?)= (?P<value>.+)$")
+
+
+def value_then_store(statement: str) -> list[str]:
+    """A store into an array element as two statements, the value into a local first (so
+    that every lane's loads come before the lanes' stores); other statements as they are.
+    `a op= b` is `a = a op (b)`, the same operation."""
+    match = STORE.match(statement)
+    if match is None or re.fullmatch(r"\w+(\{l\})?", match["value"]):  # not one storing a local
+        return [statement]
+    target, op, value = match["target"], match["op"], match["value"]
+    if op:
+        value = f"{target} {op} ({value})"
+    return ["put{l} = " + value, f"{target} = put{{l}}"]
 
 
 def line(text: str, indent: int) -> str:
@@ -113,17 +137,17 @@ def forward(indent: int) -> str:
         lanes("best{l} = -math.inf\nat{l} = 0", i4),
         line("for t in range(T):", i4),
         lanes("""
-            s = logits[i, t, {l}]
-            at{l} = t if s > best{l} else at{l}
-            best{l} = s if s > best{l} else best{l}
+            v{l} = logits[i, t, {l}]
+            at{l} = t if v{l} > best{l} else at{l}
+            best{l} = v{l} if v{l} > best{l} else best{l}
             """, i8),
         lanes("top[i, {l}] = at{l}\ntotal{l} = 0.0", i4),
         line("for t in range(T):", i4),
         lanes("""
             logits[i, t, {l}] -= best{l}
-            e = exp_or_zero(logits[i, t, {l}])
-            terms[i, t, {l}] = e
-            total{l} += e
+            e{l} = exp_lanes(logits[i, t, {l}])
+            terms[i, t, {l}] = e{l}
+            total{l} += e{l}
             """, i8),
         lane_sum("u[i, {l}]", "terms[i, t, {l}] / total{l} * yh[g, i, t, {l}]", "t in range(T)",
                  i4),
@@ -141,19 +165,18 @@ def backward(indent: int) -> str:
         line("for i in range(n):", indent),
         line("for t in range(T):", i4),
         lanes("""
-            s = terms[i, t, {l}]
-            m{l} = s if (t != top[i, {l}] and s > m{l}) else m{l}
+            v{l} = terms[i, t, {l}]
+            m{l} = v{l} if (t != top[i, {l}] and v{l} > m{l}) else m{l}
             """, i8),
         lanes("m{l} = m{l} if math.isfinite(m{l}) else 0.0", indent),
         line("for i in range(n):", indent),
         lanes("rest{l} = 0.0", i4),
         line("for t in range(T):", i4),
         lanes("""
-            x = 0.0
-            if t != top[i, {l}]:
-                x = exp_or_zero(terms[i, t, {l}] - m{l}) * (u[i, {l}] - yh[g, i, t, {l}])
-            r[i, t, {l}] = x
-            rest{l} += x
+            x{l} = exp_lanes(terms[i, t, {l}] - m{l}) * (u[i, {l}] - yh[g, i, t, {l}])
+            x{l} = 0.0 if t == top[i, {l}] else x{l}
+            r[i, t, {l}] = x{l}
+            rest{l} += x{l}
             """, i8),
         lanes("r[i, top[i, {l}], {l}] = -rest{l}", i4),
         line("for a in range(d):", i4),
@@ -169,9 +192,9 @@ def divisor(indent: int) -> str:
     i4, i8, i12 = indent + 4, indent + 8, indent + 12
     # Σ (|G|/cut)^q in the per-run kernel's order, by q's kind as it takes them
     powers = [
-        ("if q_kind == 1:", "x = abs(G[a, b, {l}]) / cut{l}\nacc{l} += x * x"),
+        ("if q_kind == 1:", "x{l} = abs(G[a, b, {l}]) / cut{l}\nacc{l} += x{l} * x{l}"),
         ("elif q_kind == 4 and q_whole == 1:",
-         "x = abs(G[a, b, {l}]) / cut{l}\nacc{l} += x * math.sqrt(x)"),
+         "x{l} = abs(G[a, b, {l}]) / cut{l}\nacc{l} += x{l} * math.sqrt(x{l})"),
         ("else:", "acc{l} += power(abs(G[a, b, {l}]) / cut{l}, q, q_kind, q_whole)"),
     ]  # fmt: skip
     branches = [
@@ -198,8 +221,8 @@ def divisor(indent: int) -> str:
         line("for a in range(d):", i4),
         line("for b in range(d):", i8),
         lanes("""
-            x = abs(G[a, b, {l}])
-            big{l} = x if (x > big{l} or x != x) else big{l}
+            x{l} = abs(G[a, b, {l}])
+            big{l} = x{l} if (x{l} > big{l} or x{l} != x{l}) else big{l}
             """, i12),
         lanes("cut{l} = max(big{l}, smallest)\nacc{l} = 0.0", i4),
         *branches,
@@ -235,16 +258,16 @@ def update(indent: int) -> str:
         line("for a in range(d):", i8),
         line("for b in range(d):", i12),
         lanes("""
-            x = theta[g, a, b, {l}]
-            W[g, a, b, {l}] = math.copysign(math.sqrt(abs(x)), x)
+            x{l} = theta[g, a, b, {l}]
+            W[g, a, b, {l}] = math.copysign(math.sqrt(abs(x{l})), x{l})
             """, i12 + 4),
         line("else:", i4),
         line("for a in range(d):", i8),
         line("for b in range(d):", i12),
         lanes("""
-            x = theta[g, a, b, {l}]
-            w = power(abs(x), inverse, inverse_kind, inverse_whole)
-            W[g, a, b, {l}] = math.copysign(w, x)
+            x{l} = theta[g, a, b, {l}]
+            w{l} = power(abs(x{l}), inverse, inverse_kind, inverse_whole)
+            W[g, a, b, {l}] = math.copysign(w{l}, x{l})
             """, i12 + 4),
     ])  # fmt: skip
 
