@@ -4,7 +4,7 @@ whose per-run step this is, lane by lane."""
 
 # Its helpers are compiled into this kernel, and numba's cache of it knows only this file, so a
 # change of kernels_numba.py regenerates this one. Generated from kernels_numba.py of SHA-256
-# 7114dc5078db22d97d27c1c200d9f1fbd96f4261ce693876a8a5cbf45fec181e
+# 15214a131a32d6b0be26805972ebf513c5263c7d5813db436316090ff1366155
 
 import math
 
@@ -18,7 +18,8 @@ from .kernels_numba import (
     exp_lanes,
     exp_or_zero,
     kind_of,
-    log_abs_derivative,
+    log_abs_derivative_lanes,
+    log_lanes,
     loss_value,
     power,
 )
@@ -219,14 +220,14 @@ def advance_lanes(W, theta, X, z, yh, rule, p, lr, loss, steps, mirror, smallest
                 u[i, 5] = s5
                 u[i, 6] = s6
                 u[i, 7] = s7
-                offset0 = log_abs_derivative(u[i, 0], loss) - log_n - math.log(total0)
-                offset1 = log_abs_derivative(u[i, 1], loss) - log_n - math.log(total1)
-                offset2 = log_abs_derivative(u[i, 2], loss) - log_n - math.log(total2)
-                offset3 = log_abs_derivative(u[i, 3], loss) - log_n - math.log(total3)
-                offset4 = log_abs_derivative(u[i, 4], loss) - log_n - math.log(total4)
-                offset5 = log_abs_derivative(u[i, 5], loss) - log_n - math.log(total5)
-                offset6 = log_abs_derivative(u[i, 6], loss) - log_n - math.log(total6)
-                offset7 = log_abs_derivative(u[i, 7], loss) - log_n - math.log(total7)
+                offset0 = log_abs_derivative_lanes(u[i, 0], loss) - log_n - log_lanes(total0)
+                offset1 = log_abs_derivative_lanes(u[i, 1], loss) - log_n - log_lanes(total1)
+                offset2 = log_abs_derivative_lanes(u[i, 2], loss) - log_n - log_lanes(total2)
+                offset3 = log_abs_derivative_lanes(u[i, 3], loss) - log_n - log_lanes(total3)
+                offset4 = log_abs_derivative_lanes(u[i, 4], loss) - log_n - log_lanes(total4)
+                offset5 = log_abs_derivative_lanes(u[i, 5], loss) - log_n - log_lanes(total5)
+                offset6 = log_abs_derivative_lanes(u[i, 6], loss) - log_n - log_lanes(total6)
+                offset7 = log_abs_derivative_lanes(u[i, 7], loss) - log_n - log_lanes(total7)
                 for t in range(T):
                     put0 = logits[i, t, 0] + offset0
                     put1 = logits[i, t, 1] + offset1
@@ -599,32 +600,48 @@ def advance_lanes(W, theta, X, z, yh, rule, p, lr, loss, steps, mirror, smallest
                         theta[g, a, b, 5] = put5
                         theta[g, a, b, 6] = put6
                         theta[g, a, b, 7] = put7
+                inside0 = True
+                inside1 = True
+                inside2 = True
+                inside3 = True
+                inside4 = True
+                inside5 = True
+                inside6 = True
+                inside7 = True
                 for a in range(d):
                     for b in range(d):
-                        size = abs(theta[g, a, b, 0])
-                        if not (size <= high and (pk <= 2.0 or size >= low)):
-                            return g * LANES + 0
-                        size = abs(theta[g, a, b, 1])
-                        if not (size <= high and (pk <= 2.0 or size >= low)):
-                            return g * LANES + 1
-                        size = abs(theta[g, a, b, 2])
-                        if not (size <= high and (pk <= 2.0 or size >= low)):
-                            return g * LANES + 2
-                        size = abs(theta[g, a, b, 3])
-                        if not (size <= high and (pk <= 2.0 or size >= low)):
-                            return g * LANES + 3
-                        size = abs(theta[g, a, b, 4])
-                        if not (size <= high and (pk <= 2.0 or size >= low)):
-                            return g * LANES + 4
-                        size = abs(theta[g, a, b, 5])
-                        if not (size <= high and (pk <= 2.0 or size >= low)):
-                            return g * LANES + 5
-                        size = abs(theta[g, a, b, 6])
-                        if not (size <= high and (pk <= 2.0 or size >= low)):
-                            return g * LANES + 6
-                        size = abs(theta[g, a, b, 7])
-                        if not (size <= high and (pk <= 2.0 or size >= low)):
-                            return g * LANES + 7
+                        size0 = abs(theta[g, a, b, 0])
+                        size1 = abs(theta[g, a, b, 1])
+                        size2 = abs(theta[g, a, b, 2])
+                        size3 = abs(theta[g, a, b, 3])
+                        size4 = abs(theta[g, a, b, 4])
+                        size5 = abs(theta[g, a, b, 5])
+                        size6 = abs(theta[g, a, b, 6])
+                        size7 = abs(theta[g, a, b, 7])
+                        inside0 = inside0 & (size0 <= high) & ((pk <= 2.0) | (size0 >= low))
+                        inside1 = inside1 & (size1 <= high) & ((pk <= 2.0) | (size1 >= low))
+                        inside2 = inside2 & (size2 <= high) & ((pk <= 2.0) | (size2 >= low))
+                        inside3 = inside3 & (size3 <= high) & ((pk <= 2.0) | (size3 >= low))
+                        inside4 = inside4 & (size4 <= high) & ((pk <= 2.0) | (size4 >= low))
+                        inside5 = inside5 & (size5 <= high) & ((pk <= 2.0) | (size5 >= low))
+                        inside6 = inside6 & (size6 <= high) & ((pk <= 2.0) | (size6 >= low))
+                        inside7 = inside7 & (size7 <= high) & ((pk <= 2.0) | (size7 >= low))
+                if not inside0:
+                    return g * LANES + 0
+                if not inside1:
+                    return g * LANES + 1
+                if not inside2:
+                    return g * LANES + 2
+                if not inside3:
+                    return g * LANES + 3
+                if not inside4:
+                    return g * LANES + 4
+                if not inside5:
+                    return g * LANES + 5
+                if not inside6:
+                    return g * LANES + 6
+                if not inside7:
+                    return g * LANES + 7
                 if inverse_kind == 2:
                     for a in range(d):
                         for b in range(d):

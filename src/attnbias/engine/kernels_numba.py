@@ -78,6 +78,70 @@ def exp_lanes(x):
     return x if x != x else e
 
 
+@intrinsic
+def bits_of_float(typingctx, x):
+    """The int64 whose bits are the float64 `x` (LLVM's bitcast)."""
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(64))
+
+    return types.int64(types.float64), codegen
+
+
+# log x = k ln 2 + log(1 + f), x = 2^k (1 + f), √2/2 ≤ 1 + f < √2: log(1 + f) = f − f²/2 +
+# s (f²/2 + R), s = f / (2 + f), R a polynomial in s² (fdlibm's e_log.c, its coefficients)
+LG1, LG2, LG3 = 6.666666666666735130e-01, 3.999999999940941908e-01, 2.857142874366239149e-01
+LG4, LG5, LG6 = 2.222219843214978396e-01, 1.818357216161805012e-01, 1.531383769920937332e-01
+LG7 = 1.479819860511658591e-01
+SQRT2 = 1.4142135623730951
+TINY = 2.2250738585072014e-308  # the smallest normal float64: below it, scale by 2^54 first
+MANTISSA = (1 << 52) - 1
+ONE_BITS = 1023 << 52
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def log_lanes(x):
+    """log x within 1 ulp of libm's for every x ≥ 0, −inf at 0, NaN below 0 and at NaN, inf at
+    inf: arithmetic and selects only, as exp_lanes (tests/test_engine_compiled.py)."""
+    small = x < TINY
+    y = x * 18014398509481984.0 if small else x  # 2^54
+    bits = bits_of_float(y)
+    k = ((bits >> 52) & 0x7FF) - (1077 if small else 1023)
+    m = float_from_bits((bits & MANTISSA) | ONE_BITS)  # in [1, 2)
+    big = m > SQRT2
+    m = m * 0.5 if big else m
+    k = k + 1 if big else k
+    f = m - 1.0  # exact
+    s = f / (2.0 + f)
+    z = s * s
+    w = z * z
+    R = z * (LG1 + w * (LG3 + w * (LG5 + w * LG7))) + w * (LG2 + w * (LG4 + w * LG6))
+    half = 0.5 * f * f
+    c = float(k)
+    v = c * LN2_HI - ((half - (s * (half + R) + c * LN2_LO)) - f)
+    v = -math.inf if x == 0.0 else v
+    v = math.inf if x == math.inf else v
+    return math.nan if (x < 0.0 or x != x) else v
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def log1p_lanes(x):
+    """log(1 + x) for x ≥ 0 from log_lanes(1 + x) and the rounding of 1 + x, as a term of its
+    own (within 2 ulp of libm's log1p: tested)."""
+    one = 1.0 + x
+    return log_lanes(one) + (x - (one - 1.0)) / one
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def log_abs_derivative_lanes(u, loss):
+    """log|ℓ'(u)| (`losses.MarginLoss.log_abs_derivative`), branch-free: the logistic's
+    −softplus(u) by log1p_lanes and exp_lanes, the loss selected, not branched on."""
+    softplus = (u if u > 0.0 else 0.0) + log1p_lanes(exp_lanes(-abs(u)))
+    v = -softplus
+    v = -u if loss == EXPONENTIAL else v
+    return 0.0 if loss == CORRELATION else v
+
+
 @njit(cache=True, inline="always", error_model="numpy")
 def kind_of(e):
     """How `power` raises to e > 0: (kind, k) with kind 0: x, 1: x², 2: √x, 3: x^k (whole
@@ -168,15 +232,6 @@ def polyak_log_step_of_run(log_norm, log_gap, c, cap):
     if log_norm == -math.inf:
         return log_cap
     return min(log_gap - math.log(c) - 2.0 * log_norm, log_cap) if log_gap == log_gap else log_gap
-
-
-@njit(cache=True, inline="always", error_model="numpy")
-def log_abs_derivative(u, loss):
-    if loss == LOGISTIC:
-        return -softplus(u)
-    if loss == EXPONENTIAL:
-        return -u
-    return 0.0
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -317,7 +372,7 @@ def advance_numba(
                                 acc += exp_or_zero(logits[i, t] + math.log(drop) - largest)
                     log_drop[i] = largest + math.log(acc) - math.log(total)
                 # log|c_i s_{i,t}|: shifted − log Σ e + log|ℓ'(u_i)| − log n
-                offset = log_abs_derivative(f, loss) - log_n - math.log(total)
+                offset = log_abs_derivative_lanes(f, loss) - log_n - log_lanes(total)
                 for t in range(T):
                     terms[i, t] = logits[i, t] + offset
             m = -math.inf

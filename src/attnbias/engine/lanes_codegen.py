@@ -45,7 +45,8 @@ from .kernels_numba import (
     exp_lanes,
     exp_or_zero,
     kind_of,
-    log_abs_derivative,
+    log_abs_derivative_lanes,
+    log_lanes,
     loss_value,
     power,
 )
@@ -151,7 +152,8 @@ def forward(indent: int) -> str:
             """, i8),
         lane_sum("u[i, {l}]", "terms[i, t, {l}] / total{l} * yh[g, i, t, {l}]", "t in range(T)",
                  i4),
-        lanes("offset{l} = log_abs_derivative(u[i, {l}], loss) - log_n - math.log(total{l})", i4),
+        lanes("offset{l} = log_abs_derivative_lanes(u[i, {l}], loss) - log_n - log_lanes(total{l})",
+              i4),
         line("for t in range(T):", i4),
         lanes("terms[i, t, {l}] = logits[i, t, {l}] + offset{l}", i8),
     ])  # fmt: skip
@@ -247,13 +249,19 @@ def update(indent: int) -> str:
         line("for a in range(d):", i4),
         line("for b in range(d):", i8),
         lanes("theta[g, a, b, {l}] = theta[g, a, b, {l}] - G[a, b, {l}] * lr[g, {l}]", i12),
+        # the range check as a flag per lane (no branch in the loop: the lanes pack), the
+        # return after it; a run's state then is the caller's to restore, as at an early return
+        lanes("inside{l} = True", i4),
         line("for a in range(d):", i4),
         line("for b in range(d):", i8),
         lanes("""
-            size = abs(theta[g, a, b, {l}])
-            if not (size <= high and (pk <= 2.0 or size >= low)):
-                return g * LANES + {l}
+            size{l} = abs(theta[g, a, b, {l}])
+            inside{l} = inside{l} & (size{l} <= high) & ((pk <= 2.0) | (size{l} >= low))
             """, i12),
+        lanes("""
+            if not inside{l}:
+                return g * LANES + {l}
+            """, i4),
         line("if inverse_kind == 2:", i4),
         line("for a in range(d):", i8),
         line("for b in range(d):", i12),
