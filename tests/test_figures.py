@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import warnings
+from contextlib import nullcontext
 from pathlib import Path
 
 import matplotlib.figure
@@ -16,9 +17,16 @@ import pytest
 from matplotlib.colors import to_hex
 from matplotlib.mathtext import MathTextParser
 
+from attnbias import figures
 from attnbias.curves import Curves
 from attnbias.experiments import SYNTHETIC, atlas, load_config, plotting, run_experiment
-from attnbias.figures import FORMATS, drawing_formats, save_figure, thin_log_minor_ticks
+from attnbias.figures import (
+    FORMATS,
+    drawing_formats,
+    save_figure,
+    thin_log_minor_ticks,
+    unlabelled_minor_ticks_aside,
+)
 from attnbias.store import FIGURE_SUFFIXES, MANIFEST, manifest_problem
 from test_experiments import TINY
 
@@ -237,6 +245,36 @@ def test_log_axes_get_minor_ticks_at_2_and_5_only():
     inside = minor[(minor > 1) & (minor < 10)]
     np.testing.assert_allclose(inside, [2.0, 5.0])
     assert ax.xaxis.get_minor_locator().__class__.__name__ != "LogLocator"  # linear: untouched
+
+
+@pytest.mark.parametrize("decades", [4, 0.3], ids=["wide: no minor label", "narrow: labelled"])
+def test_the_layout_leaves_out_only_minor_ticks_without_labels_and_draws_them(
+    tmp_path, monkeypatch, decades
+):
+    """Minor ticks that carry no label are set aside while the layout is computed (a log axis
+    over more than a decade), labelled ones stay; either way the PNG is the same bytes as with
+    every minor tick in the layout, and the minor ticks are drawn."""
+
+    def draw():
+        fig, axes = plotting.subplots(2, 2, sharey="row")
+        for ax in axes.flat:
+            ax.plot([1, 10**decades], [1, 10**decades])
+            plotting.panel(ax, "t", ylabel="norm/2")
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+        thin_log_minor_ticks(fig)
+        return fig
+
+    fig = draw()
+    with unlabelled_minor_ticks_aside(fig):
+        minor_inside = [len(ax.yaxis.get_minorticklocs()) for ax in fig.axes]
+    assert all(m == 0 for m in minor_inside) == (decades > 1), minor_inside
+    assert all(len(ax.yaxis.get_minorticklocs()) > 0 for ax in fig.axes)  # put back
+    saved = Path(save_figure(fig, tmp_path, "aside")[0]).read_bytes()
+
+    monkeypatch.setattr(figures, "unlabelled_minor_ticks_aside", lambda fig: nullcontext())
+    whole = Path(save_figure(draw(), tmp_path, "whole")[0]).read_bytes()
+    assert saved == whole
 
 
 def test_heatmap_refuses_values_that_do_not_match_the_names():
