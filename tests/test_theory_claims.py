@@ -715,3 +715,23 @@ def test_of_ngd_rates_sizes_only_one_sample_satisfies_assumption_1():
         deltas = [tm.gram_dominance(example1(n, config.T, config.d, seed=s).X)
                   for s in range(1, config.seeds + 1)]  # fmt: skip
         assert all((delta < 1.0) == (n == 1) for delta in deltas), n
+
+
+def test_md_plains_reach_is_the_fitted_step_and_inf_beyond_float64_without_a_warning():
+    """The step by which a metric falling like (log t)^b from its last value reaches a level:
+    t = exp(log T · (level / last)^(1/b)); a level so far below that the step overflows float64
+    is inf (the unmet reason then names no step), said without a RuntimeWarning."""
+    import warnings
+
+    from attnbias.curves import Curves
+    from attnbias.experiments import md_plain
+
+    rows = np.log(STEPS.clip(2))[None, :] ** -1.0 * np.ones((3, 1))
+    c = Curves(STEPS.astype(float), {"m": rows})
+    last = rows[0, -1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        near = md_plain.polylog_reach(c, "m", WINDOW, last / 2)
+        far = md_plain.polylog_reach(c, "m", WINDOW, last / 1e4)
+    assert near == pytest.approx(np.exp(np.log(STEPS[-1]) * 2.0), rel=1e-6)
+    assert far == math.inf

@@ -10,6 +10,7 @@ the SVM of every p.
 
 from __future__ import annotations
 
+import math
 import warnings
 from pathlib import Path
 
@@ -104,6 +105,7 @@ def own_metric(p: float) -> str:
 
 # md-local's threshold for "converged in direction": the limit claim is judged only there
 CONVERGED = 0.05
+LOG_LARGEST = math.log(np.finfo(np.float64).max)  # steps beyond e^this are not float64s
 
 
 def exponents(c: Curves, metric: str, window) -> np.ndarray:
@@ -113,14 +115,15 @@ def exponents(c: Curves, metric: str, window) -> np.ndarray:
 def polylog_reach(c: Curves, metric: str, window, level: float) -> float:
     """The step by which the mean `metric`, falling from its last value at its own fitted rate
     (log t)^b (b: the mean exponent over `window`), reaches `level`; NaN for a rate that does
-    not fall."""
+    not fall, inf for a step beyond float64's range."""
     with warnings.catch_warnings():  # no runs, or too few steps in the window: NaN, no warning
         warnings.simplefilter("ignore", RuntimeWarning)
         b = float(np.nanmean(exponents(c, metric, window)))
         last = float(np.mean(c.values[metric][:, -1]))
     if not b < 0 or not last > 0:
         return float("nan")
-    return float(np.exp(np.log(c.steps[-1]) * (level / last) ** (1.0 / b)))
+    log_step = np.log(c.steps[-1]) * (level / last) ** (1.0 / b)
+    return float(np.exp(log_step)) if log_step < LOG_LARGEST else math.inf
 
 
 def claims(groups: dict[str, Curves], own: dict[str, str], config: Config) -> list[Claim]:
