@@ -266,3 +266,41 @@ def test_log_abs_derivative_lanes_is_within_two_ulp_of_libms(loss):
         want = get_loss(loss).log_abs_derivative(torch.from_numpy(u)).numpy()
     apart = ulps_apart(np.abs(got), np.abs(want))
     assert apart.max() <= (2 if loss == "logistic" else 0), u[apart.argmax()]
+
+
+@needs_numba
+def test_cbrt_lanes_is_within_one_ulp_of_libms():
+    """The kernels' branch-free cube root (ℓ1.75's exponents 4/3 and 7/3 are thirds) against
+    libm's cbrt over the positive floats, subnormals included; exact at 0, 1, 8, inf, NaN."""
+    kernels = compiled.kernels()
+    rng = np.random.default_rng(4)
+    x = np.concatenate([
+        np.exp(rng.uniform(-745.0, 709.0, 200_000)), rng.uniform(0.0, 8.0, 50_000),
+        10.0 ** rng.uniform(-323.5, -307.0, 20_000), [np.finfo(np.float64).max, 5e-324],
+    ])  # fmt: skip
+    got = np.array([kernels.cbrt_lanes(v) for v in x])
+    apart = ulps_apart(got, np.cbrt(x))
+    assert apart.max() <= 1, x[apart.argmax()]
+    assert (apart == 0).mean() > 0.8
+    edges = [0.0, 1.0, 8.0, 27.0, np.inf, np.nan]
+    assert np.array_equal([kernels.cbrt_lanes(v) for v in edges], np.cbrt(edges), equal_nan=True)
+
+
+@needs_numba
+@pytest.mark.parametrize("m", [1, 2, 4, 5, 7, 8])
+def test_a_third_power_is_within_4_ulp_of_the_exact_power(m):
+    """x^(m/3) by the cube root (`power` of kind 6, which `kind_of` gives the float nearest
+    m/3) against the exact power in extended precision: within 4 ulp, where pow of the rounded
+    exponent is tens to hundreds of ulp off for small or large x. Other exponents keep their
+    kinds."""
+    kernels = compiled.kernels()
+    kind = kernels.kind_of(m / 3)
+    assert kind == (6, m)
+    rng = np.random.default_rng(m)
+    x = np.concatenate([rng.uniform(0.0, 1.0, 20_000), np.exp(rng.uniform(-200.0, 200.0, 20_000))])
+    got = np.array([kernels.power(v, m / 3, *kind) for v in x])
+    exact = (np.cbrt(x.astype(np.longdouble)) ** m).astype(np.float64)
+    assert ulps_apart(got, exact).max() <= 4
+    assert ulps_apart(x ** (m / 3), exact).max() > 8  # pow of the rounded m/3: 33 to 400 ulp
+    for e, other in ((3.0, 3), (0.5, 2), (1.5, 4), (10 / 3, 5), (2.2, 5), (1 / 3 + 1e-9, 5)):
+        assert kernels.kind_of(e)[0] == other, e

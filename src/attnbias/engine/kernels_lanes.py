@@ -4,7 +4,7 @@ whose per-run step this is, lane by lane."""
 
 # Its helpers are compiled into this kernel, and numba's cache of it knows only this file, so a
 # change of kernels_numba.py regenerates this one. Generated from kernels_numba.py of SHA-256
-# 15214a131a32d6b0be26805972ebf513c5263c7d5813db436316090ff1366155
+# d5b7f234184593db402c450c23de936fcbae3883ecd2a743b3fb5b158e8837e3
 
 import math
 
@@ -15,6 +15,7 @@ from .kernels_numba import (
     GLOBAL,
     LOSS,
     PER_TENSOR,
+    cbrt_lanes,
     exp_lanes,
     exp_or_zero,
     kind_of,
@@ -22,6 +23,8 @@ from .kernels_numba import (
     log_lanes,
     loss_value,
     power,
+    select,
+    third_power,
 )
 from .lanes_codegen import LANES
 
@@ -130,22 +133,22 @@ def advance_lanes(W, theta, X, z, yh, rule, p, lr, loss, steps, mirror, smallest
                     v5 = logits[i, t, 5]
                     v6 = logits[i, t, 6]
                     v7 = logits[i, t, 7]
-                    at0 = t if v0 > best0 else at0
-                    at1 = t if v1 > best1 else at1
-                    at2 = t if v2 > best2 else at2
-                    at3 = t if v3 > best3 else at3
-                    at4 = t if v4 > best4 else at4
-                    at5 = t if v5 > best5 else at5
-                    at6 = t if v6 > best6 else at6
-                    at7 = t if v7 > best7 else at7
-                    best0 = v0 if v0 > best0 else best0
-                    best1 = v1 if v1 > best1 else best1
-                    best2 = v2 if v2 > best2 else best2
-                    best3 = v3 if v3 > best3 else best3
-                    best4 = v4 if v4 > best4 else best4
-                    best5 = v5 if v5 > best5 else best5
-                    best6 = v6 if v6 > best6 else best6
-                    best7 = v7 if v7 > best7 else best7
+                    at0 = select(v0 > best0, t, at0)
+                    at1 = select(v1 > best1, t, at1)
+                    at2 = select(v2 > best2, t, at2)
+                    at3 = select(v3 > best3, t, at3)
+                    at4 = select(v4 > best4, t, at4)
+                    at5 = select(v5 > best5, t, at5)
+                    at6 = select(v6 > best6, t, at6)
+                    at7 = select(v7 > best7, t, at7)
+                    best0 = select(v0 > best0, v0, best0)
+                    best1 = select(v1 > best1, v1, best1)
+                    best2 = select(v2 > best2, v2, best2)
+                    best3 = select(v3 > best3, v3, best3)
+                    best4 = select(v4 > best4, v4, best4)
+                    best5 = select(v5 > best5, v5, best5)
+                    best6 = select(v6 > best6, v6, best6)
+                    best7 = select(v7 > best7, v7, best7)
                 top[i, 0] = at0
                 top[i, 1] = at1
                 top[i, 2] = at2
@@ -263,22 +266,22 @@ def advance_lanes(W, theta, X, z, yh, rule, p, lr, loss, steps, mirror, smallest
                     v5 = terms[i, t, 5]
                     v6 = terms[i, t, 6]
                     v7 = terms[i, t, 7]
-                    m0 = v0 if (t != top[i, 0] and v0 > m0) else m0
-                    m1 = v1 if (t != top[i, 1] and v1 > m1) else m1
-                    m2 = v2 if (t != top[i, 2] and v2 > m2) else m2
-                    m3 = v3 if (t != top[i, 3] and v3 > m3) else m3
-                    m4 = v4 if (t != top[i, 4] and v4 > m4) else m4
-                    m5 = v5 if (t != top[i, 5] and v5 > m5) else m5
-                    m6 = v6 if (t != top[i, 6] and v6 > m6) else m6
-                    m7 = v7 if (t != top[i, 7] and v7 > m7) else m7
-            m0 = m0 if math.isfinite(m0) else 0.0
-            m1 = m1 if math.isfinite(m1) else 0.0
-            m2 = m2 if math.isfinite(m2) else 0.0
-            m3 = m3 if math.isfinite(m3) else 0.0
-            m4 = m4 if math.isfinite(m4) else 0.0
-            m5 = m5 if math.isfinite(m5) else 0.0
-            m6 = m6 if math.isfinite(m6) else 0.0
-            m7 = m7 if math.isfinite(m7) else 0.0
+                    m0 = select((t != top[i, 0]) & (v0 > m0), v0, m0)
+                    m1 = select((t != top[i, 1]) & (v1 > m1), v1, m1)
+                    m2 = select((t != top[i, 2]) & (v2 > m2), v2, m2)
+                    m3 = select((t != top[i, 3]) & (v3 > m3), v3, m3)
+                    m4 = select((t != top[i, 4]) & (v4 > m4), v4, m4)
+                    m5 = select((t != top[i, 5]) & (v5 > m5), v5, m5)
+                    m6 = select((t != top[i, 6]) & (v6 > m6), v6, m6)
+                    m7 = select((t != top[i, 7]) & (v7 > m7), v7, m7)
+            m0 = select(math.isfinite(m0), m0, 0.0)
+            m1 = select(math.isfinite(m1), m1, 0.0)
+            m2 = select(math.isfinite(m2), m2, 0.0)
+            m3 = select(math.isfinite(m3), m3, 0.0)
+            m4 = select(math.isfinite(m4), m4, 0.0)
+            m5 = select(math.isfinite(m5), m5, 0.0)
+            m6 = select(math.isfinite(m6), m6, 0.0)
+            m7 = select(math.isfinite(m7), m7, 0.0)
             for i in range(n):
                 rest0 = 0.0
                 rest1 = 0.0
@@ -297,14 +300,14 @@ def advance_lanes(W, theta, X, z, yh, rule, p, lr, loss, steps, mirror, smallest
                     x5 = exp_lanes(terms[i, t, 5] - m5) * (u[i, 5] - yh[g, i, t, 5])
                     x6 = exp_lanes(terms[i, t, 6] - m6) * (u[i, 6] - yh[g, i, t, 6])
                     x7 = exp_lanes(terms[i, t, 7] - m7) * (u[i, 7] - yh[g, i, t, 7])
-                    x0 = 0.0 if t == top[i, 0] else x0
-                    x1 = 0.0 if t == top[i, 1] else x1
-                    x2 = 0.0 if t == top[i, 2] else x2
-                    x3 = 0.0 if t == top[i, 3] else x3
-                    x4 = 0.0 if t == top[i, 4] else x4
-                    x5 = 0.0 if t == top[i, 5] else x5
-                    x6 = 0.0 if t == top[i, 6] else x6
-                    x7 = 0.0 if t == top[i, 7] else x7
+                    x0 = select(t == top[i, 0], 0.0, x0)
+                    x1 = select(t == top[i, 1], 0.0, x1)
+                    x2 = select(t == top[i, 2], 0.0, x2)
+                    x3 = select(t == top[i, 3], 0.0, x3)
+                    x4 = select(t == top[i, 4], 0.0, x4)
+                    x5 = select(t == top[i, 5], 0.0, x5)
+                    x6 = select(t == top[i, 6], 0.0, x6)
+                    x7 = select(t == top[i, 7], 0.0, x7)
                     r[i, t, 0] = x0
                     r[i, t, 1] = x1
                     r[i, t, 2] = x2
@@ -455,14 +458,14 @@ def advance_lanes(W, theta, X, z, yh, rule, p, lr, loss, steps, mirror, smallest
                         x5 = abs(G[a, b, 5])
                         x6 = abs(G[a, b, 6])
                         x7 = abs(G[a, b, 7])
-                        big0 = x0 if (x0 > big0 or x0 != x0) else big0
-                        big1 = x1 if (x1 > big1 or x1 != x1) else big1
-                        big2 = x2 if (x2 > big2 or x2 != x2) else big2
-                        big3 = x3 if (x3 > big3 or x3 != x3) else big3
-                        big4 = x4 if (x4 > big4 or x4 != x4) else big4
-                        big5 = x5 if (x5 > big5 or x5 != x5) else big5
-                        big6 = x6 if (x6 > big6 or x6 != x6) else big6
-                        big7 = x7 if (x7 > big7 or x7 != x7) else big7
+                        big0 = select((x0 > big0) | (x0 != x0), x0, big0)
+                        big1 = select((x1 > big1) | (x1 != x1), x1, big1)
+                        big2 = select((x2 > big2) | (x2 != x2), x2, big2)
+                        big3 = select((x3 > big3) | (x3 != x3), x3, big3)
+                        big4 = select((x4 > big4) | (x4 != x4), x4, big4)
+                        big5 = select((x5 > big5) | (x5 != x5), x5, big5)
+                        big6 = select((x6 > big6) | (x6 != x6), x6, big6)
+                        big7 = select((x7 > big7) | (x7 != x7), x7, big7)
                 cut0 = max(big0, smallest)
                 cut1 = max(big1, smallest)
                 cut2 = max(big2, smallest)
@@ -517,6 +520,25 @@ def advance_lanes(W, theta, X, z, yh, rule, p, lr, loss, steps, mirror, smallest
                             acc5 += x5 * math.sqrt(x5)
                             acc6 += x6 * math.sqrt(x6)
                             acc7 += x7 * math.sqrt(x7)
+                elif q_kind == 6:
+                    for a in range(d):
+                        for b in range(d):
+                            x0 = abs(G[a, b, 0]) / cut0
+                            x1 = abs(G[a, b, 1]) / cut1
+                            x2 = abs(G[a, b, 2]) / cut2
+                            x3 = abs(G[a, b, 3]) / cut3
+                            x4 = abs(G[a, b, 4]) / cut4
+                            x5 = abs(G[a, b, 5]) / cut5
+                            x6 = abs(G[a, b, 6]) / cut6
+                            x7 = abs(G[a, b, 7]) / cut7
+                            acc0 += third_power(x0, cbrt_lanes(x0), q_whole)
+                            acc1 += third_power(x1, cbrt_lanes(x1), q_whole)
+                            acc2 += third_power(x2, cbrt_lanes(x2), q_whole)
+                            acc3 += third_power(x3, cbrt_lanes(x3), q_whole)
+                            acc4 += third_power(x4, cbrt_lanes(x4), q_whole)
+                            acc5 += third_power(x5, cbrt_lanes(x5), q_whole)
+                            acc6 += third_power(x6, cbrt_lanes(x6), q_whole)
+                            acc7 += third_power(x7, cbrt_lanes(x7), q_whole)
                 else:
                     for a in range(d):
                         for b in range(d):
@@ -536,14 +558,14 @@ def advance_lanes(W, theta, X, z, yh, rule, p, lr, loss, steps, mirror, smallest
                 D5 = big5 if math.isinf(big5) else power(acc5, 1.0 / q, root, root_whole) * big5
                 D6 = big6 if math.isinf(big6) else power(acc6, 1.0 / q, root, root_whole) * big6
                 D7 = big7 if math.isinf(big7) else power(acc7, 1.0 / q, root, root_whole) * big7
-            D0 = math.inf if D0 == 0.0 else D0
-            D1 = math.inf if D1 == 0.0 else D1
-            D2 = math.inf if D2 == 0.0 else D2
-            D3 = math.inf if D3 == 0.0 else D3
-            D4 = math.inf if D4 == 0.0 else D4
-            D5 = math.inf if D5 == 0.0 else D5
-            D6 = math.inf if D6 == 0.0 else D6
-            D7 = math.inf if D7 == 0.0 else D7
+            D0 = select(D0 == 0.0, math.inf, D0)
+            D1 = select(D1 == 0.0, math.inf, D1)
+            D2 = select(D2 == 0.0, math.inf, D2)
+            D3 = select(D3 == 0.0, math.inf, D3)
+            D4 = select(D4 == 0.0, math.inf, D4)
+            D5 = select(D5 == 0.0, math.inf, D5)
+            D6 = select(D6 == 0.0, math.inf, D6)
+            D7 = select(D7 == 0.0, math.inf, D7)
             for a in range(d):
                 for b in range(d):
                     put0 = G[a, b, 0] / D0
@@ -661,6 +683,41 @@ def advance_lanes(W, theta, X, z, yh, rule, p, lr, loss, steps, mirror, smallest
                             put5 = math.copysign(math.sqrt(abs(x5)), x5)
                             put6 = math.copysign(math.sqrt(abs(x6)), x6)
                             put7 = math.copysign(math.sqrt(abs(x7)), x7)
+                            W[g, a, b, 0] = put0
+                            W[g, a, b, 1] = put1
+                            W[g, a, b, 2] = put2
+                            W[g, a, b, 3] = put3
+                            W[g, a, b, 4] = put4
+                            W[g, a, b, 5] = put5
+                            W[g, a, b, 6] = put6
+                            W[g, a, b, 7] = put7
+                elif inverse_kind == 6:
+                    for a in range(d):
+                        for b in range(d):
+                            x0 = theta[g, a, b, 0]
+                            x1 = theta[g, a, b, 1]
+                            x2 = theta[g, a, b, 2]
+                            x3 = theta[g, a, b, 3]
+                            x4 = theta[g, a, b, 4]
+                            x5 = theta[g, a, b, 5]
+                            x6 = theta[g, a, b, 6]
+                            x7 = theta[g, a, b, 7]
+                            w0 = third_power(abs(x0), cbrt_lanes(abs(x0)), inverse_whole)
+                            w1 = third_power(abs(x1), cbrt_lanes(abs(x1)), inverse_whole)
+                            w2 = third_power(abs(x2), cbrt_lanes(abs(x2)), inverse_whole)
+                            w3 = third_power(abs(x3), cbrt_lanes(abs(x3)), inverse_whole)
+                            w4 = third_power(abs(x4), cbrt_lanes(abs(x4)), inverse_whole)
+                            w5 = third_power(abs(x5), cbrt_lanes(abs(x5)), inverse_whole)
+                            w6 = third_power(abs(x6), cbrt_lanes(abs(x6)), inverse_whole)
+                            w7 = third_power(abs(x7), cbrt_lanes(abs(x7)), inverse_whole)
+                            put0 = math.copysign(w0, x0)
+                            put1 = math.copysign(w1, x1)
+                            put2 = math.copysign(w2, x2)
+                            put3 = math.copysign(w3, x3)
+                            put4 = math.copysign(w4, x4)
+                            put5 = math.copysign(w5, x5)
+                            put6 = math.copysign(w6, x6)
+                            put7 = math.copysign(w7, x7)
                             W[g, a, b, 0] = put0
                             W[g, a, b, 1] = put1
                             W[g, a, b, 2] = put2

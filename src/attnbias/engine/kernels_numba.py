@@ -6,7 +6,11 @@ torch without numba). The arithmetic is the fused step's (`engine.fused`), writt
 as loops over its 10×10 matrices: no tensor operation to dispatch, each run's W in cache for all
 its steps. Intermediate values are float64 whatever the state's dtype; the state (W, θ, the
 momentum buffer) is stored in its own dtype after every step. Powers by their exponent's kind
-(x², √x, x^k·√x, pow), per run, as a batch of one p would take them.
+(x², √x, x^k·√x, pow), per run, as a batch of one p would take them, and thirds (ℓ1.75's 4/3
+and 7/3) by the cube root. The softmax's and the gradient's exps, the offset's logs and the
+cube roots are this module's own, branch-free (`exp_lanes`, `log_lanes`, `cbrt_lanes`: within
+1 ulp of libm's), so that the lanes of `engine.kernels_lanes` pack them; libm's pow is called
+for the other exponents.
 """
 
 import math
@@ -57,6 +61,24 @@ def float_from_bits(typingctx, bits):
     return types.float64(types.int64), codegen
 
 
+@intrinsic
+def select(typingctx, condition, a, b):
+    """a where `condition`, else b (in their common type), both evaluated: LLVM's select. A
+    conditional expression can compile to a branch, which keeps the lanes' blocks apart,
+    unpacked."""
+    common = typingctx.unify_pairs(a, b)
+    if not isinstance(condition, types.Boolean) or common is None:
+        return None
+
+    def codegen(context, builder, signature, args):
+        chosen, x, y = args
+        x = context.cast(builder, x, signature.args[1], common)
+        y = context.cast(builder, y, signature.args[2], common)
+        return builder.select(chosen, x, y)
+
+    return common(condition, a, b), codegen
+
+
 @njit(cache=True, inline="always", error_model="numpy")
 def exp_lanes(x):
     """e^x within 1 ulp of libm's (exp_or_zero's) everywhere, 0 below UNDERFLOW as there, ±inf
@@ -73,9 +95,9 @@ def exp_lanes(x):
     j = np.int64(k)
     half = j >> 1
     e = e * float_from_bits((half + 1023) << 52) * float_from_bits((j - half + 1023) << 52)
-    e = 0.0 if x < UNDERFLOW else e
-    e = math.inf if x > OVERFLOW else e
-    return x if x != x else e
+    e = select(x < UNDERFLOW, 0.0, e)
+    e = select(x > OVERFLOW, math.inf, e)
+    return select(x != x, x, e)
 
 
 @intrinsic
@@ -104,13 +126,13 @@ def log_lanes(x):
     """log x within 1 ulp of libm's for every x ≥ 0, −inf at 0, NaN below 0 and at NaN, inf at
     inf: arithmetic and selects only, as exp_lanes (tests/test_engine_compiled.py)."""
     small = x < TINY
-    y = x * 18014398509481984.0 if small else x  # 2^54
+    y = x * select(small, 18014398509481984.0, 1.0)  # 2^54
     bits = bits_of_float(y)
-    k = ((bits >> 52) & 0x7FF) - (1077 if small else 1023)
+    k = ((bits >> 52) & 0x7FF) - select(small, np.int64(1077), np.int64(1023))
     m = float_from_bits((bits & MANTISSA) | ONE_BITS)  # in [1, 2)
     big = m > SQRT2
-    m = m * 0.5 if big else m
-    k = k + 1 if big else k
+    m = m * select(big, 0.5, 1.0)
+    k = k + select(big, np.int64(1), np.int64(0))
     f = m - 1.0  # exact
     s = f / (2.0 + f)
     z = s * s
@@ -119,9 +141,37 @@ def log_lanes(x):
     half = 0.5 * f * f
     c = float(k)
     v = c * LN2_HI - ((half - (s * (half + R) + c * LN2_LO)) - f)
-    v = -math.inf if x == 0.0 else v
-    v = math.inf if x == math.inf else v
-    return math.nan if (x < 0.0 or x != x) else v
+    v = select(x == 0.0, -math.inf, v)
+    v = select(x == math.inf, math.inf, v)
+    return select((x < 0.0) | (x != x), math.nan, v)
+
+
+CBRT2, CBRT4 = 1.2599210498948732, 1.5874010519681994  # ∛2, ∛4
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def cbrt_lanes(x):
+    """∛x for x ≥ 0 within 1 ulp of libm's cbrt (tested), branch-free as exp_lanes: x = 2^e m,
+    m in [1, 2), ∛x = 2^⌊e/3⌋ ∛(2^(e mod 3) m); a quadratic in m (within 3e-3), two steps of
+    Halley's iteration and one of Newton's; ∛0 = 0, ∛inf = inf, NaN."""
+    small = x < TINY
+    y = x * select(small, 18014398509481984.0, 1.0)  # 2^54
+    bits = bits_of_float(y)
+    e = float(((bits >> 52) & 0x7FF) - 1023)
+    m = float_from_bits((bits & MANTISSA) | ONE_BITS)
+    whole = math.floor(e / 3.0)
+    rest = e - 3.0 * whole
+    s = m * select(rest == 2.0, 4.0, select(rest == 1.0, 2.0, 1.0))
+    c = 0.6107 + m * (0.4575 - 0.0682 * m)
+    c = c * select(rest == 2.0, CBRT4, select(rest == 1.0, CBRT2, 1.0))
+    c3 = c * c * c
+    c = c * (c3 + 2.0 * s) / (2.0 * c3 + s)
+    c3 = c * c * c
+    c = c * (c3 + 2.0 * s) / (2.0 * c3 + s)
+    c = c - (c * c * c - s) / (3.0 * c * c)
+    k = np.int64(whole) - select(small, np.int64(18), np.int64(0))
+    v = c * float_from_bits((k + 1023) << 52)
+    return select((x == 0.0) | (x == math.inf) | (x != x), x, v)
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -136,16 +186,16 @@ def log1p_lanes(x):
 def log_abs_derivative_lanes(u, loss):
     """log|ℓ'(u)| (`losses.MarginLoss.log_abs_derivative`), branch-free: the logistic's
     −softplus(u) by log1p_lanes and exp_lanes, the loss selected, not branched on."""
-    softplus = (u if u > 0.0 else 0.0) + log1p_lanes(exp_lanes(-abs(u)))
-    v = -softplus
-    v = -u if loss == EXPONENTIAL else v
-    return 0.0 if loss == CORRELATION else v
+    softplus = select(u > 0.0, u, 0.0) + log1p_lanes(exp_lanes(-abs(u)))
+    v = select(loss == EXPONENTIAL, -u, -softplus)
+    return select(loss == CORRELATION, 0.0, v)
 
 
 @njit(cache=True, inline="always", error_model="numpy")
 def kind_of(e):
     """How `power` raises to e > 0: (kind, k) with kind 0: x, 1: x², 2: √x, 3: x^k (whole
-    k ≤ 64), 4: x^k·√x (k ≥ 1), 5: pow (as `norms.power_` and `norms.half_power_`)."""
+    k ≤ 64), 4: x^k·√x (k ≥ 1), 6: x^(k/3) by the cube root (`third_power`, k < 9 not a
+    multiple of 3), 5: pow (0–4 as `norms.power_` and `norms.half_power_`)."""
     if e == 1.0:
         return 0, 1
     if e == 2.0:
@@ -157,6 +207,9 @@ def kind_of(e):
         return 3, int(k)
     if e - k == 0.5 and k >= 1.0:
         return 4, int(k)
+    thirds = round(3.0 * e)
+    if thirds % 3 != 0 and thirds < 9 and abs(3.0 * e - thirds) <= 8e-16 * thirds:
+        return 6, int(thirds)  # e is m/3 as its float holds it (ℓ1.75: 4/3 and 7/3)
     return 5, 0
 
 
@@ -173,7 +226,20 @@ def power(x, e, kind, k):
         return x**k
     if kind == 4:
         return x**k * math.sqrt(x)
+    if kind == 6:
+        return third_power(x, cbrt_lanes(x), k)
     return x**e
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def third_power(x, c, m):
+    """x^(m/3) from c = ∛x, m < 9 not a multiple of 3: within 4 ulp of the exact power
+    (tests/test_engine_compiled.py), where pow of the float nearest m/3 is off it by up to
+    |log x|·1e-16 relative (400 ulp at x = 1e-130); the choices by m are selects, the same
+    in every lane."""
+    y = select(m % 3 == 2, c * c, c)
+    y = select(m > 3, y * x, y)
+    return select(m > 6, y * x, y)
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -257,6 +323,11 @@ def scale_safe_norm(G, q, kind, k, smallest, scratch):
             for b in range(G.shape[1]):
                 x = abs(G[a, b]) / divisor
                 scratch[a, b] = x * math.sqrt(x)
+    elif kind == 6:  # (a loop without power's choices: the compiler vectorizes it)
+        for a in range(G.shape[0]):
+            for b in range(G.shape[1]):
+                x = abs(G[a, b]) / divisor
+                scratch[a, b] = third_power(x, cbrt_lanes(x), k)
     else:
         for a in range(G.shape[0]):
             for b in range(G.shape[1]):
@@ -386,7 +457,7 @@ def advance_numba(
             for i in range(n):
                 for t in range(T):  # (as above; the top token's selected away, not branched)
                     x = exp_lanes(terms[i, t] - m) * (u[i] - yh[k, i, t])
-                    r[i, t] = 0.0 if t == top[i] else x
+                    r[i, t] = select(t == top[i], 0.0, x)
                 rest = 0.0
                 for t in range(T):
                     rest += r[i, t]
@@ -469,6 +540,12 @@ def advance_numba(
                         for b in range(d):
                             x = theta[k, a, b]
                             W[k, a, b] = math.copysign(math.sqrt(abs(x)), x)
+                elif inverse_kind == 6:
+                    for a in range(d):
+                        for b in range(d):
+                            x = theta[k, a, b]
+                            w = third_power(abs(x), cbrt_lanes(abs(x)), inverse_whole)
+                            W[k, a, b] = math.copysign(w, x)
                 else:
                     for a in range(d):
                         for b in range(d):

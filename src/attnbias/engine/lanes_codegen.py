@@ -42,6 +42,7 @@ from .kernels_numba import (
     GLOBAL,
     LOSS,
     PER_TENSOR,
+    cbrt_lanes,
     exp_lanes,
     exp_or_zero,
     kind_of,
@@ -49,6 +50,8 @@ from .kernels_numba import (
     log_lanes,
     loss_value,
     power,
+    select,
+    third_power,
 )
 from .lanes_codegen import LANES
 
@@ -139,8 +142,8 @@ def forward(indent: int) -> str:
         line("for t in range(T):", i4),
         lanes("""
             v{l} = logits[i, t, {l}]
-            at{l} = t if v{l} > best{l} else at{l}
-            best{l} = v{l} if v{l} > best{l} else best{l}
+            at{l} = select(v{l} > best{l}, t, at{l})
+            best{l} = select(v{l} > best{l}, v{l}, best{l})
             """, i8),
         lanes("top[i, {l}] = at{l}\ntotal{l} = 0.0", i4),
         line("for t in range(T):", i4),
@@ -168,15 +171,15 @@ def backward(indent: int) -> str:
         line("for t in range(T):", i4),
         lanes("""
             v{l} = terms[i, t, {l}]
-            m{l} = v{l} if (t != top[i, {l}] and v{l} > m{l}) else m{l}
+            m{l} = select((t != top[i, {l}]) & (v{l} > m{l}), v{l}, m{l})
             """, i8),
-        lanes("m{l} = m{l} if math.isfinite(m{l}) else 0.0", indent),
+        lanes("m{l} = select(math.isfinite(m{l}), m{l}, 0.0)", indent),
         line("for i in range(n):", indent),
         lanes("rest{l} = 0.0", i4),
         line("for t in range(T):", i4),
         lanes("""
             x{l} = exp_lanes(terms[i, t, {l}] - m{l}) * (u[i, {l}] - yh[g, i, t, {l}])
-            x{l} = 0.0 if t == top[i, {l}] else x{l}
+            x{l} = select(t == top[i, {l}], 0.0, x{l})
             r[i, t, {l}] = x{l}
             rest{l} += x{l}
             """, i8),
@@ -197,6 +200,9 @@ def divisor(indent: int) -> str:
         ("if q_kind == 1:", "x{l} = abs(G[a, b, {l}]) / cut{l}\nacc{l} += x{l} * x{l}"),
         ("elif q_kind == 4 and q_whole == 1:",
          "x{l} = abs(G[a, b, {l}]) / cut{l}\nacc{l} += x{l} * math.sqrt(x{l})"),
+        ("elif q_kind == 6:",
+         "x{l} = abs(G[a, b, {l}]) / cut{l}\n"
+         "acc{l} += third_power(x{l}, cbrt_lanes(x{l}), q_whole)"),
         ("else:", "acc{l} += power(abs(G[a, b, {l}]) / cut{l}, q, q_kind, q_whole)"),
     ]  # fmt: skip
     branches = [
@@ -224,13 +230,13 @@ def divisor(indent: int) -> str:
         line("for b in range(d):", i8),
         lanes("""
             x{l} = abs(G[a, b, {l}])
-            big{l} = x{l} if (x{l} > big{l} or x{l} != x{l}) else big{l}
+            big{l} = select((x{l} > big{l}) | (x{l} != x{l}), x{l}, big{l})
             """, i12),
         lanes("cut{l} = max(big{l}, smallest)\nacc{l} = 0.0", i4),
         *branches,
         lanes("D{l} = big{l} if math.isinf(big{l}) else "
               "power(acc{l}, 1.0 / q, root, root_whole) * big{l}", i4),
-        lanes("D{l} = math.inf if D{l} == 0.0 else D{l}", indent),
+        lanes("D{l} = select(D{l} == 0.0, math.inf, D{l})", indent),
     ])  # fmt: skip
 
 
@@ -268,6 +274,14 @@ def update(indent: int) -> str:
         lanes("""
             x{l} = theta[g, a, b, {l}]
             W[g, a, b, {l}] = math.copysign(math.sqrt(abs(x{l})), x{l})
+            """, i12 + 4),
+        line("elif inverse_kind == 6:", i4),
+        line("for a in range(d):", i8),
+        line("for b in range(d):", i12),
+        lanes("""
+            x{l} = theta[g, a, b, {l}]
+            w{l} = third_power(abs(x{l}), cbrt_lanes(abs(x{l})), inverse_whole)
+            W[g, a, b, {l}] = math.copysign(w{l}, x{l})
             """, i12 + 4),
         line("else:", i4),
         line("for a in range(d):", i8),
