@@ -187,9 +187,10 @@ def ulps_apart(got: np.ndarray, want: np.ndarray) -> np.ndarray:
 @needs_numba
 def test_exp_lanes_is_within_one_ulp_of_libms_exp_everywhere():
     """The kernels' branch-free exp (the softmax's and the gradient's, packed into vector
-    lanes) against libm's through exp_or_zero: at most 1 ulp apart over the whole range, mostly
-    the same bits, and the same at every edge (0 below UNDERFLOW, the subnormal range, the
-    overflow threshold, ±inf, NaN, ±0, the exact e^0 = 1 of every softmax's top token)."""
+    lanes) against libm's through exp_or_zero: at most 1 ulp apart over the whole range (the
+    subnormal results included), mostly the same bits, and the same where e^x is 0, 1, +inf
+    or NaN (below UNDERFLOW, ±0, above the overflow threshold, ±inf, NaN; the exact e^0 = 1 of
+    every softmax's top token)."""
     kernels = compiled.kernels()
     rng = np.random.default_rng(0)
     exact = np.array([  # where e^x is 1, 0, +inf or NaN
@@ -232,8 +233,9 @@ def test_log_lanes_and_log1p_lanes_are_within_one_ulp_of_libms():
     ])  # fmt: skip
     positive = np.concatenate([positive, np.nextafter(positive[-4:-1], np.inf)])
     got = np.array([kernels.log_lanes(x) for x in positive])
-    apart = ulps_apart(np.abs(got), np.abs(np.log(positive)))
-    assert np.all(np.sign(got) == np.sign(np.log(positive)))
+    libm = np.array([math.log(x) for x in positive])  # Python's math: the C library's
+    apart = ulps_apart(np.abs(got), np.abs(libm))
+    assert np.all(np.sign(got) == np.sign(libm))
     assert apart.max() <= 1, positive[apart.argmax()]
     assert (apart == 0).mean() > 0.9
     edges = np.array([0.0, -0.0, np.inf, -1.0, -np.inf, np.nan, 1.0])
@@ -242,7 +244,7 @@ def test_log_lanes_and_log1p_lanes_are_within_one_ulp_of_libms():
 
     unit = np.concatenate([rng.uniform(0.0, 1.0, 100_000), np.exp(rng.uniform(-745, 0, 100_000))])
     got = np.array([kernels.log1p_lanes(x) for x in unit])
-    apart = ulps_apart(got, np.log1p(unit))
+    apart = ulps_apart(got, np.array([math.log1p(x) for x in unit]))
     assert apart.max() <= 1, unit[apart.argmax()]
     assert kernels.log1p_lanes(0.0) == 0.0 and kernels.log1p_lanes(5e-324) == 5e-324
 
@@ -261,7 +263,7 @@ def test_log_abs_derivative_lanes_is_within_two_ulp_of_libms(loss):
     ])  # fmt: skip
     got = np.array([kernels.log_abs_derivative_lanes(x, compiled.LOSS_CODES[loss]) for x in u])
     if loss == "logistic":
-        want = -(np.maximum(u, 0.0) + np.log1p(np.exp(-np.abs(u))))
+        want = np.array([-(max(x, 0.0) + math.log1p(math.exp(-abs(x)))) for x in u])
     else:
         want = get_loss(loss).log_abs_derivative(torch.from_numpy(u)).numpy()
     apart = ulps_apart(np.abs(got), np.abs(want))
@@ -269,9 +271,12 @@ def test_log_abs_derivative_lanes_is_within_two_ulp_of_libms(loss):
 
 
 @needs_numba
-def test_cbrt_lanes_is_within_one_ulp_of_libms():
+def test_cbrt_lanes_is_within_one_ulp_of_the_exact_cube_root():
     """The kernels' branch-free cube root (ℓ1.75's exponents 4/3 and 7/3 are thirds) against
-    libm's cbrt over the positive floats, subnormals included; exact at 0, 1, 8, inf, NaN."""
+    the cube root in extended precision over the positive floats, subnormals included (the C
+    library's cbrt is up to 3 ulp off it here); exact at 0, 1, 8, 27, inf and NaN."""
+    if np.finfo(np.longdouble).nmant < 60:
+        pytest.skip("numpy's long double is float64 here: no extended precision to compare with")
     kernels = compiled.kernels()
     rng = np.random.default_rng(4)
     x = np.concatenate([
@@ -279,7 +284,7 @@ def test_cbrt_lanes_is_within_one_ulp_of_libms():
         10.0 ** rng.uniform(-323.5, -307.0, 20_000), [np.finfo(np.float64).max, 5e-324],
     ])  # fmt: skip
     got = np.array([kernels.cbrt_lanes(v) for v in x])
-    apart = ulps_apart(got, np.cbrt(x))
+    apart = ulps_apart(got, np.cbrt(x.astype(np.longdouble)).astype(np.float64))
     assert apart.max() <= 1, x[apart.argmax()]
     assert (apart == 0).mean() > 0.8
     edges = [0.0, 1.0, 8.0, 27.0, np.inf, np.nan]
@@ -293,6 +298,8 @@ def test_a_third_power_is_within_4_ulp_of_the_exact_power(m):
     m/3) against the exact power in extended precision: within 4 ulp, where pow of the rounded
     exponent is tens to hundreds of ulp off for small or large x. Other exponents keep their
     kinds."""
+    if np.finfo(np.longdouble).nmant < 60:
+        pytest.skip("numpy's long double is float64 here: no extended precision to compare with")
     kernels = compiled.kernels()
     kind = kernels.kind_of(m / 3)
     assert kind == (6, m)

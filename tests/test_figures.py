@@ -12,6 +12,7 @@ from contextlib import nullcontext
 from pathlib import Path
 
 import matplotlib.figure
+import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 from matplotlib.colors import to_hex
@@ -247,28 +248,37 @@ def test_log_axes_get_minor_ticks_at_2_and_5_only():
     assert ax.xaxis.get_minor_locator().__class__.__name__ != "LogLocator"  # linear: untouched
 
 
-@pytest.mark.parametrize("decades", [4, 0.3], ids=["wide: no minor label", "narrow: labelled"])
+@pytest.mark.parametrize(
+    ("case", "aside"),
+    [("wide", True), ("narrow", False), ("major labels hidden", False), ("unequal shared", True)],
+)
 def test_the_layout_leaves_out_only_minor_ticks_without_labels_and_draws_them(
-    tmp_path, monkeypatch, decades
+    tmp_path, monkeypatch, case, aside
 ):
     """Minor ticks that carry no label are set aside while the layout is computed (a log axis
-    over more than a decade), labelled ones stay; either way the PNG is the same bytes as with
-    every minor tick in the layout, and the minor ticks are drawn."""
+    over more than a decade), and put back for drawing: the PNG is the same bytes as with every
+    minor tick in the layout, panels of unequal widths sharing the axis included. They stay
+    where they carry labels (under a decade) or where their empty labels place the axis label
+    (the major labels of that side hidden)."""
 
     def draw():
-        fig, axes = plotting.subplots(2, 2, sharey="row")
+        ratios = [1, 4] if case == "unequal shared" else [1, 1]
+        fig, axes = plt.subplots(2, 2, sharey="row", layout="constrained", width_ratios=ratios)
+        decades = 0.3 if case == "narrow" else 4
         for ax in axes.flat:
             ax.plot([1, 10**decades], [1, 10**decades])
             plotting.panel(ax, "t", ylabel="norm/2")
             ax.set_xscale("log")
             ax.set_yscale("log")
+            if case == "major labels hidden":
+                ax.tick_params(labelleft=False)  # the major ones only
         thin_log_minor_ticks(fig)
         return fig
 
     fig = draw()
     with unlabelled_minor_ticks_aside(fig):
         minor_inside = [len(ax.yaxis.get_minorticklocs()) for ax in fig.axes]
-    assert all(m == 0 for m in minor_inside) == (decades > 1), minor_inside
+    assert all(m == 0 for m in minor_inside) == aside, minor_inside
     assert all(len(ax.yaxis.get_minorticklocs()) > 0 for ax in fig.axes)  # put back
     saved = Path(save_figure(fig, tmp_path, "aside")[0]).read_bytes()
 

@@ -729,9 +729,13 @@ def test_md_plains_reach_is_the_fitted_step_and_inf_beyond_float64_without_a_war
     rows = np.log(STEPS.clip(2))[None, :] ** -1.0 * np.ones((3, 1))
     c = Curves(STEPS.astype(float), {"m": rows})
     last = rows[0, -1]
+    barely = Curves(STEPS.astype(float), {"m": np.log(STEPS.clip(2))[None, :] ** -0.002})
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        near = md_plain.polylog_reach(c, "m", WINDOW, last / 2)
-        far = md_plain.polylog_reach(c, "m", WINDOW, last / 1e4)
+        near = md_plain.polylog_reach(c, "m", WINDOW, float(last / 2))
+        far = md_plain.polylog_reach(c, "m", WINDOW, float(last / 1e4))
+        # a Python float level (as claims() passes CONVERGED) and a rate barely falling: the
+        # power (level/last)^(1/b) itself is beyond float64's range
+        flat = md_plain.polylog_reach(barely, "m", WINDOW, md_plain.CONVERGED)
     assert near == pytest.approx(np.exp(np.log(STEPS[-1]) * 2.0), rel=1e-6)
-    assert far == math.inf
+    assert far == math.inf and flat == math.inf

@@ -117,20 +117,39 @@ def unlabelled_minor_ticks_aside(fig) -> Iterator[None]:
     longer, so they change no margin (tests/test_figures.py: the same PNG bytes); they were
     half of the layout's time in md-local's twelve log-log panels (0.5 of 1.0 s: each tick is
     an object with transforms of its own). Put back after, for drawing."""
-    aside = []
+    # shared axes share one locator: it is set aside for all of them or for none
+    sharing: dict[int, list] = {}
     for ax in fig.axes:
         for axis in (ax.xaxis, ax.yaxis):
-            locator = axis.get_minor_locator()
-            labels = axis.get_minor_formatter().format_ticks(axis.get_minorticklocs())
-            if isinstance(locator, NullLocator) or any(labels):
-                continue
-            aside.append((axis, locator))
-            axis.set_minor_locator(NullLocator())
+            sharing.setdefault(id(axis.get_minor_locator()), []).append(axis)
+    aside = []
+    for axes in sharing.values():
+        locator = axes[0].get_minor_locator()
+        if isinstance(locator, NullLocator) or any(
+            any(axis.get_minor_formatter().format_ticks(axis.get_minorticklocs()))
+            or minor_labels_place(axis)
+            for axis in axes
+        ):
+            continue
+        aside.append((axes[0], locator, locator.axis))
+        axes[0].set_minor_locator(NullLocator())
     try:
         yield
     finally:
-        for axis, locator in aside:
+        for axis, locator, owner in aside:
             axis.set_minor_locator(locator)
+            locator.set_axis(owner)  # the axis it had sizes its ticks (LogLocator's stride)
+
+
+def minor_labels_place(axis) -> bool:
+    """Whether the minor ticks' (empty) labels can move the axis label: matplotlib puts it
+    outside every visible tick label's box, so where the major labels of a side are hidden and
+    the minor ones are not, their empty boxes are what it goes outside of."""
+    major, minor = axis.get_major_ticks(1)[0], axis.get_minor_ticks(1)[0]
+    return any(
+        getattr(minor, side).get_visible() and not getattr(major, side).get_visible()
+        for side in ("label1", "label2")
+    )
 
 
 def thin_log_minor_ticks(fig) -> None:

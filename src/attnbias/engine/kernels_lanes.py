@@ -4,7 +4,7 @@ whose per-run step this is, lane by lane."""
 
 # Its helpers are compiled into this kernel, and numba's cache of it knows only this file, so a
 # change of kernels_numba.py regenerates this one. Generated from kernels_numba.py of SHA-256
-# d5b7f234184593db402c450c23de936fcbae3883ecd2a743b3fb5b158e8837e3
+# 21b4c4aeaa64178b3527293c5034561f8b7c3b782b2d514ad557d312fdbcbf79
 
 import math
 

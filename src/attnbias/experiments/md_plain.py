@@ -120,9 +120,14 @@ def polylog_reach(c: Curves, metric: str, window, level: float) -> float:
         warnings.simplefilter("ignore", RuntimeWarning)
         b = float(np.nanmean(exponents(c, metric, window)))
         last = float(np.mean(c.values[metric][:, -1]))
-    if not b < 0 or not last > 0:
+    log_last_step = math.log(float(c.steps[-1]))
+    if not b < 0 or not last > 0 or not log_last_step > 0:
         return float("nan")
-    log_step = np.log(c.steps[-1]) * (level / last) ** (1.0 / b)
+    # log t = log T · (level/last)^(1/b); its own log first: a barely falling rate (b near 0)
+    # takes the power itself past float64's range (a Python float power raises there)
+    if math.log(log_last_step) + math.log(level / last) / b >= math.log(LOG_LARGEST):
+        return math.inf
+    log_step = log_last_step * (level / last) ** (1.0 / b)
     return float(np.exp(log_step)) if log_step < LOG_LARGEST else math.inf
 
 
