@@ -4,7 +4,7 @@ whose per-run step this is, lane by lane."""
 
 # Its helpers are compiled into this kernel, and numba's cache of it knows only this file, so a
 # change of kernels_numba.py regenerates this one. Generated from kernels_numba.py of SHA-256
-# 21b4c4aeaa64178b3527293c5034561f8b7c3b782b2d514ad557d312fdbcbf79
+# deb0d1ea91af4ee531f8ff58238924d41418bb57e4307222c7ac4fbde3a3c6c3
 
 import math
 
@@ -23,8 +23,8 @@ from .kernels_numba import (
     log_lanes,
     loss_value,
     power,
-    select,
     third_power,
+    where,
 )
 from .lanes_codegen import LANES
 
@@ -133,22 +133,22 @@ def advance_lanes(W, theta, X, z, yh, rule, p, lr, loss, steps, mirror, smallest
                     v5 = logits[i, t, 5]
                     v6 = logits[i, t, 6]
                     v7 = logits[i, t, 7]
-                    at0 = select(v0 > best0, t, at0)
-                    at1 = select(v1 > best1, t, at1)
-                    at2 = select(v2 > best2, t, at2)
-                    at3 = select(v3 > best3, t, at3)
-                    at4 = select(v4 > best4, t, at4)
-                    at5 = select(v5 > best5, t, at5)
-                    at6 = select(v6 > best6, t, at6)
-                    at7 = select(v7 > best7, t, at7)
-                    best0 = select(v0 > best0, v0, best0)
-                    best1 = select(v1 > best1, v1, best1)
-                    best2 = select(v2 > best2, v2, best2)
-                    best3 = select(v3 > best3, v3, best3)
-                    best4 = select(v4 > best4, v4, best4)
-                    best5 = select(v5 > best5, v5, best5)
-                    best6 = select(v6 > best6, v6, best6)
-                    best7 = select(v7 > best7, v7, best7)
+                    at0 = where(v0 > best0, t, at0)
+                    at1 = where(v1 > best1, t, at1)
+                    at2 = where(v2 > best2, t, at2)
+                    at3 = where(v3 > best3, t, at3)
+                    at4 = where(v4 > best4, t, at4)
+                    at5 = where(v5 > best5, t, at5)
+                    at6 = where(v6 > best6, t, at6)
+                    at7 = where(v7 > best7, t, at7)
+                    best0 = where(v0 > best0, v0, best0)
+                    best1 = where(v1 > best1, v1, best1)
+                    best2 = where(v2 > best2, v2, best2)
+                    best3 = where(v3 > best3, v3, best3)
+                    best4 = where(v4 > best4, v4, best4)
+                    best5 = where(v5 > best5, v5, best5)
+                    best6 = where(v6 > best6, v6, best6)
+                    best7 = where(v7 > best7, v7, best7)
                 top[i, 0] = at0
                 top[i, 1] = at1
                 top[i, 2] = at2
@@ -266,22 +266,22 @@ def advance_lanes(W, theta, X, z, yh, rule, p, lr, loss, steps, mirror, smallest
                     v5 = terms[i, t, 5]
                     v6 = terms[i, t, 6]
                     v7 = terms[i, t, 7]
-                    m0 = select((t != top[i, 0]) & (v0 > m0), v0, m0)
-                    m1 = select((t != top[i, 1]) & (v1 > m1), v1, m1)
-                    m2 = select((t != top[i, 2]) & (v2 > m2), v2, m2)
-                    m3 = select((t != top[i, 3]) & (v3 > m3), v3, m3)
-                    m4 = select((t != top[i, 4]) & (v4 > m4), v4, m4)
-                    m5 = select((t != top[i, 5]) & (v5 > m5), v5, m5)
-                    m6 = select((t != top[i, 6]) & (v6 > m6), v6, m6)
-                    m7 = select((t != top[i, 7]) & (v7 > m7), v7, m7)
-            m0 = select(math.isfinite(m0), m0, 0.0)
-            m1 = select(math.isfinite(m1), m1, 0.0)
-            m2 = select(math.isfinite(m2), m2, 0.0)
-            m3 = select(math.isfinite(m3), m3, 0.0)
-            m4 = select(math.isfinite(m4), m4, 0.0)
-            m5 = select(math.isfinite(m5), m5, 0.0)
-            m6 = select(math.isfinite(m6), m6, 0.0)
-            m7 = select(math.isfinite(m7), m7, 0.0)
+                    m0 = where((t != top[i, 0]) & (v0 > m0), v0, m0)
+                    m1 = where((t != top[i, 1]) & (v1 > m1), v1, m1)
+                    m2 = where((t != top[i, 2]) & (v2 > m2), v2, m2)
+                    m3 = where((t != top[i, 3]) & (v3 > m3), v3, m3)
+                    m4 = where((t != top[i, 4]) & (v4 > m4), v4, m4)
+                    m5 = where((t != top[i, 5]) & (v5 > m5), v5, m5)
+                    m6 = where((t != top[i, 6]) & (v6 > m6), v6, m6)
+                    m7 = where((t != top[i, 7]) & (v7 > m7), v7, m7)
+            m0 = where(math.isfinite(m0), m0, 0.0)
+            m1 = where(math.isfinite(m1), m1, 0.0)
+            m2 = where(math.isfinite(m2), m2, 0.0)
+            m3 = where(math.isfinite(m3), m3, 0.0)
+            m4 = where(math.isfinite(m4), m4, 0.0)
+            m5 = where(math.isfinite(m5), m5, 0.0)
+            m6 = where(math.isfinite(m6), m6, 0.0)
+            m7 = where(math.isfinite(m7), m7, 0.0)
             for i in range(n):
                 rest0 = 0.0
                 rest1 = 0.0
@@ -300,14 +300,14 @@ def advance_lanes(W, theta, X, z, yh, rule, p, lr, loss, steps, mirror, smallest
                     x5 = exp_lanes(terms[i, t, 5] - m5) * (u[i, 5] - yh[g, i, t, 5])
                     x6 = exp_lanes(terms[i, t, 6] - m6) * (u[i, 6] - yh[g, i, t, 6])
                     x7 = exp_lanes(terms[i, t, 7] - m7) * (u[i, 7] - yh[g, i, t, 7])
-                    x0 = select(t == top[i, 0], 0.0, x0)
-                    x1 = select(t == top[i, 1], 0.0, x1)
-                    x2 = select(t == top[i, 2], 0.0, x2)
-                    x3 = select(t == top[i, 3], 0.0, x3)
-                    x4 = select(t == top[i, 4], 0.0, x4)
-                    x5 = select(t == top[i, 5], 0.0, x5)
-                    x6 = select(t == top[i, 6], 0.0, x6)
-                    x7 = select(t == top[i, 7], 0.0, x7)
+                    x0 = where(t == top[i, 0], 0.0, x0)
+                    x1 = where(t == top[i, 1], 0.0, x1)
+                    x2 = where(t == top[i, 2], 0.0, x2)
+                    x3 = where(t == top[i, 3], 0.0, x3)
+                    x4 = where(t == top[i, 4], 0.0, x4)
+                    x5 = where(t == top[i, 5], 0.0, x5)
+                    x6 = where(t == top[i, 6], 0.0, x6)
+                    x7 = where(t == top[i, 7], 0.0, x7)
                     r[i, t, 0] = x0
                     r[i, t, 1] = x1
                     r[i, t, 2] = x2
@@ -458,14 +458,14 @@ def advance_lanes(W, theta, X, z, yh, rule, p, lr, loss, steps, mirror, smallest
                         x5 = abs(G[a, b, 5])
                         x6 = abs(G[a, b, 6])
                         x7 = abs(G[a, b, 7])
-                        big0 = select((x0 > big0) | (x0 != x0), x0, big0)
-                        big1 = select((x1 > big1) | (x1 != x1), x1, big1)
-                        big2 = select((x2 > big2) | (x2 != x2), x2, big2)
-                        big3 = select((x3 > big3) | (x3 != x3), x3, big3)
-                        big4 = select((x4 > big4) | (x4 != x4), x4, big4)
-                        big5 = select((x5 > big5) | (x5 != x5), x5, big5)
-                        big6 = select((x6 > big6) | (x6 != x6), x6, big6)
-                        big7 = select((x7 > big7) | (x7 != x7), x7, big7)
+                        big0 = where((x0 > big0) | (x0 != x0), x0, big0)
+                        big1 = where((x1 > big1) | (x1 != x1), x1, big1)
+                        big2 = where((x2 > big2) | (x2 != x2), x2, big2)
+                        big3 = where((x3 > big3) | (x3 != x3), x3, big3)
+                        big4 = where((x4 > big4) | (x4 != x4), x4, big4)
+                        big5 = where((x5 > big5) | (x5 != x5), x5, big5)
+                        big6 = where((x6 > big6) | (x6 != x6), x6, big6)
+                        big7 = where((x7 > big7) | (x7 != x7), x7, big7)
                 cut0 = max(big0, smallest)
                 cut1 = max(big1, smallest)
                 cut2 = max(big2, smallest)
@@ -558,14 +558,14 @@ def advance_lanes(W, theta, X, z, yh, rule, p, lr, loss, steps, mirror, smallest
                 D5 = big5 if math.isinf(big5) else power(acc5, 1.0 / q, root, root_whole) * big5
                 D6 = big6 if math.isinf(big6) else power(acc6, 1.0 / q, root, root_whole) * big6
                 D7 = big7 if math.isinf(big7) else power(acc7, 1.0 / q, root, root_whole) * big7
-            D0 = select(D0 == 0.0, math.inf, D0)
-            D1 = select(D1 == 0.0, math.inf, D1)
-            D2 = select(D2 == 0.0, math.inf, D2)
-            D3 = select(D3 == 0.0, math.inf, D3)
-            D4 = select(D4 == 0.0, math.inf, D4)
-            D5 = select(D5 == 0.0, math.inf, D5)
-            D6 = select(D6 == 0.0, math.inf, D6)
-            D7 = select(D7 == 0.0, math.inf, D7)
+            D0 = where(D0 == 0.0, math.inf, D0)
+            D1 = where(D1 == 0.0, math.inf, D1)
+            D2 = where(D2 == 0.0, math.inf, D2)
+            D3 = where(D3 == 0.0, math.inf, D3)
+            D4 = where(D4 == 0.0, math.inf, D4)
+            D5 = where(D5 == 0.0, math.inf, D5)
+            D6 = where(D6 == 0.0, math.inf, D6)
+            D7 = where(D7 == 0.0, math.inf, D7)
             for a in range(d):
                 for b in range(d):
                     put0 = G[a, b, 0] / D0

@@ -62,7 +62,7 @@ def float_from_bits(typingctx, bits):
 
 
 @intrinsic
-def select(typingctx, condition, a, b):
+def where(typingctx, condition, a, b):
     """a where `condition`, else b (in their common type), both evaluated: LLVM's select. A
     conditional expression can compile to a branch, which keeps the lanes' blocks apart,
     unpacked."""
@@ -95,9 +95,9 @@ def exp_lanes(x):
     j = np.int64(k)
     half = j >> 1
     e = e * float_from_bits((half + 1023) << 52) * float_from_bits((j - half + 1023) << 52)
-    e = select(x < UNDERFLOW, 0.0, e)
-    e = select(x > OVERFLOW, math.inf, e)
-    return select(x != x, x, e)
+    e = where(x < UNDERFLOW, 0.0, e)
+    e = where(x > OVERFLOW, math.inf, e)
+    return where(x != x, x, e)
 
 
 @intrinsic
@@ -126,13 +126,13 @@ def log_lanes(x):
     """log x within 1 ulp of libm's for every x ≥ 0, −inf at 0, NaN below 0 and at NaN, inf at
     inf: arithmetic and selects only, as exp_lanes (tests/test_engine_compiled.py)."""
     small = x < TINY
-    y = x * select(small, 18014398509481984.0, 1.0)  # 2^54
+    y = x * where(small, 18014398509481984.0, 1.0)  # 2^54
     bits = bits_of_float(y)
-    k = ((bits >> 52) & 0x7FF) - select(small, np.int64(1077), np.int64(1023))
+    k = ((bits >> 52) & 0x7FF) - where(small, np.int64(1077), np.int64(1023))
     m = float_from_bits((bits & MANTISSA) | ONE_BITS)  # in [1, 2)
     big = m > SQRT2
-    m = m * select(big, 0.5, 1.0)
-    k = k + select(big, np.int64(1), np.int64(0))
+    m = m * where(big, 0.5, 1.0)
+    k = k + where(big, np.int64(1), np.int64(0))
     f = m - 1.0  # exact
     s = f / (2.0 + f)
     z = s * s
@@ -141,9 +141,9 @@ def log_lanes(x):
     half = 0.5 * f * f
     c = float(k)
     v = c * LN2_HI - ((half - (s * (half + R) + c * LN2_LO)) - f)
-    v = select(x == 0.0, -math.inf, v)
-    v = select(x == math.inf, math.inf, v)
-    return select((x < 0.0) | (x != x), math.nan, v)
+    v = where(x == 0.0, -math.inf, v)
+    v = where(x == math.inf, math.inf, v)
+    return where((x < 0.0) | (x != x), math.nan, v)
 
 
 CBRT2, CBRT4 = 1.2599210498948732, 1.5874010519681994  # ∛2, ∛4
@@ -156,23 +156,23 @@ def cbrt_lanes(x):
     m in [1, 2), ∛x = 2^⌊e/3⌋ ∛(2^(e mod 3) m); a quadratic in m (within 3e-3), two steps of
     Halley's iteration and one of Newton's; ∛0 = 0, ∛inf = inf, NaN."""
     small = x < TINY
-    y = x * select(small, 18014398509481984.0, 1.0)  # 2^54
+    y = x * where(small, 18014398509481984.0, 1.0)  # 2^54
     bits = bits_of_float(y)
     e = float(((bits >> 52) & 0x7FF) - 1023)
     m = float_from_bits((bits & MANTISSA) | ONE_BITS)
     whole = math.floor(e / 3.0)
     rest = e - 3.0 * whole
-    s = m * select(rest == 2.0, 4.0, select(rest == 1.0, 2.0, 1.0))
+    s = m * where(rest == 2.0, 4.0, where(rest == 1.0, 2.0, 1.0))
     c = 0.6107 + m * (0.4575 - 0.0682 * m)
-    c = c * select(rest == 2.0, CBRT4, select(rest == 1.0, CBRT2, 1.0))
+    c = c * where(rest == 2.0, CBRT4, where(rest == 1.0, CBRT2, 1.0))
     c3 = c * c * c
     c = c * (c3 + 2.0 * s) / (2.0 * c3 + s)
     c3 = c * c * c
     c = c * (c3 + 2.0 * s) / (2.0 * c3 + s)
     c = c - (c * c * c - s) / (3.0 * c * c)
-    k = np.int64(whole) - select(small, np.int64(18), np.int64(0))
+    k = np.int64(whole) - where(small, np.int64(18), np.int64(0))
     v = c * float_from_bits((k + 1023) << 52)
-    return select((x == 0.0) | (x == math.inf) | (x != x), x, v)
+    return where((x == 0.0) | (x == math.inf) | (x != x), x, v)
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -187,9 +187,9 @@ def log1p_lanes(x):
 def log_abs_derivative_lanes(u, loss):
     """log|ℓ'(u)| (`losses.MarginLoss.log_abs_derivative`), branch-free: the logistic's
     −softplus(u) by log1p_lanes and exp_lanes, the loss selected, not branched on."""
-    softplus = select(u > 0.0, u, 0.0) + log1p_lanes(exp_lanes(-abs(u)))
-    v = select(loss == EXPONENTIAL, -u, -softplus)
-    return select(loss == CORRELATION, 0.0, v)
+    softplus = where(u > 0.0, u, 0.0) + log1p_lanes(exp_lanes(-abs(u)))
+    v = where(loss == EXPONENTIAL, -u, -softplus)
+    return where(loss == CORRELATION, 0.0, v)
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -238,9 +238,9 @@ def third_power(x, c, m):
     (tests/test_engine_compiled.py), where pow of the float nearest m/3 is off it by up to
     |log x|·1e-16 relative (400 ulp at x = 1e-130); the choices by m are selects, the same
     in every lane."""
-    y = select(m % 3 == 2, c * c, c)
-    y = select(m > 3, y * x, y)
-    return select(m > 6, y * x, y)
+    y = where(m % 3 == 2, c * c, c)
+    y = where(m > 3, y * x, y)
+    return where(m > 6, y * x, y)
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -458,7 +458,7 @@ def advance_numba(
             for i in range(n):
                 for t in range(T):  # (as above; the top token's selected away, not branched)
                     x = exp_lanes(terms[i, t] - m) * (u[i] - yh[k, i, t])
-                    r[i, t] = select(t == top[i], 0.0, x)
+                    r[i, t] = where(t == top[i], 0.0, x)
                 rest = 0.0
                 for t in range(T):
                     rest += r[i, t]

@@ -50,8 +50,8 @@ from .kernels_numba import (
     log_lanes,
     loss_value,
     power,
-    select,
     third_power,
+    where,
 )
 from .lanes_codegen import LANES
 
@@ -142,8 +142,8 @@ def forward(indent: int) -> str:
         line("for t in range(T):", i4),
         lanes("""
             v{l} = logits[i, t, {l}]
-            at{l} = select(v{l} > best{l}, t, at{l})
-            best{l} = select(v{l} > best{l}, v{l}, best{l})
+            at{l} = where(v{l} > best{l}, t, at{l})
+            best{l} = where(v{l} > best{l}, v{l}, best{l})
             """, i8),
         lanes("top[i, {l}] = at{l}\ntotal{l} = 0.0", i4),
         line("for t in range(T):", i4),
@@ -171,15 +171,15 @@ def backward(indent: int) -> str:
         line("for t in range(T):", i4),
         lanes("""
             v{l} = terms[i, t, {l}]
-            m{l} = select((t != top[i, {l}]) & (v{l} > m{l}), v{l}, m{l})
+            m{l} = where((t != top[i, {l}]) & (v{l} > m{l}), v{l}, m{l})
             """, i8),
-        lanes("m{l} = select(math.isfinite(m{l}), m{l}, 0.0)", indent),
+        lanes("m{l} = where(math.isfinite(m{l}), m{l}, 0.0)", indent),
         line("for i in range(n):", indent),
         lanes("rest{l} = 0.0", i4),
         line("for t in range(T):", i4),
         lanes("""
             x{l} = exp_lanes(terms[i, t, {l}] - m{l}) * (u[i, {l}] - yh[g, i, t, {l}])
-            x{l} = select(t == top[i, {l}], 0.0, x{l})
+            x{l} = where(t == top[i, {l}], 0.0, x{l})
             r[i, t, {l}] = x{l}
             rest{l} += x{l}
             """, i8),
@@ -230,13 +230,13 @@ def divisor(indent: int) -> str:
         line("for b in range(d):", i8),
         lanes("""
             x{l} = abs(G[a, b, {l}])
-            big{l} = select((x{l} > big{l}) | (x{l} != x{l}), x{l}, big{l})
+            big{l} = where((x{l} > big{l}) | (x{l} != x{l}), x{l}, big{l})
             """, i12),
         lanes("cut{l} = max(big{l}, smallest)\nacc{l} = 0.0", i4),
         *branches,
         lanes("D{l} = big{l} if math.isinf(big{l}) else "
               "power(acc{l}, 1.0 / q, root, root_whole) * big{l}", i4),
-        lanes("D{l} = select(D{l} == 0.0, math.inf, D{l})", indent),
+        lanes("D{l} = where(D{l} == 0.0, math.inf, D{l})", indent),
     ])  # fmt: skip
 
 
