@@ -78,7 +78,7 @@ def reproduce(src: Path, name: str, out: Path, changes: list[str]) -> dict:
     time, its CPU time (user + system: on one thread, the work done, which a busy machine
     changes much less than the wall time), its sweep's own seconds (summary.json) and its peak
     memory (GiB); changes: `--set` options."""
-    code = "import sys; from attnbias.cli import main; sys.exit(main(sys.argv[1:]))"
+    code = "import sys; from attnbias.cli import main; sys.exit(main())"  # as `attnbias` runs
     command = [sys.executable, "-c", code, "reproduce", name, "--full", "--quiet"]
     command += ["--out", str(out), "--device", args.device]
     command += [f"--set={change}" for change in changes]

@@ -76,3 +76,32 @@ def test_the_register_builds_no_torch_optimizer():
     the end of every `reproduce`. Options are checked on an empty parameter list now."""
     code = "from attnbias.judging import register\nregister.entries()\n"
     assert heavy_imported(code, ("torch", "torch._dynamo")) == ["torch"]
+
+
+def collector_after(code: str) -> dict:
+    """The garbage collector's young-object threshold after `code`, and how many objects the
+    exit handlers left frozen (gc.freeze), in a fresh interpreter."""
+    probe = (
+        "import atexit, contextlib, gc, io, json, sys\n"
+        "from attnbias import cli\n"
+        f"with contextlib.redirect_stdout(io.StringIO()):\n    {code}\n"
+        "young = gc.get_threshold()[0]\n"
+        "atexit._run_exitfuncs()\n"
+        "print(json.dumps({'young': young, 'frozen': gc.get_freeze_count()}))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, check=True
+    )
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_the_command_line_process_collects_less_and_not_at_its_exit():
+    """`attnbias …` (main() on the process's own arguments) raises the collector's threshold
+    and freezes every object at its exit, where the last passes would trace them all; main()
+    called with arguments, as a library or a test calls it, leaves the collector alone."""
+    from attnbias.cli import YOUNG_OBJECTS
+
+    as_script = collector_after("sys.argv = ['attnbias', 'list']; cli.main()")
+    assert as_script["young"] == YOUNG_OBJECTS and as_script["frozen"] > 1000
+    as_library = collector_after("cli.main(['list'])")
+    assert as_library["young"] == 700 and as_library["frozen"] == 0

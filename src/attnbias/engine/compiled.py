@@ -15,7 +15,8 @@ optimal-token excess) step LANES at a time, side by side (`engine.kernels_lanes`
 `engine.lanes_codegen`): each run as the per-run kernel steps it, bit for bit (tested; where
 numba has SVML every run steps alone); with them the compiled step on md-local's 343 runs
 (10×10 W) took 1.57× less time, on its p = 3 runs 1.65× (benchmarks/bench_engine_step.py).
-The rest, and the runs left over from the groups of LANES, step one at a time.
+The rest, and the runs left over from the groups of LANES where fewer than PADDED_FROM are
+left (more fill a group up with copies), step one at a time.
 
 A step whose dual iterate needs the log-domain redo (p > 2, `optim.functional.step_`) or is
 not finite makes the call return; the stretch is then taken again by torch from the saved
@@ -53,6 +54,10 @@ LOSS_CODES = {"logistic": 0, "exponential": 1, "correlation": 2}
 # the rules the lane kernel takes (their codes: indices into STEP_RULES, as the kernels number them)
 LANE_RULES = tuple(STEP_RULES.index(r) for r in ("none", "per_tensor", "global", "loss"))
 SLP_VARIABLE = "NUMBA_SLP_VECTORIZE"
+# a group of this many runs of a kind steps in lanes, filled up with copies: LANES lanes cost
+# about as much as 2.6 runs stepped alone (benchmarks/bench_engine_step.py: 0.98 µs a
+# run-step in lanes, 2.7–3.1 µs alone, md-local's p = 3)
+PADDED_FROM = 3
 
 
 @functools.cache
@@ -101,17 +106,22 @@ def slp_vectorised():
 
 def lane_groups(rule: np.ndarray, p: np.ndarray, excess: np.ndarray, has_momentum: bool):
     """Runs to step in lanes: groups of LANES run indices of the same p and rule, in batch
-    order (the runs left over, and those the lane kernel does not take, are not in any)."""
+    order. Where PADDED_FROM or more runs of a kind are left over, their group is filled up
+    with copies of its last run (a copy steps as that run does, bit for bit, and writes back
+    the same values); fewer runs left over, and the runs the lane kernel does not take, are
+    in no group."""
     if has_momentum:
         return []
     by_kind: dict[tuple, list[int]] = {}
     for k in np.flatnonzero(np.isin(rule, LANE_RULES) & ~excess):
         by_kind.setdefault((float(p[k]), int(rule[k])), []).append(int(k))
-    return [
-        np.asarray(runs[start : start + LANES])
-        for runs in by_kind.values()
-        for start in range(0, len(runs) - LANES + 1, LANES)
-    ]
+    groups = []
+    for runs in by_kind.values():
+        for start in range(0, len(runs), LANES):
+            group = runs[start : start + LANES]
+            if len(group) >= PADDED_FROM:
+                groups.append(np.asarray(group + group[-1:] * (LANES - len(group))))
+    return groups
 
 
 def in_lanes(a: np.ndarray, runs: np.ndarray) -> np.ndarray:
@@ -184,7 +194,7 @@ def advance(batch, steps: int, lanes: bool = True) -> bool:
             )  # fmt: skip
         if failed >= 0:
             return False
-        W_array[runs] = out_of_lanes(lanes_W)
+        W_array[runs] = out_of_lanes(lanes_W)  # (a run and its copies: the same values)
         if mirror:
             theta_array[runs] = out_of_lanes(lanes_theta)
     failed = kernels().advance_numba(
