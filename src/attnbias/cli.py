@@ -89,8 +89,9 @@ YOUNG_OBJECTS = 20_000
 def collect_for_one_command() -> None:
     """The garbage collector set for a process that runs one command and exits: fewer passes
     (YOUNG_OBJECTS), and none at the exit. There its passes would trace every object of torch,
-    scipy and matplotlib, about a second of CPU, for memory the exit frees anyway; the
-    freeze runs after every other exit handler (they run last-registered first)."""
+    scipy and matplotlib, about a second of CPU, for memory the exit frees anyway. Exit
+    handlers run last-registered first: the freeze after those registered during the command,
+    before those of modules imported earlier (logging's flush, which needs no collection)."""
     gc.set_threshold(YOUNG_OBJECTS, *gc.get_threshold()[1:])
     atexit.register(gc.freeze)
 
