@@ -74,18 +74,19 @@ batch = RunBatch.from_specs(runs)
 data, hyper = batch.data, batch.hyper
 assert set(hyper.rule.tolist()) == {1} and data.loss.name == "logistic" and data.excess is None
 W0, theta0 = batch.params[0].numpy().copy(), batch.duals[0].numpy().copy()
-every = np.arange(len(runs))
-first_of_group = every[:: compiled.LANES]
+inputs = compiled.kernel_inputs(batch, lanes=True)  # the engine's own arguments
+every = inputs.runs
+assert np.array_equal(every, np.arange(len(runs)))  # 12 groups of 8, in order
 info = np.finfo(np.float64)
-inputs = [
-    *(compiled.in_lanes(a, every) for a in (data.X.numpy(), data.z.numpy(),
-                                             (data.y.unsqueeze(-1) * data.h).numpy())),
-    hyper.rule.numpy()[first_of_group].astype(np.int64),
-    hyper.p.numpy()[first_of_group].astype(np.float64),
-    compiled.in_lanes(hyper.lr.numpy().astype(np.float64), every),
-]  # fmt: skip
-limits = (info.tiny * info.eps, info.tiny / info.eps, info.max)
+limits = (info.tiny * info.eps, info.tiny / info.eps, info.max, info.tiny)
 loss = compiled.LOSS_CODES["logistic"]
+
+
+def state_in_lanes():
+    """W, θ and a momentum buffer (none: W's, untouched) in lanes."""
+    W = compiled.in_lanes(W0, every)
+    return W, compiled.in_lanes(theta0, every), W
+
 
 slp = numba.config.SLP_VECTORIZE
 numba.config.SLP_VECTORIZE = int(args.slp == "on")  # read as numba builds the kernel's passes
@@ -93,17 +94,16 @@ start = time.process_time()
 namespace = {}
 exec(compile(lane_kernel_source(), "<lane kernel>", "exec"), namespace)
 advance_lanes = namespace["advance_lanes"]
-advance_lanes(compiled.in_lanes(W0, every), compiled.in_lanes(theta0, every), *inputs, loss, 1,
-              True, *limits)  # fmt: skip
+advance_lanes(*state_in_lanes(), *inputs.lane_args, loss, 1, True, False, *limits)
 compile_seconds = time.process_time() - start
 numba.config.SLP_VECTORIZE = slp
 
-W, theta = compiled.in_lanes(W0, every), compiled.in_lanes(theta0, every)
+W, theta, _ = state_in_lanes()
 
 
 def lane_steps():
-    W[...], theta[...] = compiled.in_lanes(W0, every), compiled.in_lanes(theta0, every)
-    if advance_lanes(W, theta, *inputs, loss, args.steps, True, *limits) >= 0:
+    W[...], theta[...], _ = state_in_lanes()
+    if advance_lanes(W, theta, W, *inputs.lane_args, loss, args.steps, True, False, *limits) >= 0:
         raise SystemExit("the lane kernel handed these steps back to torch")
 
 
@@ -118,7 +118,8 @@ compiled.lane_groups = lambda *args: []  # the engine's per-run kernel alone, no
 compiled.advance(batch, 1)  # loads (or compiles) the engine's kernel
 lane, engine = best_seconds(lane_steps), best_seconds(compiled_steps)
 run_steps = args.steps * len(runs)
-W_lanes = compiled.out_of_lanes(W)
+W_lanes = np.empty_like(W0)
+compiled.out_of_lanes(W, every, W_lanes)
 W_engine = batch.params[0].numpy()
 scale = np.abs(W_engine).max(axis=(1, 2), keepdims=True)
 print(

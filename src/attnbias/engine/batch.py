@@ -35,6 +35,8 @@ class RunBatch:
     # deferred range checks' flag, and on CUDA each kind of step's graph (`stepping`)
     range_flag: torch.Tensor | None = field(default=None, repr=False)
     graphs: dict = field(default_factory=dict, repr=False)
+    # the compiled step's unchanging arguments, by its `lanes` (`compiled.kernel_inputs`)
+    kernel_inputs: dict = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_specs(cls, specs: list[RunSpec], index=None, device=None, dtype=torch.float64):
@@ -101,6 +103,7 @@ class RunBatch:
             fused_buffers=None,
             range_flag=None,
             graphs={},
+            kernel_inputs={},
         )
 
     def named(self) -> dict[str, torch.Tensor]:

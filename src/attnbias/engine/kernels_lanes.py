@@ -4,7 +4,7 @@ whose per-run step this is, lane by lane."""
 
 # Its helpers are compiled into this kernel, and numba's cache of it knows only this file, so a
 # change of kernels_numba.py regenerates this one. Generated from kernels_numba.py of SHA-256
-# deb0d1ea91af4ee531f8ff58238924d41418bb57e4307222c7ac4fbde3a3c6c3
+# 0153ce6310fb22552e1d48ee2df4b7118e413acb9ac703e9c2f20e0671387f60
 
 import math
 
@@ -15,13 +15,16 @@ from .kernels_numba import (
     GLOBAL,
     LOSS,
     PER_TENSOR,
+    POLYAK,
     cbrt_lanes,
     exp_lanes,
     exp_or_zero,
     kind_of,
     log_abs_derivative_lanes,
     log_lanes,
-    loss_value,
+    mean_risk,
+    optimal_token_shortfall,
+    polyak_divisor,
     power,
     third_power,
     where,
@@ -30,12 +33,16 @@ from .lanes_codegen import LANES
 
 
 @njit(cache=True, error_model="numpy")
-def advance_lanes(W, theta, X, z, yh, rule, p, lr, loss, steps, mirror, smallest, low, high):
-    """`steps` steps of every group of LANES runs, in place: W, θ (G, d, d, LANES) in their
-    dtype, X (G, n, T, d, LANES), z (G, n, d, LANES), yh (G, n, T, LANES), lr (G, LANES); every
-    run of group g has rule[g] (none, per_tensor, global or loss) and p[g]. No momentum, no
-    optimal-token excess. Returns -1, or g·LANES + lane of a run whose dual iterate θ⁺ left the
-    range (as `advance_numba`: the caller restores the state and steps with torch)."""
+def advance_lanes(
+    W, theta, buf, X, z, yh, opt, rule, p, excess, lr, cap, momentum, c, f_star, loss, steps,
+    mirror, has_momentum, smallest, low, high, tiny,
+):  # fmt: skip
+    """`steps` steps of every group of LANES runs, in place: W, θ, the momentum buffer
+    (G, d, d, LANES) in their dtype, X (G, n, T, d, LANES), z (G, n, d, LANES), yh
+    (G, n, T, LANES), opt (G, n, LANES); lr, cap, momentum, c, f_star (G, LANES). Every run of
+    group g has rule[g], p[g] and excess[g] (its L − L* over its optimal tokens). Returns -1,
+    or g·LANES + lane of a run whose dual iterate θ⁺ left the range (as `advance_numba`: the
+    caller restores the state and steps with torch)."""
     n, T, d = X.shape[1], X.shape[2], X.shape[3]
     Wz = np.empty((n, d, LANES))
     logits = np.empty((n, T, LANES))
@@ -45,15 +52,26 @@ def advance_lanes(W, theta, X, z, yh, rule, p, lr, loss, steps, mirror, smallest
     top = np.empty((n, LANES), dtype=np.int64)
     xr = np.empty((n, d, LANES))
     G = np.empty((d, d, LANES))
+    shortfall = np.empty((n, LANES))
+    log_drop = np.empty((n, LANES))
     log_n = math.log(n)
     for g in range(W.shape[0]):
         code = rule[g]
         pk = p[g]
-        q = pk / (pk - 1.0)
+        over = excess[g]
+        q = 2.0 if code == POLYAK else pk / (pk - 1.0)  # Polyak's ‖∇L‖ is the ℓ2 norm
         inverse = 1.0 / (pk - 1.0)
         q_kind, q_whole = kind_of(q)
         root, root_whole = kind_of(1.0 / q)
         inverse_kind, inverse_whole = kind_of(inverse)
+        ordered0 = True
+        ordered1 = True
+        ordered2 = True
+        ordered3 = True
+        ordered4 = True
+        ordered5 = True
+        ordered6 = True
+        ordered7 = True
         for _ in range(steps):
             for i in range(n):
                 for a in range(d):
@@ -223,6 +241,47 @@ def advance_lanes(W, theta, X, z, yh, rule, p, lr, loss, steps, mirror, smallest
                 u[i, 5] = s5
                 u[i, 6] = s6
                 u[i, 7] = s7
+                if over:
+                    shortfall[i, 0], log_drop[i, 0], in_order0 = optimal_token_shortfall(
+                        terms[i, :, 0], total0, logits[i, :, 0],
+                        yh[g, i, :, 0], opt[g, i, 0],
+                    )  # fmt: skip
+                    ordered0 = ordered0 and in_order0
+                    shortfall[i, 1], log_drop[i, 1], in_order1 = optimal_token_shortfall(
+                        terms[i, :, 1], total1, logits[i, :, 1],
+                        yh[g, i, :, 1], opt[g, i, 1],
+                    )  # fmt: skip
+                    ordered1 = ordered1 and in_order1
+                    shortfall[i, 2], log_drop[i, 2], in_order2 = optimal_token_shortfall(
+                        terms[i, :, 2], total2, logits[i, :, 2],
+                        yh[g, i, :, 2], opt[g, i, 2],
+                    )  # fmt: skip
+                    ordered2 = ordered2 and in_order2
+                    shortfall[i, 3], log_drop[i, 3], in_order3 = optimal_token_shortfall(
+                        terms[i, :, 3], total3, logits[i, :, 3],
+                        yh[g, i, :, 3], opt[g, i, 3],
+                    )  # fmt: skip
+                    ordered3 = ordered3 and in_order3
+                    shortfall[i, 4], log_drop[i, 4], in_order4 = optimal_token_shortfall(
+                        terms[i, :, 4], total4, logits[i, :, 4],
+                        yh[g, i, :, 4], opt[g, i, 4],
+                    )  # fmt: skip
+                    ordered4 = ordered4 and in_order4
+                    shortfall[i, 5], log_drop[i, 5], in_order5 = optimal_token_shortfall(
+                        terms[i, :, 5], total5, logits[i, :, 5],
+                        yh[g, i, :, 5], opt[g, i, 5],
+                    )  # fmt: skip
+                    ordered5 = ordered5 and in_order5
+                    shortfall[i, 6], log_drop[i, 6], in_order6 = optimal_token_shortfall(
+                        terms[i, :, 6], total6, logits[i, :, 6],
+                        yh[g, i, :, 6], opt[g, i, 6],
+                    )  # fmt: skip
+                    ordered6 = ordered6 and in_order6
+                    shortfall[i, 7], log_drop[i, 7], in_order7 = optimal_token_shortfall(
+                        terms[i, :, 7], total7, logits[i, :, 7],
+                        yh[g, i, :, 7], opt[g, i, 7],
+                    )  # fmt: skip
+                    ordered7 = ordered7 and in_order7
                 offset0 = log_abs_derivative_lanes(u[i, 0], loss) - log_n - log_lanes(total0)
                 offset1 = log_abs_derivative_lanes(u[i, 1], loss) - log_n - log_lanes(total1)
                 offset2 = log_abs_derivative_lanes(u[i, 2], loss) - log_n - log_lanes(total2)
@@ -385,33 +444,24 @@ def advance_lanes(W, theta, X, z, yh, rule, p, lr, loss, steps, mirror, smallest
                     G[a, b, 5] = s5
                     G[a, b, 6] = s6
                     G[a, b, 7] = s7
-            if code == LOSS:
-                L0 = 0.0
-                L1 = 0.0
-                L2 = 0.0
-                L3 = 0.0
-                L4 = 0.0
-                L5 = 0.0
-                L6 = 0.0
-                L7 = 0.0
-                for i in range(n):
-                    L0 += loss_value(u[i, 0], loss)
-                    L1 += loss_value(u[i, 1], loss)
-                    L2 += loss_value(u[i, 2], loss)
-                    L3 += loss_value(u[i, 3], loss)
-                    L4 += loss_value(u[i, 4], loss)
-                    L5 += loss_value(u[i, 5], loss)
-                    L6 += loss_value(u[i, 6], loss)
-                    L7 += loss_value(u[i, 7], loss)
-                D0 = L0 / n
-                D1 = L1 / n
-                D2 = L2 / n
-                D3 = L3 / n
-                D4 = L4 / n
-                D5 = L5 / n
-                D6 = L6 / n
-                D7 = L7 / n
-            if code != PER_TENSOR and code != GLOBAL:
+            if code == LOSS or code == POLYAK:
+                L0 = mean_risk(u[:, 0], shortfall[:, 0], yh[g, :, :, 0], opt[g, :, 0], loss, over)
+                L1 = mean_risk(u[:, 1], shortfall[:, 1], yh[g, :, :, 1], opt[g, :, 1], loss, over)
+                L2 = mean_risk(u[:, 2], shortfall[:, 2], yh[g, :, :, 2], opt[g, :, 2], loss, over)
+                L3 = mean_risk(u[:, 3], shortfall[:, 3], yh[g, :, :, 3], opt[g, :, 3], loss, over)
+                L4 = mean_risk(u[:, 4], shortfall[:, 4], yh[g, :, :, 4], opt[g, :, 4], loss, over)
+                L5 = mean_risk(u[:, 5], shortfall[:, 5], yh[g, :, :, 5], opt[g, :, 5], loss, over)
+                L6 = mean_risk(u[:, 6], shortfall[:, 6], yh[g, :, :, 6], opt[g, :, 6], loss, over)
+                L7 = mean_risk(u[:, 7], shortfall[:, 7], yh[g, :, :, 7], opt[g, :, 7], loss, over)
+                D0 = L0
+                D1 = L1
+                D2 = L2
+                D3 = L3
+                D4 = L4
+                D5 = L5
+                D6 = L6
+                D7 = L7
+            if code != PER_TENSOR and code != GLOBAL and code != POLYAK:
                 scale0 = exp_or_zero(m0)
                 scale1 = exp_or_zero(m1)
                 scale2 = exp_or_zero(m2)
@@ -558,6 +608,39 @@ def advance_lanes(W, theta, X, z, yh, rule, p, lr, loss, steps, mirror, smallest
                 D5 = big5 if math.isinf(big5) else power(acc5, 1.0 / q, root, root_whole) * big5
                 D6 = big6 if math.isinf(big6) else power(acc6, 1.0 / q, root, root_whole) * big6
                 D7 = big7 if math.isinf(big7) else power(acc7, 1.0 / q, root, root_whole) * big7
+                if code == POLYAK:
+                    D0 = polyak_divisor(
+                        D0, m0, L0, f_star[g, 0], c[g, 0], cap[g, 0], log_drop[:, 0],
+                        yh[g, :, :, 0], opt[g, :, 0], loss, over and ordered0, tiny,
+                    )  # fmt: skip
+                    D1 = polyak_divisor(
+                        D1, m1, L1, f_star[g, 1], c[g, 1], cap[g, 1], log_drop[:, 1],
+                        yh[g, :, :, 1], opt[g, :, 1], loss, over and ordered1, tiny,
+                    )  # fmt: skip
+                    D2 = polyak_divisor(
+                        D2, m2, L2, f_star[g, 2], c[g, 2], cap[g, 2], log_drop[:, 2],
+                        yh[g, :, :, 2], opt[g, :, 2], loss, over and ordered2, tiny,
+                    )  # fmt: skip
+                    D3 = polyak_divisor(
+                        D3, m3, L3, f_star[g, 3], c[g, 3], cap[g, 3], log_drop[:, 3],
+                        yh[g, :, :, 3], opt[g, :, 3], loss, over and ordered3, tiny,
+                    )  # fmt: skip
+                    D4 = polyak_divisor(
+                        D4, m4, L4, f_star[g, 4], c[g, 4], cap[g, 4], log_drop[:, 4],
+                        yh[g, :, :, 4], opt[g, :, 4], loss, over and ordered4, tiny,
+                    )  # fmt: skip
+                    D5 = polyak_divisor(
+                        D5, m5, L5, f_star[g, 5], c[g, 5], cap[g, 5], log_drop[:, 5],
+                        yh[g, :, :, 5], opt[g, :, 5], loss, over and ordered5, tiny,
+                    )  # fmt: skip
+                    D6 = polyak_divisor(
+                        D6, m6, L6, f_star[g, 6], c[g, 6], cap[g, 6], log_drop[:, 6],
+                        yh[g, :, :, 6], opt[g, :, 6], loss, over and ordered6, tiny,
+                    )  # fmt: skip
+                    D7 = polyak_divisor(
+                        D7, m7, L7, f_star[g, 7], c[g, 7], cap[g, 7], log_drop[:, 7],
+                        yh[g, :, :, 7], opt[g, :, 7], loss, over and ordered7, tiny,
+                    )  # fmt: skip
             D0 = where(D0 == 0.0, math.inf, D0)
             D1 = where(D1 == 0.0, math.inf, D1)
             D2 = where(D2 == 0.0, math.inf, D2)
@@ -566,62 +649,127 @@ def advance_lanes(W, theta, X, z, yh, rule, p, lr, loss, steps, mirror, smallest
             D5 = where(D5 == 0.0, math.inf, D5)
             D6 = where(D6 == 0.0, math.inf, D6)
             D7 = where(D7 == 0.0, math.inf, D7)
-            for a in range(d):
-                for b in range(d):
-                    put0 = G[a, b, 0] / D0
-                    put1 = G[a, b, 1] / D1
-                    put2 = G[a, b, 2] / D2
-                    put3 = G[a, b, 3] / D3
-                    put4 = G[a, b, 4] / D4
-                    put5 = G[a, b, 5] / D5
-                    put6 = G[a, b, 6] / D6
-                    put7 = G[a, b, 7] / D7
-                    G[a, b, 0] = put0
-                    G[a, b, 1] = put1
-                    G[a, b, 2] = put2
-                    G[a, b, 3] = put3
-                    G[a, b, 4] = put4
-                    G[a, b, 5] = put5
-                    G[a, b, 6] = put6
-                    G[a, b, 7] = put7
-            if not mirror:
+            if has_momentum:
                 for a in range(d):
                     for b in range(d):
-                        put0 = W[g, a, b, 0] - G[a, b, 0] * lr[g, 0]
-                        put1 = W[g, a, b, 1] - G[a, b, 1] * lr[g, 1]
-                        put2 = W[g, a, b, 2] - G[a, b, 2] * lr[g, 2]
-                        put3 = W[g, a, b, 3] - G[a, b, 3] * lr[g, 3]
-                        put4 = W[g, a, b, 4] - G[a, b, 4] * lr[g, 4]
-                        put5 = W[g, a, b, 5] - G[a, b, 5] * lr[g, 5]
-                        put6 = W[g, a, b, 6] - G[a, b, 6] * lr[g, 6]
-                        put7 = W[g, a, b, 7] - G[a, b, 7] * lr[g, 7]
-                        W[g, a, b, 0] = put0
-                        W[g, a, b, 1] = put1
-                        W[g, a, b, 2] = put2
-                        W[g, a, b, 3] = put3
-                        W[g, a, b, 4] = put4
-                        W[g, a, b, 5] = put5
-                        W[g, a, b, 6] = put6
-                        W[g, a, b, 7] = put7
+                        u0 = G[a, b, 0] / D0
+                        u1 = G[a, b, 1] / D1
+                        u2 = G[a, b, 2] / D2
+                        u3 = G[a, b, 3] / D3
+                        u4 = G[a, b, 4] / D4
+                        u5 = G[a, b, 5] / D5
+                        u6 = G[a, b, 6] / D6
+                        u7 = G[a, b, 7] / D7
+                        put0 = momentum[g, 0] * buf[g, a, b, 0] + u0
+                        put1 = momentum[g, 1] * buf[g, a, b, 1] + u1
+                        put2 = momentum[g, 2] * buf[g, a, b, 2] + u2
+                        put3 = momentum[g, 3] * buf[g, a, b, 3] + u3
+                        put4 = momentum[g, 4] * buf[g, a, b, 4] + u4
+                        put5 = momentum[g, 5] * buf[g, a, b, 5] + u5
+                        put6 = momentum[g, 6] * buf[g, a, b, 6] + u6
+                        put7 = momentum[g, 7] * buf[g, a, b, 7] + u7
+                        buf[g, a, b, 0] = put0
+                        buf[g, a, b, 1] = put1
+                        buf[g, a, b, 2] = put2
+                        buf[g, a, b, 3] = put3
+                        buf[g, a, b, 4] = put4
+                        buf[g, a, b, 5] = put5
+                        buf[g, a, b, 6] = put6
+                        buf[g, a, b, 7] = put7
+                        put0 = buf[g, a, b, 0]
+                        put1 = buf[g, a, b, 1]
+                        put2 = buf[g, a, b, 2]
+                        put3 = buf[g, a, b, 3]
+                        put4 = buf[g, a, b, 4]
+                        put5 = buf[g, a, b, 5]
+                        put6 = buf[g, a, b, 6]
+                        put7 = buf[g, a, b, 7]
+                        G[a, b, 0] = put0
+                        G[a, b, 1] = put1
+                        G[a, b, 2] = put2
+                        G[a, b, 3] = put3
+                        G[a, b, 4] = put4
+                        G[a, b, 5] = put5
+                        G[a, b, 6] = put6
+                        G[a, b, 7] = put7
+                if not mirror:
+                    for a in range(d):
+                        for b in range(d):
+                            put0 = W[g, a, b, 0] - G[a, b, 0] * lr[g, 0]
+                            put1 = W[g, a, b, 1] - G[a, b, 1] * lr[g, 1]
+                            put2 = W[g, a, b, 2] - G[a, b, 2] * lr[g, 2]
+                            put3 = W[g, a, b, 3] - G[a, b, 3] * lr[g, 3]
+                            put4 = W[g, a, b, 4] - G[a, b, 4] * lr[g, 4]
+                            put5 = W[g, a, b, 5] - G[a, b, 5] * lr[g, 5]
+                            put6 = W[g, a, b, 6] - G[a, b, 6] * lr[g, 6]
+                            put7 = W[g, a, b, 7] - G[a, b, 7] * lr[g, 7]
+                            W[g, a, b, 0] = put0
+                            W[g, a, b, 1] = put1
+                            W[g, a, b, 2] = put2
+                            W[g, a, b, 3] = put3
+                            W[g, a, b, 4] = put4
+                            W[g, a, b, 5] = put5
+                            W[g, a, b, 6] = put6
+                            W[g, a, b, 7] = put7
+                else:
+                    for a in range(d):
+                        for b in range(d):
+                            put0 = theta[g, a, b, 0] - G[a, b, 0] * lr[g, 0]
+                            put1 = theta[g, a, b, 1] - G[a, b, 1] * lr[g, 1]
+                            put2 = theta[g, a, b, 2] - G[a, b, 2] * lr[g, 2]
+                            put3 = theta[g, a, b, 3] - G[a, b, 3] * lr[g, 3]
+                            put4 = theta[g, a, b, 4] - G[a, b, 4] * lr[g, 4]
+                            put5 = theta[g, a, b, 5] - G[a, b, 5] * lr[g, 5]
+                            put6 = theta[g, a, b, 6] - G[a, b, 6] * lr[g, 6]
+                            put7 = theta[g, a, b, 7] - G[a, b, 7] * lr[g, 7]
+                            theta[g, a, b, 0] = put0
+                            theta[g, a, b, 1] = put1
+                            theta[g, a, b, 2] = put2
+                            theta[g, a, b, 3] = put3
+                            theta[g, a, b, 4] = put4
+                            theta[g, a, b, 5] = put5
+                            theta[g, a, b, 6] = put6
+                            theta[g, a, b, 7] = put7
             else:
-                for a in range(d):
-                    for b in range(d):
-                        put0 = theta[g, a, b, 0] - G[a, b, 0] * lr[g, 0]
-                        put1 = theta[g, a, b, 1] - G[a, b, 1] * lr[g, 1]
-                        put2 = theta[g, a, b, 2] - G[a, b, 2] * lr[g, 2]
-                        put3 = theta[g, a, b, 3] - G[a, b, 3] * lr[g, 3]
-                        put4 = theta[g, a, b, 4] - G[a, b, 4] * lr[g, 4]
-                        put5 = theta[g, a, b, 5] - G[a, b, 5] * lr[g, 5]
-                        put6 = theta[g, a, b, 6] - G[a, b, 6] * lr[g, 6]
-                        put7 = theta[g, a, b, 7] - G[a, b, 7] * lr[g, 7]
-                        theta[g, a, b, 0] = put0
-                        theta[g, a, b, 1] = put1
-                        theta[g, a, b, 2] = put2
-                        theta[g, a, b, 3] = put3
-                        theta[g, a, b, 4] = put4
-                        theta[g, a, b, 5] = put5
-                        theta[g, a, b, 6] = put6
-                        theta[g, a, b, 7] = put7
+                if not mirror:
+                    for a in range(d):
+                        for b in range(d):
+                            put0 = W[g, a, b, 0] - G[a, b, 0] / D0 * lr[g, 0]
+                            put1 = W[g, a, b, 1] - G[a, b, 1] / D1 * lr[g, 1]
+                            put2 = W[g, a, b, 2] - G[a, b, 2] / D2 * lr[g, 2]
+                            put3 = W[g, a, b, 3] - G[a, b, 3] / D3 * lr[g, 3]
+                            put4 = W[g, a, b, 4] - G[a, b, 4] / D4 * lr[g, 4]
+                            put5 = W[g, a, b, 5] - G[a, b, 5] / D5 * lr[g, 5]
+                            put6 = W[g, a, b, 6] - G[a, b, 6] / D6 * lr[g, 6]
+                            put7 = W[g, a, b, 7] - G[a, b, 7] / D7 * lr[g, 7]
+                            W[g, a, b, 0] = put0
+                            W[g, a, b, 1] = put1
+                            W[g, a, b, 2] = put2
+                            W[g, a, b, 3] = put3
+                            W[g, a, b, 4] = put4
+                            W[g, a, b, 5] = put5
+                            W[g, a, b, 6] = put6
+                            W[g, a, b, 7] = put7
+                else:
+                    for a in range(d):
+                        for b in range(d):
+                            put0 = theta[g, a, b, 0] - G[a, b, 0] / D0 * lr[g, 0]
+                            put1 = theta[g, a, b, 1] - G[a, b, 1] / D1 * lr[g, 1]
+                            put2 = theta[g, a, b, 2] - G[a, b, 2] / D2 * lr[g, 2]
+                            put3 = theta[g, a, b, 3] - G[a, b, 3] / D3 * lr[g, 3]
+                            put4 = theta[g, a, b, 4] - G[a, b, 4] / D4 * lr[g, 4]
+                            put5 = theta[g, a, b, 5] - G[a, b, 5] / D5 * lr[g, 5]
+                            put6 = theta[g, a, b, 6] - G[a, b, 6] / D6 * lr[g, 6]
+                            put7 = theta[g, a, b, 7] - G[a, b, 7] / D7 * lr[g, 7]
+                            theta[g, a, b, 0] = put0
+                            theta[g, a, b, 1] = put1
+                            theta[g, a, b, 2] = put2
+                            theta[g, a, b, 3] = put3
+                            theta[g, a, b, 4] = put4
+                            theta[g, a, b, 5] = put5
+                            theta[g, a, b, 6] = put6
+                            theta[g, a, b, 7] = put7
+            if mirror:
                 inside0 = True
                 inside1 = True
                 inside2 = True

@@ -301,6 +301,71 @@ def polyak_log_step_of_run(log_norm, log_gap, c, cap):
     return min(log_gap - math.log(c) - 2.0 * log_norm, log_cap) if log_gap == log_gap else log_gap
 
 
+# The two helpers of the runs whose risk is L − L* over the optimal tokens (Polyak's "optimal"
+# L*) are called, not inlined: the lane kernel calls them once per lane, and inlined eight
+# times they would triple its compile time.
+@njit(cache=True, error_model="numpy")
+def optimal_token_shortfall(terms, total, shifted, yh, o):
+    """Of one sample, from its softmax's terms e^{a_t − max a} (sum `total`), its shifted
+    logits and its margins yh (T,), its optimal token o: (δ, log(−δ), ordered) with
+    δ = Σ_t s_t (γ_t − γ_o) and log(−δ) = logsumexp_t (log s_t + log(γ_o − γ_t)) over the
+    tokens below o (`losses.log_optimal_token_excess`); ordered: no token's margin is above o's."""
+    delta = 0.0
+    for t in range(yh.shape[0]):
+        delta += terms[t] / total * (yh[t] - yh[o])
+    ordered = True
+    largest = -math.inf
+    for t in range(yh.shape[0]):
+        drop = yh[o] - yh[t]
+        if drop < 0.0:
+            ordered = False
+        elif drop > 0.0:
+            largest = max(largest, shifted[t] + math.log(drop))
+    acc = 0.0
+    if largest > -math.inf:
+        for t in range(yh.shape[0]):
+            drop = yh[o] - yh[t]
+            if drop > 0.0:
+                acc += exp_or_zero(shifted[t] + math.log(drop) - largest)
+    return delta, largest + math.log(acc) - math.log(total), ordered
+
+
+@njit(cache=True, error_model="numpy")
+def mean_risk(u, shortfall, yh, opt, loss, over):
+    """(1/n) Σ_i ℓ(u_i); where `over`, (1/n) Σ_i ℓ(u*_i + δ_i) − ℓ(u*_i) from the shortfalls
+    δ (n,), u*_i = yh[i, opt[i]] (`losses.optimal_token_excess`)."""
+    L = 0.0
+    for i in range(u.shape[0]):
+        if over:
+            L += loss_excess(yh[i, opt[i]], shortfall[i], loss)
+        else:
+            L += loss_value(u[i], loss)
+    return L / u.shape[0]
+
+
+@njit(cache=True, error_model="numpy")
+def polyak_divisor(norm, m, L, f_star, c, cap, log_drop, yh, opt, loss, over, tiny):
+    """Polyak's D = e^{−(log η_t + m)} of one run from ‖∇L‖ e^{−m} = `norm` and its loss L;
+    where `over` (its risk is L − L* over the optimal tokens opt (n,), every sample ordered),
+    log(L − L*) as the logsumexp over the samples of log(ℓ(u* + δ_i) − ℓ(u*)), from their
+    log(−δ_i) (`log_drop`, overwritten) and margins yh (n, T). 0: an infinite step (none)."""
+    log_norm = m + math.log(norm)
+    log_gap = math.log(max(L - f_star, 0.0)) if L == L else L
+    if over:
+        n = log_drop.shape[0]
+        largest = -math.inf
+        for i in range(n):
+            log_drop[i] = log_loss_excess(yh[i, opt[i]], log_drop[i], loss)
+            largest = max(largest, log_drop[i])
+        acc = 0.0
+        if largest > -math.inf:
+            for i in range(n):
+                acc += exp_or_zero(log_drop[i] - largest)
+        log_gap = largest + math.log(acc) - math.log(n)
+    exponent = polyak_log_step_of_run(log_norm, log_gap, c, cap) + m
+    return 0.0 if exponent == math.inf else max(exp_or_zero(-exponent), tiny)
+
+
 @njit(cache=True, inline="always", error_model="numpy")
 def scale_safe_norm(G, q, kind, k, smallest, scratch):
     """‖G‖_q as m·‖G/m‖_q, m = max|G| (`norms.lp_norm`, mode "fused"); (kind, k) = kind_of(q).
@@ -423,26 +488,10 @@ def advance_numba(
                     f += terms[i, t] / total * yh[k, i, t]
                 u[i] = f
                 if excess[k]:
-                    o = opt[k, i]
-                    delta = 0.0
-                    for t in range(T):
-                        delta += terms[i, t] / total * (yh[k, i, t] - yh[k, i, o])
-                    shortfall[i] = delta
-                    # log(−δ_i) = logsumexp_t (log s_t + log(γ_opt − γ_t)), over drops > 0
-                    largest = -math.inf
-                    for t in range(T):
-                        drop = yh[k, i, o] - yh[k, i, t]
-                        if drop < 0.0:
-                            ordered = False
-                        elif drop > 0.0:
-                            largest = max(largest, logits[i, t] + math.log(drop))
-                    acc = 0.0
-                    if largest > -math.inf:
-                        for t in range(T):
-                            drop = yh[k, i, o] - yh[k, i, t]
-                            if drop > 0.0:
-                                acc += exp_or_zero(logits[i, t] + math.log(drop) - largest)
-                    log_drop[i] = largest + math.log(acc) - math.log(total)
+                    shortfall[i], log_drop[i], in_order = optimal_token_shortfall(
+                        terms[i], total, logits[i], yh[k, i], opt[k, i]
+                    )
+                    ordered = ordered and in_order
                 # log|c_i s_{i,t}|: shifted − log Σ e + log|ℓ'(u_i)| − log n
                 offset = log_abs_derivative_lanes(f, loss) - log_n - log_lanes(total)
                 for t in range(T):
@@ -477,14 +526,7 @@ def advance_numba(
                     for b in range(d):
                         G[a, b] += xa * z[k, i, b]
             # the rule's scale and divisor (`update.in_rule_scale`, `optim.divisors.divisors`)
-            L = 0.0
-            if needs_loss:
-                for i in range(n):
-                    if excess[k]:
-                        L += loss_excess(yh[k, i, opt[k, i]], shortfall[i], loss)
-                    else:
-                        L += loss_value(u[i], loss)
-                L /= n
+            L = mean_risk(u, shortfall, yh[k], opt[k], loss, excess[k]) if needs_loss else 0.0
             if code != PER_TENSOR and code != GLOBAL and code != POLYAK:
                 scale = exp_or_zero(m)
                 for a in range(d):
@@ -494,21 +536,12 @@ def advance_numba(
                 D = scale_safe_norm(G, q, q_kind, q_whole, smallest, scratch)
             elif code == LOSS:
                 D = L
-            elif code == POLYAK:  # G in its own scale: D = exp(−(log η_t + m))
-                log_norm = m + math.log(scale_safe_norm(G, 2.0, 1, 2, smallest, scratch))
-                log_gap = math.log(max(L - f_star[k], 0.0)) if L == L else L
-                if excess[k] and ordered:  # logsumexp over the samples
-                    largest = -math.inf
-                    for i in range(n):
-                        log_drop[i] = log_loss_excess(yh[k, i, opt[k, i]], log_drop[i], loss)
-                        largest = max(largest, log_drop[i])
-                    acc = 0.0
-                    if largest > -math.inf:
-                        for i in range(n):
-                            acc += exp_or_zero(log_drop[i] - largest)
-                    log_gap = largest + math.log(acc) - log_n
-                exponent = polyak_log_step_of_run(log_norm, log_gap, c[k], cap[k]) + m
-                D = 0.0 if exponent == math.inf else max(exp_or_zero(-exponent), tiny)
+            elif code == POLYAK:  # G in its own scale
+                norm = scale_safe_norm(G, 2.0, 1, 2, smallest, scratch)
+                D = polyak_divisor(
+                    norm, m, L, f_star[k], c[k], cap[k], log_drop, yh[k], opt[k], loss,
+                    excess[k] and ordered, tiny,
+                )  # fmt: skip
             else:
                 D = 1.0
             if D == 0.0:  # a zero gradient or loss (Polyak's: an infinite η_t e^m): no step
@@ -558,3 +591,25 @@ def advance_numba(
                 for b in range(d):
                     WT[b, a] = W[k, a, b]
     return -1
+
+
+@njit(cache=True)
+def gather_lanes(a, runs, out):
+    """out[g, j, l] = a[runs[g·L + l], j] for a (R, m), out (G, m, L) (`compiled.in_lanes`):
+    the L runs of a group read side by side, each in order."""
+    G, m, L = out.shape
+    for g in range(G):
+        for j in range(m):
+            for lane in range(L):
+                out[g, j, lane] = a[runs[g * L + lane], j]
+
+
+@njit(cache=True)
+def scatter_lanes(lanes, runs, a):
+    """a[runs[g·L + l], j] = lanes[g, j, l], the inverse of `gather_lanes`."""
+    G, m, L = lanes.shape
+    for g in range(G):
+        for lane in range(L):
+            r = runs[g * L + lane]
+            for j in range(m):
+                a[r, j] = lanes[g, j, lane]

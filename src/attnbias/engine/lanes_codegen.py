@@ -42,13 +42,16 @@ from .kernels_numba import (
     GLOBAL,
     LOSS,
     PER_TENSOR,
+    POLYAK,
     cbrt_lanes,
     exp_lanes,
     exp_or_zero,
     kind_of,
     log_abs_derivative_lanes,
     log_lanes,
-    loss_value,
+    mean_risk,
+    optimal_token_shortfall,
+    polyak_divisor,
     power,
     third_power,
     where,
@@ -57,12 +60,16 @@ from .lanes_codegen import LANES
 
 
 @njit(cache=True, error_model="numpy")
-def advance_lanes(W, theta, X, z, yh, rule, p, lr, loss, steps, mirror, smallest, low, high):
-    """`steps` steps of every group of LANES runs, in place: W, θ (G, d, d, LANES) in their
-    dtype, X (G, n, T, d, LANES), z (G, n, d, LANES), yh (G, n, T, LANES), lr (G, LANES); every
-    run of group g has rule[g] (none, per_tensor, global or loss) and p[g]. No momentum, no
-    optimal-token excess. Returns -1, or g·LANES + lane of a run whose dual iterate θ⁺ left the
-    range (as `advance_numba`: the caller restores the state and steps with torch)."""
+def advance_lanes(
+    W, theta, buf, X, z, yh, opt, rule, p, excess, lr, cap, momentum, c, f_star, loss, steps,
+    mirror, has_momentum, smallest, low, high, tiny,
+):  # fmt: skip
+    """`steps` steps of every group of LANES runs, in place: W, θ, the momentum buffer
+    (G, d, d, LANES) in their dtype, X (G, n, T, d, LANES), z (G, n, d, LANES), yh
+    (G, n, T, LANES), opt (G, n, LANES); lr, cap, momentum, c, f_star (G, LANES). Every run of
+    group g has rule[g], p[g] and excess[g] (its L − L* over its optimal tokens). Returns -1,
+    or g·LANES + lane of a run whose dual iterate θ⁺ left the range (as `advance_numba`: the
+    caller restores the state and steps with torch)."""
     n, T, d = X.shape[1], X.shape[2], X.shape[3]
     Wz = np.empty((n, d, LANES))
     logits = np.empty((n, T, LANES))
@@ -72,16 +79,19 @@ def advance_lanes(W, theta, X, z, yh, rule, p, lr, loss, steps, mirror, smallest
     top = np.empty((n, LANES), dtype=np.int64)
     xr = np.empty((n, d, LANES))
     G = np.empty((d, d, LANES))
+    shortfall = np.empty((n, LANES))
+    log_drop = np.empty((n, LANES))
     log_n = math.log(n)
     for g in range(W.shape[0]):
         code = rule[g]
         pk = p[g]
-        q = pk / (pk - 1.0)
+        over = excess[g]
+        q = 2.0 if code == POLYAK else pk / (pk - 1.0)  # Polyak's ‖∇L‖ is the ℓ2 norm
         inverse = 1.0 / (pk - 1.0)
         q_kind, q_whole = kind_of(q)
         root, root_whole = kind_of(1.0 / q)
         inverse_kind, inverse_whole = kind_of(inverse)
-        for _ in range(steps):
+{ordered}        for _ in range(steps):
 '''
 
 
@@ -155,6 +165,14 @@ def forward(indent: int) -> str:
             """, i8),
         lane_sum("u[i, {l}]", "terms[i, t, {l}] / total{l} * yh[g, i, t, {l}]", "t in range(T)",
                  i4),
+        line("if over:", i4),
+        lanes("""
+            shortfall[i, {l}], log_drop[i, {l}], in_order{l} = optimal_token_shortfall(
+                terms[i, :, {l}], total{l}, logits[i, :, {l}],
+                yh[g, i, :, {l}], opt[g, i, {l}],
+            )  # fmt: skip
+            ordered{l} = ordered{l} and in_order{l}
+            """, i8),
         lanes("offset{l} = log_abs_derivative_lanes(u[i, {l}], loss) - log_n - log_lanes(total{l})",
               i4),
         line("for t in range(T):", i4),
@@ -211,12 +229,10 @@ def divisor(indent: int) -> str:
         for test, body in powers
     ]  # fmt: skip
     return "".join([
-        line("if code == LOSS:", indent),
-        lanes("L{l} = 0.0", i4),
-        line("for i in range(n):", i4),
-        lanes("L{l} += loss_value(u[i, {l}], loss)", i8),
-        lanes("D{l} = L{l} / n", i4),
-        line("if code != PER_TENSOR and code != GLOBAL:", indent),
+        line("if code == LOSS or code == POLYAK:", indent),
+        lanes("L{l} = mean_risk(u[:, {l}], shortfall[:, {l}], yh[g, :, :, {l}], opt[g, :, {l}], "
+              "loss, over)\nD{l} = L{l}", i4),
+        line("if code != PER_TENSOR and code != GLOBAL and code != POLYAK:", indent),
         lanes("scale{l} = exp_or_zero(m{l})", i4),
         line("for a in range(d):", i4),
         line("for b in range(d):", i8),
@@ -236,25 +252,49 @@ def divisor(indent: int) -> str:
         *branches,
         lanes("D{l} = big{l} if math.isinf(big{l}) else "
               "power(acc{l}, 1.0 / q, root, root_whole) * big{l}", i4),
+        line("if code == POLYAK:", i4),
+        lanes("""
+            D{l} = polyak_divisor(
+                D{l}, m{l}, L{l}, f_star[g, {l}], c[g, {l}], cap[g, {l}], log_drop[:, {l}],
+                yh[g, :, :, {l}], opt[g, :, {l}], loss, over and ordered{l}, tiny,
+            )  # fmt: skip
+            """, i8),
         lanes("D{l} = where(D{l} == 0.0, math.inf, D{l})", indent),
     ])  # fmt: skip
 
 
 def update(indent: int) -> str:
-    """θ ← θ − η G/D, the range check, w = (∇ψ)⁻¹(θ); or W ← W − η G/D."""
+    """u = G/D, momentum (every run of a batch with momentum: β·buf + u, the buffer in its
+    dtype, as the per-run kernel); θ ← θ − η u, the range check, w = (∇ψ)⁻¹(θ); or
+    W ← W − η u."""
     i4, i8, i12 = indent + 4, indent + 8, indent + 12
+
+    def descent(step: str, at: int) -> str:  # W (or θ) ← W − η·step, one pass
+        return "".join(
+            line("if not mirror:", at)
+            + line("for a in range(d):", at + 4)
+            + line("for b in range(d):", at + 8)
+            + lanes(f"W[g, a, b, {{l}}] = W[g, a, b, {{l}}] - {step} * lr[g, {{l}}]", at + 12)
+            + line("else:", at)
+            + line("for a in range(d):", at + 4)
+            + line("for b in range(d):", at + 8)
+            + lanes(f"theta[g, a, b, {{l}}] = theta[g, a, b, {{l}}] - {step} * lr[g, {{l}}]",
+                    at + 12)
+        )  # fmt: skip
+
     return "".join([
-        line("for a in range(d):", indent),
-        line("for b in range(d):", i4),
-        lanes("G[a, b, {l}] = G[a, b, {l}] / D{l}", i8),
-        line("if not mirror:", indent),
+        # u = G/D in the pass that uses it (without momentum: the descent's, so that G is read
+        # once), the same operations in the same order as the per-run kernel's
+        line("if has_momentum:", indent),
         line("for a in range(d):", i4),
         line("for b in range(d):", i8),
-        lanes("W[g, a, b, {l}] = W[g, a, b, {l}] - G[a, b, {l}] * lr[g, {l}]", i12),
+        lanes("u{l} = G[a, b, {l}] / D{l}\n"
+              "buf[g, a, b, {l}] = momentum[g, {l}] * buf[g, a, b, {l}] + u{l}\n"
+              "G[a, b, {l}] = buf[g, a, b, {l}]", i12),
+        descent("G[a, b, {l}]", i4),
         line("else:", indent),
-        line("for a in range(d):", i4),
-        line("for b in range(d):", i8),
-        lanes("theta[g, a, b, {l}] = theta[g, a, b, {l}] - G[a, b, {l}] * lr[g, {l}]", i12),
+        descent("G[a, b, {l}] / D{l}", i4),
+        line("if mirror:", indent),
         # the range check as a flag per lane (no branch in the loop: the lanes pack), the
         # return after it; a run's state then is the caller's to restore, as at an early return
         lanes("inside{l} = True", i4),
@@ -298,7 +338,11 @@ def source() -> str:
     """The text of `engine.kernels_lanes`."""
     helpers = hashlib.sha256(Path(__file__).with_name("kernels_numba.py").read_bytes())
     body = forward(12) + backward(12) + divisor(12) + update(12)
-    return HEADER.format(lanes=LANES, helpers=helpers.hexdigest()) + body + "    return -1\n"
+    # an unordered sample (a token above its optimal one) ends the excess's logsumexp, for the
+    # rest of the call, as in the per-run kernel
+    ordered = lanes("ordered{l} = True", 8)
+    header = HEADER.format(lanes=LANES, helpers=helpers.hexdigest(), ordered=ordered)
+    return header + body + "    return -1\n"
 
 
 def write() -> Path:
