@@ -18,6 +18,7 @@ could at most gain (its W then differ).
 """
 
 import argparse
+import contextlib
 import math
 import os
 import re
@@ -88,15 +89,18 @@ def state_in_lanes():
     return W, compiled.in_lanes(theta0, every), W
 
 
-slp = numba.config.SLP_VECTORIZE
-numba.config.SLP_VECTORIZE = int(args.slp == "on")  # read as numba builds the kernel's passes
+# SLP as the engine sets it: numba's setting and its variable both (numba re-reads its settings
+# from the environment where that changed, as `compiled.kernels` changes it)
+os.environ.pop(compiled.SLP_VARIABLE, None)
+numba.config.SLP_VECTORIZE = 0
+slp = compiled.slp_vectorised() if args.slp == "on" else contextlib.nullcontext()
 start = time.process_time()
 namespace = {}
 exec(compile(lane_kernel_source(), "<lane kernel>", "exec"), namespace)
 advance_lanes = namespace["advance_lanes"]
-advance_lanes(*state_in_lanes(), *inputs.lane_args, loss, 1, True, False, *limits)
+with slp:  # read as numba builds the kernel's passes, at its first call
+    advance_lanes(*state_in_lanes(), *inputs.lane_args, loss, 1, True, False, *limits)
 compile_seconds = time.process_time() - start
-numba.config.SLP_VECTORIZE = slp
 
 W, theta, _ = state_in_lanes()
 
