@@ -5,7 +5,7 @@ are worth (issue 31, goal 2)
     python benchmarks/probe_lane_step.py [--steps 200] [--slp on|off] [--stub-exp]
 
 The engine's per-run kernel (`engine.kernels_numba`) takes one run at a time; its lanes
-(`engine.lanes_codegen`'s generated kernel) take 8 runs of one p and rule side by side, every
+(`engine.lanes_codegen`'s generated kernel) take 8 runs of one p, rule and risk side by side, every
 statement written out once per lane so that LLVM's SLP vectoriser can pack them (numba runs
 it only where `numba.config.SLP_VECTORIZE` is set). This probe compiles the generator's kernel
 afresh (uncached: its compile time is printed) with SLP as `--slp` says, and times it beside
@@ -43,9 +43,9 @@ from attnbias.experiments.md_local import specs  # noqa: E402
 torch.set_num_threads(1)
 
 # the exps of the softmax and of its gradient (90 a run-step), as the generator writes them
-SOFTMAX_EXP = (r"exp_or_zero\(logits\[i, t, (\d)\]\)", r"(1.0 / (1.0 - logits[i, t, \1]))")
+SOFTMAX_EXP = (r"exp_lanes\(logits\[i, t, (\d)\]\)", r"(1.0 / (1.0 - logits[i, t, \1]))")
 GRADIENT_EXP = (
-    r"exp_or_zero\(terms\[i, t, (\d)\] - m(\d)\)",
+    r"exp_lanes\(terms\[i, t, (\d)\] - m(\d)\)",
     r"(1.0 / (1.0 - (terms[i, t, \1] - m\2)))",
 )
 

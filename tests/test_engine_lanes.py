@@ -85,8 +85,9 @@ def counting(monkeypatch):
 @pytest.mark.parametrize("loss", ["logistic", "exponential", "correlation"])
 @pytest.mark.parametrize("family", FAMILIES)
 def test_runs_in_lanes_are_the_per_run_kernels_bit_for_bit(monkeypatch, family, loss, dtype):
-    """11 (or 9) runs of each algorithm: a group of 8 in lanes and 3 left over in a group with
-    copies (or one left over, alone), per (p, rule); momentum runs alone."""
+    """11 (or 9) runs of each algorithm, in groups of 8 per kind (p, rule, risk): NGD and
+    NGD-mom are one kind, each lane with its own momentum. Of a kind, three or more runs left
+    over step in a group filled up with copies, fewer alone."""
     algorithms, copies = FAMILIES[family]
     if loss == "correlation":
         algorithms = [a for a in algorithms if a.f_star != 0.0]
@@ -148,6 +149,36 @@ def test_polyak_over_unordered_optimal_tokens_in_lanes_is_the_per_run_kernels(mo
         assert moved or not ordered(spec), r  # (an unordered run's L − L* may be below 0)
 
 
+def test_runs_left_after_others_finish_step_in_lanes_of_their_own(monkeypatch):
+    """Every other copy of each algorithm finishes at step 120 of 200: the batch of the rest
+    (`RunBatch.take`) makes its own arguments and groups, and its runs are still the per-run
+    kernel's."""
+    algorithms = [a for a in LANE_ALGORITHMS if a.name in ("MD-3", "NGD-mom")]
+    specs = [  # (lane_specs interleaves the algorithms: k // 2 is the copy)
+        dataclasses.replace(spec, steps=120 if k // 2 % 2 else 200)
+        for k, spec in enumerate(lane_specs(algorithms, "logistic", copies=11))
+    ]
+    groups = []
+    module = compiled.lane_kernels()
+    kernel = module.advance_lanes
+
+    def lanes(W, *args):
+        groups.append(len(W))
+        return kernel(W, *args)
+
+    with monkeypatch.context() as m:
+        m.setattr(module, "advance_lanes", lanes)
+        in_lanes, _ = trajectories(specs, "compiled")
+    # 11 runs of each kind: a group and one padded; then 6 of each: one padded group each
+    assert groups[0] == 4 and groups[-1] == 2 and set(groups) == {4, 2}
+    with monkeypatch.context() as m:
+        per_run_only(m)
+        alone, _ = trajectories(specs, "compiled")
+    for r in range(len(specs)):
+        assert np.array_equal(in_lanes[r], alone[r]), r
+        assert len(in_lanes[r]) == (len(alone[r]))
+
+
 def ordered(spec) -> bool:
     """Whether every sample's optimal token has its largest margin y vᵀx."""
     problem, opt = spec.problem, spec.optimal_tokens()
@@ -167,7 +198,7 @@ def test_groups_take_one_p_rule_and_risk_in_batch_order_and_leave_the_rest():
     assert group.tolist() == [0, 1, 3, 4, 5, 6, 7, 8]  # 9 is left over alone, 10 has p 2
     excess[3] = True  # L − L* over the optimal tokens: a kind of its own
     assert compiled.lane_groups(rule, p, excess)[0].tolist() == [0, 1, 4, 5, 6, 7, 8, 9]
-    rule[:] = 4  # Polyak: 10 runs over L*, one over the optimal tokens (alone)
+    rule[:] = 4  # Polyak: 9 runs of p 3 over L*, one over the optimal tokens, one of p 2
     (group,) = compiled.lane_groups(rule, p, excess)
     assert group.tolist() == [0, 1, 2, 4, 5, 6, 7, 8]
     p[:] = 2.0  # 10 runs of p 2 and rule 4 besides the excess run: 2 left over, alone

@@ -172,10 +172,13 @@ class KernelInputs:
 
 
 def kernel_inputs(batch, lanes: bool) -> KernelInputs:
+    """The kernels' arguments of `batch` that no step changes (its data and settings), copied:
+    the runs in lanes and the runs alone read the same values, whatever happens to the
+    batch's tensors after (nothing changes them in place; `RunBatch.take` starts anew)."""
     data, hp = batch.data, batch.hyper
 
     def array(t: torch.Tensor, dtype=None) -> np.ndarray:
-        return np.ascontiguousarray(t.numpy(), dtype=dtype)
+        return np.array(t.numpy(), dtype=dtype, order="C")  # (a copy)
 
     yh = data.y.unsqueeze(-1) * data.h  # as the fused step forms it
     R, n = data.R, data.n

@@ -4,7 +4,7 @@ whose per-run step this is, lane by lane."""
 
 # Its helpers are compiled into this kernel, and numba's cache of it knows only this file, so a
 # change of kernels_numba.py regenerates this one. Generated from kernels_numba.py of SHA-256
-# 0153ce6310fb22552e1d48ee2df4b7118e413acb9ac703e9c2f20e0671387f60
+# 798876ffd0e7ded9c16879de8925b1aa5e6b092179ded62de7cb62da10b56355
 
 import math
 

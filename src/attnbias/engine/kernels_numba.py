@@ -301,9 +301,9 @@ def polyak_log_step_of_run(log_norm, log_gap, c, cap):
     return min(log_gap - math.log(c) - 2.0 * log_norm, log_cap) if log_gap == log_gap else log_gap
 
 
-# The two helpers of the runs whose risk is L − L* over the optimal tokens (Polyak's "optimal"
-# L*) are called, not inlined: the lane kernel calls them once per lane, and inlined eight
-# times they would triple its compile time.
+# The risk and Polyak's step (over L*, or over the optimal tokens: Polyak's "optimal" L*) are
+# these three helpers, called, not inlined: the lane kernel calls them once per lane, and
+# inlined eight times they would triple its compile time.
 @njit(cache=True, error_model="numpy")
 def optimal_token_shortfall(terms, total, shifted, yh, o):
     """Of one sample, from its softmax's terms e^{a_t − max a} (sum `total`), its shifted

@@ -99,7 +99,8 @@ def lanes(statements: str, indent: int) -> str:
     """The statements (lines; {l} the lane) once per lane, indented: each statement for every
     lane before the next, so that no lane's load comes after another lane's store (LLVM cannot
     tell two arrays apart, and would keep such a load in its place, unpacked). A block with
-    an `if` goes lane by lane. Each lane's own operations keep their order either way."""
+    an indented line or an `if` (a loop, a branch, a call over several lines) goes lane by
+    lane. Each lane's own operations keep their order either way."""
     text = textwrap.dedent(statements).strip("\n")
     if any(line.startswith((" ", "if ")) for line in text.splitlines()):
         blocks = [text.format(l=lane) for lane in range(LANES)]
