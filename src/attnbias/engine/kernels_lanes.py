@@ -4,7 +4,7 @@ whose per-run step this is, lane by lane."""
 
 # Its helpers are compiled into this kernel, and numba's cache of it knows only this file, so a
 # change of kernels_numba.py regenerates this one. Generated from kernels_numba.py of SHA-256
-# 798876ffd0e7ded9c16879de8925b1aa5e6b092179ded62de7cb62da10b56355
+# b98efc59b96b1d5d8dff4d82cf50b89e4bc6f7f6ae111d6e8862237b7e05d2ab
 
 import math
 
@@ -24,7 +24,7 @@ from .kernels_numba import (
     log_lanes,
     mean_risk,
     optimal_token_shortfall,
-    polyak_divisor,
+    polyak_divisor_of_run,
     power,
     third_power,
     where,
@@ -609,35 +609,35 @@ def advance_lanes(
                 D6 = big6 if math.isinf(big6) else power(acc6, 1.0 / q, root, root_whole) * big6
                 D7 = big7 if math.isinf(big7) else power(acc7, 1.0 / q, root, root_whole) * big7
                 if code == POLYAK:
-                    D0 = polyak_divisor(
+                    D0 = polyak_divisor_of_run(
                         D0, m0, L0, f_star[g, 0], c[g, 0], cap[g, 0], log_drop[:, 0],
                         yh[g, :, :, 0], opt[g, :, 0], loss, over and ordered0, tiny,
                     )  # fmt: skip
-                    D1 = polyak_divisor(
+                    D1 = polyak_divisor_of_run(
                         D1, m1, L1, f_star[g, 1], c[g, 1], cap[g, 1], log_drop[:, 1],
                         yh[g, :, :, 1], opt[g, :, 1], loss, over and ordered1, tiny,
                     )  # fmt: skip
-                    D2 = polyak_divisor(
+                    D2 = polyak_divisor_of_run(
                         D2, m2, L2, f_star[g, 2], c[g, 2], cap[g, 2], log_drop[:, 2],
                         yh[g, :, :, 2], opt[g, :, 2], loss, over and ordered2, tiny,
                     )  # fmt: skip
-                    D3 = polyak_divisor(
+                    D3 = polyak_divisor_of_run(
                         D3, m3, L3, f_star[g, 3], c[g, 3], cap[g, 3], log_drop[:, 3],
                         yh[g, :, :, 3], opt[g, :, 3], loss, over and ordered3, tiny,
                     )  # fmt: skip
-                    D4 = polyak_divisor(
+                    D4 = polyak_divisor_of_run(
                         D4, m4, L4, f_star[g, 4], c[g, 4], cap[g, 4], log_drop[:, 4],
                         yh[g, :, :, 4], opt[g, :, 4], loss, over and ordered4, tiny,
                     )  # fmt: skip
-                    D5 = polyak_divisor(
+                    D5 = polyak_divisor_of_run(
                         D5, m5, L5, f_star[g, 5], c[g, 5], cap[g, 5], log_drop[:, 5],
                         yh[g, :, :, 5], opt[g, :, 5], loss, over and ordered5, tiny,
                     )  # fmt: skip
-                    D6 = polyak_divisor(
+                    D6 = polyak_divisor_of_run(
                         D6, m6, L6, f_star[g, 6], c[g, 6], cap[g, 6], log_drop[:, 6],
                         yh[g, :, :, 6], opt[g, :, 6], loss, over and ordered6, tiny,
                     )  # fmt: skip
-                    D7 = polyak_divisor(
+                    D7 = polyak_divisor_of_run(
                         D7, m7, L7, f_star[g, 7], c[g, 7], cap[g, 7], log_drop[:, 7],
                         yh[g, :, :, 7], opt[g, :, 7], loss, over and ordered7, tiny,
                     )  # fmt: skip

@@ -344,7 +344,7 @@ def mean_risk(u, shortfall, yh, opt, loss, over):
 
 
 @njit(cache=True, error_model="numpy")
-def polyak_divisor(norm, m, L, f_star, c, cap, log_drop, yh, opt, loss, over, tiny):
+def polyak_divisor_of_run(norm, m, L, f_star, c, cap, log_drop, yh, opt, loss, over, tiny):
     """Polyak's D = e^{−(log η_t + m)} of one run from ‖∇L‖ e^{−m} = `norm` and its loss L;
     where `over` (its risk is L − L* over the optimal tokens opt (n,), every sample ordered),
     log(L − L*) as the logsumexp over the samples of log(ℓ(u* + δ_i) − ℓ(u*)), from their
@@ -538,7 +538,7 @@ def advance_numba(
                 D = L
             elif code == POLYAK:  # G in its own scale
                 norm = scale_safe_norm(G, 2.0, 1, 2, smallest, scratch)
-                D = polyak_divisor(
+                D = polyak_divisor_of_run(
                     norm, m, L, f_star[k], c[k], cap[k], log_drop, yh[k], opt[k], loss,
                     excess[k] and ordered, tiny,
                 )  # fmt: skip

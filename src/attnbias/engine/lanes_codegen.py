@@ -51,7 +51,7 @@ from .kernels_numba import (
     log_lanes,
     mean_risk,
     optimal_token_shortfall,
-    polyak_divisor,
+    polyak_divisor_of_run,
     power,
     third_power,
     where,
@@ -255,7 +255,7 @@ def divisor(indent: int) -> str:
               "power(acc{l}, 1.0 / q, root, root_whole) * big{l}", i4),
         line("if code == POLYAK:", i4),
         lanes("""
-            D{l} = polyak_divisor(
+            D{l} = polyak_divisor_of_run(
                 D{l}, m{l}, L{l}, f_star[g, {l}], c[g, {l}], cap[g, {l}], log_drop[:, {l}],
                 yh[g, :, :, {l}], opt[g, :, {l}], loss, over and ordered{l}, tiny,
             )  # fmt: skip
