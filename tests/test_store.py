@@ -14,12 +14,23 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from attnbias.data import gaussian_unit
 from attnbias.engine import Algorithm, RunSpec
 from attnbias.engine.sweep import run_sweep
-from attnbias.store import DIVERGED, FINISHED, DamagedRun, ResultsStore, StoreBusy, json_text, tidy
+from attnbias.store import (
+    DIVERGED,
+    FINISHED,
+    DamagedRun,
+    ResultsStore,
+    StoreBusy,
+    json_text,
+    tidy,
+    write_files_at,
+    write_manifest,
+)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -310,6 +321,39 @@ def test_save_record_is_what_load_reads(tmp_path):
     )
     arrays["a"][0, 0] = 99.0  # the caller's arrays are not the record's
     assert_same_record(record, store.load(record.key))
+
+
+def test_a_saved_run_s_files_and_manifest_are_those_written_to_files(tmp_path):
+    """save_record writes each file from its bytes in memory and lists their digests without
+    reading them back: the bytes are those the libraries write to a file, and the manifest is
+    the one write_manifest_at makes by reading the directory."""
+    store = ResultsStore(tmp_path / "store")
+    metrics = tidy(np.arange(4), {"loss": [1.0, 0.5, 0.25, np.nan], "norm/2": [1, 2, 3, 4]})
+    arrays = {"W": np.arange(12.0).reshape(3, 4), "alpha": np.array([2, 0, 1])}
+    key = store.save({"seed": 3}, metrics, arrays, {"status": FINISHED})
+    run = tmp_path / "store" / "runs" / key
+    written = tmp_path / "written"
+    written.mkdir()
+    pq.write_table(metrics, written / "metrics.parquet")
+    np.savez(written / "arrays.npz", **arrays)
+    for name in ("metrics.parquet", "arrays.npz"):
+        assert (run / name).read_bytes() == (written / name).read_bytes()
+    for name in ("info.json", "config.json"):
+        (written / name).write_bytes((run / name).read_bytes())
+    fields = json.loads((run / "manifest.json").read_text())
+    write_manifest(written, **{k: v for k, v in fields.items() if k != "files"})
+    assert (run / "manifest.json").read_bytes() == (written / "manifest.json").read_bytes()
+
+
+def test_write_files_at_creates_only_new_files(tmp_path):
+    (tmp_path / "taken").write_bytes(b"someone's")
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        with pytest.raises(FileExistsError):
+            write_files_at(fd, {"taken": b"ours"})
+    finally:
+        os.close(fd)
+    assert (tmp_path / "taken").read_bytes() == b"someone's"
 
 
 def test_a_cap_written_inf_is_a_number_in_the_table_beside_finite_ones(tmp_path):

@@ -3,6 +3,7 @@
 import cvxpy as cp
 import numpy as np
 import pytest
+import scipy.linalg as sla
 import torch
 from scipy.optimize import linprog
 
@@ -18,6 +19,7 @@ from attnbias.svm import (
     selected_tokens,
     token_scores,
 )
+from attnbias.svm.cholesky import cholesky, gram, solve_factored
 
 NORMS = [1.0, 1.5, 2.0, 3.0, np.inf, "nuc", "spectral"]
 # (n, T, d): the reference size, a tiny one, and one with more constraints than unknowns
@@ -388,3 +390,21 @@ def test_one_att_svm_in_several_norms_solves_its_l2_start_once(monkeypatch):
         torch.testing.assert_close(found.W, fresh[p], rtol=0, atol=0)
     assert len(calls) == 1
     l2._remembered_active_set_l2.cache_clear()
+
+
+def test_the_solvers_cholesky_is_scipy_s_bit_for_bit():
+    """`svm.cholesky.cholesky` and `solve_factored` call LAPACK as scipy's cho_factor and cho_solve
+    do, without their wrappers: the same bits, and the same refusals (a matrix that is not
+    positive definite; a right-hand side that is not finite)."""
+    rng = np.random.default_rng(5)
+    A = rng.standard_normal((12, 30))
+    K = gram(A, rng.uniform(0.5, 2.0, 30))
+    b = rng.standard_normal(12)
+    factor = cholesky(K)
+    expected = sla.cho_factor(K, lower=False, check_finite=False)
+    assert np.array_equal(np.triu(factor[0]), np.triu(expected[0])) and factor[1] is False
+    assert np.array_equal(solve_factored(factor, b), sla.cho_solve(expected, b))
+    with pytest.raises(np.linalg.LinAlgError, match="positive definite"):
+        cholesky(-K)
+    with pytest.raises(ValueError, match="infs or NaNs"):
+        solve_factored(factor, np.where(np.arange(12) == 3, np.nan, b))

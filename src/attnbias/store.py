@@ -31,6 +31,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import hashlib
+import io
 import json
 import logging
 import math
@@ -471,6 +472,11 @@ def metrics_problem(schema: pa.Schema) -> str | None:
 CHUNK = 1 << 20
 
 
+def digest_of(data: bytes) -> dict:
+    """Size and sha256 of bytes, as a manifest lists a file."""
+    return {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+
+
 def _stream_digest(f, copy_to=None) -> dict:
     """Size and sha256 of what is left in the binary file f, read in chunks (each also
     written to the binary file `copy_to`, if given)."""
@@ -501,6 +507,25 @@ def write_manifest_at(dir_fd: int, **fields) -> None:
         with os.fdopen(open_file_at(dir_fd, name, name), "rb") as f:
             files[name] = _stream_digest(f)
     replace_at(dir_fd, MANIFEST, json_text({"files": files, **fields}).encode())
+
+
+def write_files_at(dir_fd: int, files: Mapping[str, bytes], **fields) -> None:
+    """Create each file of `files` (name: its bytes) in dir_fd, none of which may exist yet,
+    then, last, their manifest.json (as write_manifest_at's, its digests taken of the bytes
+    written: no file is read back), plus `fields`. For a directory of one's own making: a
+    name already taken (a link put there included) is refused, not replaced."""
+    for name, data in files.items():
+        write_new_at(dir_fd, name, data)
+    listed = {name: digest_of(files[name]) for name in sorted(files)}
+    write_new_at(dir_fd, MANIFEST, json_text({"files": listed, **fields}).encode())
+
+
+def bytes_written(writer) -> bytes:
+    """What writer(binary file) writes, as bytes (a library that wants a file gets an
+    in-memory one: the same bytes as written to a file, in one write after)."""
+    buffer = io.BytesIO()
+    writer(buffer)
+    return buffer.getvalue()
 
 
 def write_manifest(directory: Path, **fields) -> None:
@@ -835,17 +860,17 @@ class ResultsStore:
             try:
                 fd = open_directory(tmp, runs, self.runs / tmp)
                 try:
+                    files = {}
                     if metrics is not None:
-                        write_new_at(
-                            fd, "metrics.parquet", writer=lambda f: pq.write_table(metrics, f)
-                        )
+                        files["metrics.parquet"] = bytes_written(partial(pq.write_table, metrics))
                     if arrays:
-                        write_new_at(fd, "arrays.npz", writer=lambda f: np.savez(f, **arrays))
+                        files["arrays.npz"] = bytes_written(lambda f: np.savez(f, **arrays))
                     info_text = json_text(info)
-                    write_new_at(fd, "info.json", info_text.encode())
                     config_text = json.dumps(dict(config), default=str, indent=1)
-                    write_new_at(fd, "config.json", config_text.encode())
-                    write_manifest_at(fd, key=key, status=info.get("status", FINISHED))
+                    files["info.json"], files["config.json"] = (
+                        info_text.encode(), config_text.encode()
+                    )
+                    write_files_at(fd, files, key=key, status=info.get("status", FINISHED))
                 finally:
                     os.close(fd)
                 self._install(runs, tmp, key)

@@ -6,21 +6,10 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-import scipy.linalg as sla
 from scipy.optimize import nnls
 
+from .cholesky import cholesky, gram, solve_factored
 from .infeasible import NUMERICAL_LIMIT, diagnose_infeasible
-
-
-def gram(A: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
-    """A diag(weights) Aᵀ, upper triangle only (BLAS syrk: half the work of A @ A.T)."""
-    if weights is not None:
-        A = A * np.sqrt(weights)
-    return sla.blas.dsyrk(1.0, A)
-
-
-def cholesky(K: np.ndarray):
-    return sla.cho_factor(K, lower=False, check_finite=False)  # reads the upper triangle
 
 
 def _active_set_l2(A: np.ndarray, max_iter: int = 50):
@@ -41,7 +30,7 @@ def _active_set_l2(A: np.ndarray, max_iter: int = 50):
             factor = cholesky(K[np.ix_(support, support)])
         except np.linalg.LinAlgError:
             return None
-        lam[support] = sla.cho_solve(factor, np.ones(support.sum()))
+        lam[support] = solve_factored(factor, np.ones(support.sum()))
         w = A.T @ lam
         values = A @ w
         new = np.where(support, lam > 0, values < 1)

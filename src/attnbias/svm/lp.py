@@ -11,10 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-import scipy.linalg as sla
 
 from ..norms import dual_exponent, lp_norm
-from .l2 import cholesky, gram
+from .cholesky import cholesky, gram, solve_factored
 
 
 class _Lp:
@@ -51,7 +50,7 @@ def _newton_system(A, c, lam, slack, r_dual, r_primal) -> Callable:
         shift = A @ (c * r_dual) - r_primal
 
         def direction(r_comp):
-            dlam = sla.cho_solve(factor, r_comp / lam + shift)
+            dlam = solve_factored(factor, r_comp / lam + shift)
             dw = c * (A.T @ dlam - r_dual)
             return dw, A @ dw + r_primal, dlam
 
@@ -61,7 +60,7 @@ def _newton_system(A, c, lam, slack, r_dual, r_primal) -> Callable:
     factor = cholesky(M)
 
     def direction(r_comp):
-        dw = sla.cho_solve(factor, A.T @ ((r_comp - lam * r_primal) / slack) - r_dual)
+        dw = solve_factored(factor, A.T @ ((r_comp - lam * r_primal) / slack) - r_dual)
         ds = A @ dw + r_primal
         return dw, ds, (r_comp - lam * ds) / slack
 
@@ -176,7 +175,7 @@ def _polish_lp(A, p, w, lam, slack):
             factor = cholesky(gram(AS, c))
         except np.linalg.LinAlgError:
             return None
-        dlam = sla.cho_solve(factor, AS @ (c * r_dual) - r_primal)
+        dlam = solve_factored(factor, AS @ (c * r_dual) - r_primal)
         lam_s = lam_s + dlam
         if not from_dual:
             w = w + c * (AS.T @ dlam - r_dual)

@@ -23,6 +23,8 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 
+from .cholesky import cholesky, solve_factored
+
 
 def _blocks(Y: np.ndarray, d: int):
     return Y[:d, :d], Y[:d, d:], Y[d:, :d], Y[d:, d:]
@@ -175,7 +177,7 @@ def _step(problem, X, y, mu, S, z):
     nu = (np.sum(X * S) + mu @ z) / (len(S) + len(z))
     M = problem.schur(X, R)
     problem.add_linear_schur(M, mu / z)
-    factor = sla.cho_factor(M, overwrite_a=True, check_finite=False)
+    factor = cholesky(M)
     AR, Gz = problem.adjoint(R), problem.Gt(1.0 / z)
 
     def direction(sigma_nu, corrector=None):
@@ -188,7 +190,7 @@ def _step(problem, X, y, mu, S, z):
             dX_extra, dmu_extra = dX0 @ dS0 @ R, dmu0 * dz0 / z
             rhs = rhs + problem.adjoint((dX_extra + dX_extra.T) / 2)
             rhs = rhs - problem.Gt(dmu_extra)
-        dy = sla.cho_solve(factor, rhs)
+        dy = solve_factored(factor, rhs)
         dS, dz = -problem.lift(dy), problem.G(dy)
         dX = sigma_nu * R - X - X @ dS @ R - dX_extra
         dmu = (sigma_nu - mu * dz) / z - mu - dmu_extra
