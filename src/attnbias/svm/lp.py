@@ -9,6 +9,7 @@ returns a non-finite or unverifiable answer and the caller falls back to Clarabe
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -91,48 +92,66 @@ def _p_norm_interior_point(A, p, w_l2, lam_l2, tol=1e-8, max_iter=100):
         w = 1.5 * w_l2
         slack = A @ w - 1
         lam = np.sum(np.abs(w) ** p) / m / slack
+    point = _Point.at(A, f, w, slack, lam)
     for _ in range(max_iter):
-        grad = f.grad(w)
+        w, slack, lam, grad = point.w, point.slack, point.lam, point.grad
         if (
-            np.abs(grad - A.T @ lam).max() <= tol * np.abs(grad).max()
-            and np.abs(A @ w - 1 - slack).max() <= tol
+            np.abs(point.r_dual).max() <= tol * np.abs(grad).max()
+            and np.abs(point.r_primal).max() <= tol
             and slack @ lam <= tol * (w @ grad)
         ):
             break
-        point = _interior_point_step(A, f, from_dual, w, slack, lam)
-        if point is None:
+        found = _interior_point_step(A, f, from_dual, point)
+        if found is None:
             break
-        w, slack, lam = point
-    return w, lam, slack
+        point = found
+    return point.w, point.lam, point.slack
 
 
-def _interior_point_step(A, f, from_dual, w, slack, lam):
-    """One Newton step towards s∘λ = σμ; the next (w, s, λ), or None if it makes no progress."""
-    r_dual = f.grad(w) - A.T @ lam
-    r_primal = A @ w - 1 - slack
+@dataclass(frozen=True)
+class _Point:
+    """An iterate (w, s, λ) with ∇f(w) and its residuals ∇f(w) − Aᵀλ and Aw − 1 − s, each
+    computed once: the convergence test, the Newton system and the merit of a trial step all
+    read them."""
+
+    w: np.ndarray
+    slack: np.ndarray
+    lam: np.ndarray
+    grad: np.ndarray
+    r_dual: np.ndarray
+    r_primal: np.ndarray
+
+    @classmethod
+    def at(cls, A, f, w, slack, lam) -> _Point:
+        grad = f.grad(w)
+        return cls(w, slack, lam, grad, grad - A.T @ lam, A @ w - 1 - slack)
+
+
+def _interior_point_step(A, f, from_dual, point: _Point) -> _Point | None:
+    """One Newton step towards s∘λ = σμ; the next point, or None if it makes no progress."""
+    w, slack, lam = point.w, point.slack, point.lam
     try:
-        direction = _newton_system(A, f.inv_hess(w), lam, slack, r_dual, r_primal)
+        direction = _newton_system(A, f.inv_hess(w), lam, slack, point.r_dual, point.r_primal)
     except np.linalg.LinAlgError:
         return None
 
     def boundary(ds, dlam):  # largest step keeping s, λ > 0
         return min(_step_to_boundary(slack, ds), _step_to_boundary(lam, dlam))
 
-    def residual(w, slack, lam):
-        return np.linalg.norm(
-            np.concatenate([f.grad(w) - A.T @ lam, A @ w - 1 - slack, slack * lam - target])
-        )
+    def residual(at: _Point):
+        return np.linalg.norm(np.concatenate([at.r_dual, at.r_primal, at.slack * at.lam - target]))
 
     def trial(dw, ds, dlam, step):
         lam1, slack1 = lam + step * dlam, slack + step * ds
         w1 = f.conj_grad(A.T @ lam1) if from_dual else w + step * dw
-        return residual(w1, slack1, lam1) <= (1 - 1e-4 * step) * merit, (w1, slack1, lam1)
+        moved = _Point.at(A, f, w1, slack1, lam1)
+        return residual(moved) <= (1 - 1e-4 * step) * merit, moved
 
     mu = slack @ lam / len(lam)
     _, ds, dlam = direction(-slack * lam)  # the affine predictor sets the centring σ
     step = boundary(ds, dlam)
     target = min(((slack + step * ds) @ (lam + step * dlam) / len(lam) / mu) ** 3, 1.0) * mu
-    merit = residual(w, slack, lam)
+    merit = residual(point)
     # Mehrotra's corrector if it reduces the residual, else a damped centred Newton step
     mehrotra = direction(target - slack * lam - ds * dlam)
     ok, point = trial(*mehrotra, 0.99 * boundary(*mehrotra[1:]))
