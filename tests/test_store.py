@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+import attnbias.store as store_module
 from attnbias.data import gaussian_unit
 from attnbias.engine import Algorithm, RunSpec
 from attnbias.engine.sweep import run_sweep
@@ -323,10 +324,16 @@ def test_save_record_is_what_load_reads(tmp_path):
     assert_same_record(record, store.load(record.key))
 
 
-def test_a_saved_run_s_files_and_manifest_are_those_written_to_files(tmp_path):
+@pytest.mark.parametrize("buffered", [True, False])
+def test_a_saved_run_s_files_and_manifest_are_those_written_to_files(
+    tmp_path, monkeypatch, buffered
+):
     """save_record writes each file from its bytes in memory and lists their digests without
-    reading them back: the bytes are those the libraries write to a file, and the manifest is
-    the one write_manifest_at makes by reading the directory."""
+    reading them back (arrays above BUFFERED_BYTES stream to their file and are read back):
+    either way the bytes are those the libraries write to a file, and the manifest is the
+    one write_manifest_at makes by reading the directory."""
+    if not buffered:
+        monkeypatch.setattr(store_module, "BUFFERED_BYTES", 0)
     store = ResultsStore(tmp_path / "store")
     metrics = tidy(np.arange(4), {"loss": [1.0, 0.5, 0.25, np.nan], "norm/2": [1, 2, 3, 4]})
     arrays = {"W": np.arange(12.0).reshape(3, 4), "alpha": np.array([2, 0, 1])}
@@ -345,15 +352,22 @@ def test_a_saved_run_s_files_and_manifest_are_those_written_to_files(tmp_path):
     assert (run / "manifest.json").read_bytes() == (written / "manifest.json").read_bytes()
 
 
-def test_write_files_at_creates_only_new_files(tmp_path):
-    (tmp_path / "taken").write_bytes(b"someone's")
-    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+@pytest.mark.parametrize("name", ["taken", "manifest.json"])
+def test_write_files_at_writes_through_no_name_someone_put_there(tmp_path, name):
+    """A file or a link put in the directory at one of its names (the manifest's included)
+    is refused, and what it points to is left as it was."""
+    target = tmp_path / "target"
+    target.write_bytes(b"someone's")
+    directory = tmp_path / "run"
+    directory.mkdir()
+    (directory / name).symlink_to(target)
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
     try:
         with pytest.raises(FileExistsError):
-            write_files_at(fd, {"taken": b"ours"})
+            write_files_at(fd, {"taken": b"ours"}, key="k")
     finally:
         os.close(fd)
-    assert (tmp_path / "taken").read_bytes() == b"someone's"
+    assert target.read_bytes() == b"someone's"
 
 
 def test_a_cap_written_inf_is_a_number_in_the_table_beside_finite_ones(tmp_path):

@@ -393,18 +393,29 @@ def test_one_att_svm_in_several_norms_solves_its_l2_start_once(monkeypatch):
 
 
 def test_the_solvers_cholesky_is_scipy_s_bit_for_bit():
-    """`svm.cholesky.cholesky` and `solve_factored` call LAPACK as scipy's cho_factor and cho_solve
-    do, without their wrappers: the same bits, and the same refusals (a matrix that is not
-    positive definite; a right-hand side that is not finite)."""
+    """`svm.cholesky.cholesky` and `solve_factored` call LAPACK as scipy's cho_factor and
+    cho_solve do, without their wrappers: the same bits, K left as it was, and the same
+    refusals (a matrix that is not positive definite or not square; a factor or right-hand
+    side that is not finite)."""
     rng = np.random.default_rng(5)
     A = rng.standard_normal((12, 30))
-    K = gram(A, rng.uniform(0.5, 2.0, 30))
     b = rng.standard_normal(12)
-    factor = cholesky(K)
-    expected = sla.cho_factor(K, lower=False, check_finite=False)
-    assert np.array_equal(np.triu(factor[0]), np.triu(expected[0])) and factor[1] is False
-    assert np.array_equal(solve_factored(factor, b), sla.cho_solve(expected, b))
+    # gram's upper triangle (Fortran order, zeros below) and a full C-ordered matrix (sdp's)
+    for K in (gram(A, rng.uniform(0.5, 2.0, 30)), np.ascontiguousarray(A @ A.T)):
+        before = K.copy()
+        factor = cholesky(K)
+        expected = sla.cho_factor(K, lower=False, check_finite=False)
+        assert np.array_equal(np.triu(factor[0]), np.triu(expected[0])) and factor[1] is False
+        for rhs in (b, rng.standard_normal((12, 3))):
+            assert np.array_equal(solve_factored(factor, rhs), sla.cho_solve(expected, rhs))
+        assert np.array_equal(K, before)
     with pytest.raises(np.linalg.LinAlgError, match="positive definite"):
         cholesky(-K)
+    with pytest.raises(ValueError, match="square"):
+        cholesky(A)
     with pytest.raises(ValueError, match="infs or NaNs"):
         solve_factored(factor, np.where(np.arange(12) == 3, np.nan, b))
+    with pytest.raises(ValueError, match="infs or NaNs"):
+        solve_factored((np.where(np.eye(12) > 0, np.inf, factor[0]), False), b)
+    with pytest.raises(ValueError, match="incompatible"):
+        solve_factored(factor, b[:5])

@@ -70,6 +70,9 @@ MARKER = ".attnbias-store"
 MAX_RUN_ARRAYS_BYTES = 8 * 10**9
 """A stored run's arrays.npz is read only up to this many bytes unpacked (its arrays' headers
 say it first, docs/SECURITY.md); a larger one makes the run damaged."""
+# a run's arrays up to this size are written from memory (one write, digested as written);
+# larger ones (a real model's) stream to their file and are read back for the digest
+BUFFERED_BYTES = 1 << 24
 # A publication's file (a figure) is read whole, up to this size.
 MAX_PUBLISHED_FILE_BYTES = 256 * 10**6
 # A manifest is read whole, up to this size (a publication's lists its runs' keys).
@@ -509,14 +512,22 @@ def write_manifest_at(dir_fd: int, **fields) -> None:
     replace_at(dir_fd, MANIFEST, json_text({"files": files, **fields}).encode())
 
 
-def write_files_at(dir_fd: int, files: Mapping[str, bytes], **fields) -> None:
-    """Create each file of `files` (name: its bytes) in dir_fd, none of which may exist yet,
-    then, last, their manifest.json (as write_manifest_at's, its digests taken of the bytes
-    written: no file is read back), plus `fields`. For a directory of one's own making: a
-    name already taken (a link put there included) is refused, not replaced."""
-    for name, data in files.items():
-        write_new_at(dir_fd, name, data)
-    listed = {name: digest_of(files[name]) for name in sorted(files)}
+def write_files_at(dir_fd: int, files: Mapping[str, bytes | Callable], **fields) -> None:
+    """Create each file of `files` in dir_fd, none of which may exist yet, then, last, their
+    manifest.json (as write_manifest_at's), plus `fields`. A file is given as its bytes (its
+    digest is taken of them: it is not read back) or as a writer(binary file), for contents
+    too large to hold twice in memory (read back for its digest). For a directory of one's
+    own making: a name already taken (a link put there included) is refused, not replaced."""
+    listed = {}
+    for name, content in files.items():
+        if callable(content):
+            write_new_at(dir_fd, name, writer=content)
+            with os.fdopen(open_file_at(dir_fd, name, name), "rb") as f:
+                listed[name] = _stream_digest(f)
+        else:
+            write_new_at(dir_fd, name, content)
+            listed[name] = digest_of(content)
+    listed = {name: listed[name] for name in sorted(listed)}
     write_new_at(dir_fd, MANIFEST, json_text({"files": listed, **fields}).encode())
 
 
@@ -864,11 +875,14 @@ class ResultsStore:
                     if metrics is not None:
                         files["metrics.parquet"] = bytes_written(partial(pq.write_table, metrics))
                     if arrays:
-                        files["arrays.npz"] = bytes_written(lambda f: np.savez(f, **arrays))
+                        files["arrays.npz"] = partial(np.savez, **arrays)
+                        if sum(np.asarray(a).nbytes for a in arrays.values()) <= BUFFERED_BYTES:
+                            files["arrays.npz"] = bytes_written(files["arrays.npz"])
                     info_text = json_text(info)
                     config_text = json.dumps(dict(config), default=str, indent=1)
                     files["info.json"], files["config.json"] = (
-                        info_text.encode(), config_text.encode()
+                        info_text.encode(),
+                        config_text.encode(),
                     )
                     write_files_at(fd, files, key=key, status=info.get("status", FINISHED))
                 finally:

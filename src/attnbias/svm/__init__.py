@@ -26,8 +26,8 @@ max_memory_gb (8 GB by default; memory.py says how it is estimated).
 
 Layout (each file reads top to bottom): tokens — token scores and choice; norms — the norms
 and the KKT residual; results — the result dataclasses; memory — the memory estimate;
-infeasible — the errors, short rows and Farkas certificates; l2, lp, l1, linf, sdp, conic — the
-solvers;
+infeasible — the errors, short rows and Farkas certificates; cholesky — the Gram matrix and the
+Cholesky factor and solve the solvers share; l2, lp, l1, linf, sdp, conic — the solvers;
 solver — the verified core min ‖w‖ s.t. Aw ≥ 1; problems — the constraint matrices and the solve
 of one instance; api — max_margin, att_svm, head_svm and their batches.
 """

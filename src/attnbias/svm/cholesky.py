@@ -1,7 +1,7 @@
-"""The Cholesky factor and solve that the interior-point solvers (ℓ2's active set, ℓp's path
-following, the nuclear and spectral norms' SDP) call thousands of times on matrices of tens of
-rows: scipy's LAPACK calls, without the checks of its wrappers that cost more than the
-arithmetic at that size (the same bits as `scipy.linalg.cho_factor` and `cho_solve`)."""
+"""The Gram matrix, Cholesky factor and solve that the solvers (ℓ2's active set, ℓp's path
+following, the nuclear and spectral norms' SDP) call thousands of times on float64 matrices of
+tens of rows: scipy's BLAS and LAPACK calls, without the wrappers of `scipy.linalg.cho_factor`
+and `cho_solve`, whose checks cost more than the arithmetic at that size (the same bits)."""
 
 from __future__ import annotations
 
@@ -17,10 +17,11 @@ def gram(A: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
 
 
 def cholesky(K: np.ndarray):
-    """K's upper Cholesky factor, as `sla.cho_factor(K, check_finite=False)` gives it (the same
-    LAPACK potrf call, without its wrapper's checks: a solver calls this thousands of times on
-    matrices of tens of rows); reads the upper triangle. LinAlgError if K is not positive
-    definite."""
+    """The upper Cholesky factor of a float64 K (n × n, n ≥ 1; its upper triangle is read, K
+    is not changed), as `sla.cho_factor(K, check_finite=False)` gives it: the same LAPACK potrf
+    call. LinAlgError if K is not positive definite, ValueError if it is not square."""
+    if K.ndim != 2 or K.shape[0] != K.shape[1] or K.shape[0] == 0:
+        raise ValueError(f"cholesky needs a non-empty square matrix, got shape {K.shape}")
     factor, info = sla.lapack.dpotrf(K, lower=0, clean=0)
     if info > 0:
         raise np.linalg.LinAlgError(
@@ -32,9 +33,12 @@ def cholesky(K: np.ndarray):
 
 
 def solve_factored(factor, b: np.ndarray) -> np.ndarray:
-    """x with K x = b from `cholesky(K)`, as `sla.cho_solve(factor, b)` gives it (the same
-    LAPACK potrs call, and its check: ValueError where the factor or b is not finite)."""
+    """x with K x = b (b float64, n or n × k) from `cholesky(K)`, as `sla.cho_solve(factor, b)`
+    gives it: the same LAPACK potrs call, and its checks (ValueError where the factor or b is
+    not finite, or their sizes differ)."""
     c, lower = factor
+    if b.ndim not in (1, 2) or b.shape[0] != c.shape[0]:
+        raise ValueError(f"incompatible dimensions ({c.shape} and {b.shape})")
     if not (np.isfinite(c).all() and np.isfinite(b).all()):
         raise ValueError("array must not contain infs or NaNs")
     x, info = sla.lapack.dpotrs(c, b, lower=int(lower))

@@ -108,7 +108,7 @@ def _p_norm_interior_point(A, p, w_l2, lam_l2, tol=1e-8, max_iter=100):
     return point.w, point.lam, point.slack
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class _Point:
     """An iterate (w, s, λ) with ∇f(w) and its residuals ∇f(w) − Aᵀλ and Aw − 1 − s, each
     computed once: the convergence test, the Newton system and the merit of a trial step all
@@ -154,15 +154,15 @@ def _interior_point_step(A, f, from_dual, point: _Point) -> _Point | None:
     merit = residual(point)
     # Mehrotra's corrector if it reduces the residual, else a damped centred Newton step
     mehrotra = direction(target - slack * lam - ds * dlam)
-    ok, point = trial(*mehrotra, 0.99 * boundary(*mehrotra[1:]))
+    ok, moved = trial(*mehrotra, 0.99 * boundary(*mehrotra[1:]))
     if ok:
-        return point
+        return moved
     centred = direction(target - slack * lam)
     step = 0.99 * boundary(*centred[1:])
     for _ in range(40):
-        ok, point = trial(*centred, step)
+        ok, moved = trial(*centred, step)
         if ok:
-            return point
+            return moved
         step /= 2
     return None
 
