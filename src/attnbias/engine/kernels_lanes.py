@@ -4,7 +4,7 @@ whose per-run step this is, lane by lane."""
 
 # Its helpers are compiled into this kernel, and numba's cache of it knows only this file, so a
 # change of kernels_numba.py regenerates this one. Generated from kernels_numba.py of SHA-256
-# b98efc59b96b1d5d8dff4d82cf50b89e4bc6f7f6ae111d6e8862237b7e05d2ab
+# 23a9bca54cc04205b2acd6f3fa7c056f27f92aaf080319a0c794ff252bbe4e0c
 
 import math
 

@@ -122,14 +122,21 @@ ONE_BITS = 1023 << 52
 
 
 @njit(cache=True, inline="always", error_model="numpy")
+def exponent_and_mantissa(x):
+    """(e, m) with x = 2^e m, e an int64 and m in [1, 2), for finite x > 0 (a subnormal x is
+    scaled by 2^54 first, and e counts it): arithmetic and selects only, as exp_lanes. The
+    split that log_lanes and cbrt_lanes start from."""
+    small = x < TINY
+    bits = bits_of_float(x * where(small, 18014398509481984.0, 1.0))  # 2^54
+    e = ((bits >> 52) & 0x7FF) - where(small, np.int64(1077), np.int64(1023))
+    return e, float_from_bits((bits & MANTISSA) | ONE_BITS)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
 def log_lanes(x):
     """log x within 1 ulp of libm's for every x ≥ 0, −inf at 0, NaN below 0 and at NaN, inf at
     inf: arithmetic and selects only, as exp_lanes (tests/test_engine_compiled.py)."""
-    small = x < TINY
-    y = x * where(small, 18014398509481984.0, 1.0)  # 2^54
-    bits = bits_of_float(y)
-    k = ((bits >> 52) & 0x7FF) - where(small, np.int64(1077), np.int64(1023))
-    m = float_from_bits((bits & MANTISSA) | ONE_BITS)  # in [1, 2)
+    k, m = exponent_and_mantissa(x)
     big = m > SQRT2
     m = m * where(big, 0.5, 1.0)
     k = k + where(big, np.int64(1), np.int64(0))
@@ -155,13 +162,9 @@ def cbrt_lanes(x):
     off it), branch-free as exp_lanes: x = 2^e m,
     m in [1, 2), ∛x = 2^⌊e/3⌋ ∛(2^(e mod 3) m); a quadratic in m (within 3e-3), two steps of
     Halley's iteration and one of Newton's; ∛0 = 0, ∛inf = inf, NaN."""
-    small = x < TINY
-    y = x * where(small, 18014398509481984.0, 1.0)  # 2^54
-    bits = bits_of_float(y)
-    e = float(((bits >> 52) & 0x7FF) - 1023)
-    m = float_from_bits((bits & MANTISSA) | ONE_BITS)
-    whole = math.floor(e / 3.0)
-    rest = e - 3.0 * whole
+    e, m = exponent_and_mantissa(x)
+    whole = math.floor(float(e) / 3.0)  # (54, the subnormals' shift, is a multiple of 3)
+    rest = float(e) - 3.0 * whole
     s = m * where(rest == 2.0, 4.0, where(rest == 1.0, 2.0, 1.0))
     c = 0.6107 + m * (0.4575 - 0.0682 * m)
     c = c * where(rest == 2.0, CBRT4, where(rest == 1.0, CBRT2, 1.0))
@@ -170,8 +173,7 @@ def cbrt_lanes(x):
     c3 = c * c * c
     c = c * (c3 + 2.0 * s) / (2.0 * c3 + s)
     c = c - (c * c * c - s) / (3.0 * c * c)
-    k = np.int64(whole) - where(small, np.int64(18), np.int64(0))
-    v = c * float_from_bits((k + 1023) << 52)
+    v = c * float_from_bits((np.int64(whole) + 1023) << 52)
     return where((x == 0.0) | (x == math.inf) | (x != x), x, v)
 
 
