@@ -498,6 +498,12 @@ def file_digest(path: Path) -> dict:
         return _stream_digest(f)
 
 
+def digest_at(dir_fd: int, name: str) -> dict:
+    """Size and sha256 of the regular file `name` in dir_fd (no link followed)."""
+    with os.fdopen(open_file_at(dir_fd, name, name), "rb") as f:
+        return _stream_digest(f)
+
+
 def write_manifest_at(dir_fd: int, **fields) -> None:
     """manifest.json of every other regular file in the directory dir_fd (size, sha256), plus
     `fields`; written fresh and renamed in (a link put at its name is replaced, not followed)."""
@@ -507,8 +513,7 @@ def write_manifest_at(dir_fd: int, **fields) -> None:
             os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
         ):
             continue
-        with os.fdopen(open_file_at(dir_fd, name, name), "rb") as f:
-            files[name] = _stream_digest(f)
+        files[name] = digest_at(dir_fd, name)
     replace_at(dir_fd, MANIFEST, json_text({"files": files, **fields}).encode())
 
 
@@ -522,8 +527,7 @@ def write_files_at(dir_fd: int, files: Mapping[str, bytes | Callable], **fields)
     for name, content in files.items():
         if callable(content):
             write_new_at(dir_fd, name, writer=content)
-            with os.fdopen(open_file_at(dir_fd, name, name), "rb") as f:
-                listed[name] = _stream_digest(f)
+            listed[name] = digest_at(dir_fd, name)
         else:
             write_new_at(dir_fd, name, content)
             listed[name] = digest_of(content)
@@ -875,15 +879,13 @@ class ResultsStore:
                     if metrics is not None:
                         files["metrics.parquet"] = bytes_written(partial(pq.write_table, metrics))
                     if arrays:
-                        files["arrays.npz"] = partial(np.savez, **arrays)
-                        if sum(np.asarray(a).nbytes for a in arrays.values()) <= BUFFERED_BYTES:
-                            files["arrays.npz"] = bytes_written(files["arrays.npz"])
+                        save = partial(np.savez, **arrays)
+                        small = sum(np.asarray(a).nbytes for a in arrays.values()) <= BUFFERED_BYTES
+                        files["arrays.npz"] = bytes_written(save) if small else save
                     info_text = json_text(info)
                     config_text = json.dumps(dict(config), default=str, indent=1)
-                    files["info.json"], files["config.json"] = (
-                        info_text.encode(),
-                        config_text.encode(),
-                    )
+                    files["info.json"] = info_text.encode()
+                    files["config.json"] = config_text.encode()
                     write_files_at(fd, files, key=key, status=info.get("status", FINISHED))
                 finally:
                     os.close(fd)
