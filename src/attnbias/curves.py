@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .arrow_columns import column_numbers
 from .store import DIVERGED, RunRecord
 
 
@@ -61,9 +62,9 @@ class Curves:
 
 def _columns(record: RunRecord) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     table = record.metrics
-    step = table.column("step").to_numpy()
+    step = column_numbers(table.column("step"))
     metric = np.asarray(table.column("metric").to_pylist())
-    value = table.column("value").to_numpy()
+    value = column_numbers(table.column("value"))
     names = list(dict.fromkeys(metric))
     columns = {name: value[metric == name] for name in names}
     return step[metric == names[0]], columns

@@ -50,6 +50,7 @@ import pyarrow as pa
 import pyarrow.compute as pc  # not loaded by `import pyarrow`
 import pyarrow.parquet as pq
 
+from .arrow_columns import numeric_column, repeated_column, string_column
 from .nesting import check_nesting
 from .npz import load_npz
 from .provenance import environment
@@ -435,20 +436,22 @@ def json_text(obj) -> str:
 def tidy(steps, metrics: Mapping[str, np.ndarray]) -> pa.Table:
     """Long table (step, metric, value) from per-step metric columns of equal length."""
     steps = np.asarray(steps, dtype=np.int64)
-    names, values = [], []
+    values = []
     for name, col in metrics.items():
+        if not isinstance(name, str):
+            raise TypeError(f"metric names must be str, got {name!r}")
         col = np.asarray(col, dtype=np.float64)
         if col.shape != steps.shape:
             raise ValueError(
                 f"metric {name!r} has {col.shape[0]} values for {steps.shape[0]} steps"
             )
-        names.append(np.full(steps.shape, name, dtype=object))
         values.append(col)
+    names = list(metrics)
     return pa.table(
         {
-            "step": np.tile(steps, len(names)),
-            "metric": np.concatenate(names) if names else np.array([], dtype=object),
-            "value": np.concatenate(values) if values else np.array([], dtype=np.float64),
+            "step": numeric_column(np.tile(steps, len(names))),
+            "metric": string_column(names, len(steps)) if names else pa.nulls(0),
+            "value": numeric_column(np.concatenate(values) if values else np.empty(0)),
         }
     )
 
@@ -1061,7 +1064,7 @@ class ResultsStore:
             fields = [(n, math.inf if n in INFINITE_NUMBERS and v == "inf" else v)
                       for n, v in fields]  # fmt: skip
             for name, value in fields:  # (one value repeated: built in arrow, not as a list)
-                t = t.append_column(name, pa.repeat(pa.scalar(value), t.num_rows))
+                t = t.append_column(name, repeated_column(value, t.num_rows))
             parts.append(t)
         return pa.concat_tables(parts, promote_options="permissive") if parts else pa.table({})
 
