@@ -5,10 +5,17 @@ import torch
 from attnbias.metrics import (
     alignment,
     directional_bregman,
+    gap_of_margin,
+    least_margin,
+    logit_margins,
+    margin_gap,
     margins,
+    matrix_norm,
     normalized_margin,
+    selected_score,
     token_score,
 )
+from attnbias.model import attention_logits, attention_scores
 from attnbias.norms import lp_norm
 
 
@@ -67,3 +74,28 @@ def test_margins_and_token_score_by_hand():
     assert normalized_margin(W, X, z, [0]).item() == pytest.approx(4.5 / 3)
     logits = np.array([6.0, -3.0, 1.5])
     assert token_score(W, X, z, [0]).item() == pytest.approx(np.exp(6) / np.exp(logits).sum())
+    least = least_margin(torch.tensor([[6.0, -3.0, 1.5]]), [0])
+    assert least.item() == 4.5  # min over t ≠ α of 6 − a_t
+    torch.testing.assert_close(logit_margins(torch.tensor([[6.0, -3.0, 1.5]]), [0]), gaps)
+    optimum = torch.tensor(2.0)
+    assert gap_of_margin(least, torch.tensor(3.0), optimum).item() == 1.0 - 4.5 / 3 * 2.0
+
+
+@pytest.mark.parametrize("norm", [2.0, 1.75, "nuc"])
+def test_measures_from_logits_computed_once_are_the_measures_bit_for_bit(rng, norm):
+    # engine.measure computes the logits once and reads every margin and score from them
+    W = torch.as_tensor(rng.standard_normal((4, 6, 3, 3)))  # 4 runs, 6 recorded steps
+    X = torch.as_tensor(rng.standard_normal((4, 1, 5, 7, 3)))
+    z = torch.as_tensor(rng.standard_normal((4, 1, 5, 3)))
+    alpha = torch.as_tensor(rng.integers(0, 7, (4, 1, 5)))
+    logits = attention_logits(W, X, z)
+    least = least_margin(logits, alpha)
+    optimum = torch.as_tensor(rng.uniform(1, 2, (4, 1)))
+    assert torch.equal(least / lp_norm(W, 2.0, (-2, -1)), normalized_margin(W, X, z, alpha))
+    size = matrix_norm(W, norm)
+    assert torch.equal(
+        gap_of_margin(least, size, optimum), margin_gap(W, X, z, alpha, norm, optimum)
+    )
+    scores = torch.softmax(logits, dim=-1)
+    assert torch.equal(scores, attention_scores(W, X, z))
+    assert torch.equal(selected_score(scores, alpha), token_score(W, X, z, alpha))

@@ -65,23 +65,37 @@ def _selected_logit(logits: torch.Tensor, alpha: torch.Tensor) -> torch.Tensor:
 
 def margins(W, X, z, alpha) -> torch.Tensor:
     """(x_{i,α_i} − x_{i,t})ᵀ W z_i for every i, t, with +inf at t = α_i; shape (..., n, T)."""
-    logits = attention_logits(_t(W), _t(X), _t(z))
+    return logit_margins(attention_logits(_t(W), _t(X), _t(z)), alpha)
+
+
+def logit_margins(logits: torch.Tensor, alpha) -> torch.Tensor:
+    """`margins` from the attention logits a (..., n, T): a_{i,α_i} − a_{i,t}, +inf at α_i."""
     alpha = torch.as_tensor(alpha, dtype=torch.long)
     gap = _selected_logit(logits, alpha).unsqueeze(-1) - logits
     is_alpha = torch.nn.functional.one_hot(alpha, logits.shape[-1]).bool().expand(gap.shape)
     return gap.masked_fill(is_alpha, float("inf"))
 
 
+def least_margin(logits: torch.Tensor, alpha) -> torch.Tensor:
+    """min_{i, t≠α_i} (a_{i,α_i} − a_{i,t}) from the attention logits a: W's margin, not yet
+    normalised (`normalized_margin`, `margin_gap` divide it by a norm of W)."""
+    return logit_margins(logits, alpha).amin(dim=(-2, -1))
+
+
 def normalized_margin(W, X, z, alpha, p: float = 2.0) -> torch.Tensor:
     """min_{i, t≠α_i} (x_{i,α_i} − x_{i,t})ᵀ W z_i / ‖W‖_p (Frobenius by default)."""
     W = _t(W)
-    return margins(W, X, z, alpha).amin(dim=(-2, -1)) / lp_norm(W, p, MATRIX)
+    return least_margin(attention_logits(W, _t(X), _t(z)), alpha) / lp_norm(W, p, MATRIX)
 
 
 def token_score(W, X, z, alpha) -> torch.Tensor:
     """(1/n) Σ_i s_{i,α_i}: mean softmax mass on the chosen tokens."""
-    s = attention_scores(_t(W), _t(X), _t(z))
-    return _selected_logit(s, torch.as_tensor(alpha, dtype=torch.long)).mean(-1)
+    return selected_score(attention_scores(_t(W), _t(X), _t(z)), alpha)
+
+
+def selected_score(scores: torch.Tensor, alpha) -> torch.Tensor:
+    """`token_score` from the attention scores s (..., n, T): (1/n) Σ_i s_{i,α_i}."""
+    return _selected_logit(scores, torch.as_tensor(alpha, dtype=torch.long)).mean(-1)
 
 
 # ------------------------------------------------------------------- norms of W and margin gap
@@ -180,5 +194,11 @@ def margin_gap(W, X, z, alpha, norm, optimum) -> torch.Tensor:
     broadcasts against the batch (one per run; NaN, for an unsolved SVM, gives NaN). NaN for
     W = 0, whose normalised margin is undefined."""
     W = _t(W)
-    gamma = margins(W, X, z, alpha).amin(dim=(-2, -1)) / matrix_norm(W, norm)
-    return 1.0 - gamma * _t(optimum)
+    least = least_margin(attention_logits(W, _t(X), _t(z)), alpha)
+    return gap_of_margin(least, matrix_norm(W, norm), optimum)
+
+
+def gap_of_margin(least: torch.Tensor, size: torch.Tensor, optimum) -> torch.Tensor:
+    """`margin_gap` from W's least margin (`least_margin`) and its norm ‖W‖_N (`size`):
+    1 − (least / size) · optimum."""
+    return 1.0 - least / size * _t(optimum)

@@ -23,12 +23,12 @@ from ..metrics import (
     Norm,
     alignment,
     directional_bregman,
-    margin_gap,
+    gap_of_margin,
+    least_margin,
     matrix_norm,
-    normalized_margin,
-    token_score,
+    selected_score,
 )
-from ..model import attention_logits, attention_scores, predict, token_values
+from ..model import attention_logits, attention_pool, attention_scores, token_values
 from ..norms import lp_norm
 from ..store import DIVERGED, FINISHED, tidy
 from .grid import log_grid
@@ -101,17 +101,21 @@ def measure(specs: list[RunSpec], done: Finished, refs: References) -> list[Meas
         s.optimal_tokens() if s.alpha == "optimal" else selected[r] for r, s in enumerate(specs)
     ]
     alpha = torch.as_tensor(np.stack(alphas)).unsqueeze(1)
-    f = predict(W, v, X, z)
+    # the logits once, for every measure below (predict, token_score, the margins: the same bits)
+    logits = attention_logits(W, X, z)
+    scores = torch.softmax(logits, dim=-1)  # attention_scores
+    f = attention_pool(logits, token_values(X, v))  # predict
     m = {"loss": get_loss(specs[0].loss).value(y * f).mean(-1)}
     m["norm/2"] = lp_norm(W, 2.0, MATRIX)
-    m["score/selected"] = token_score(W, X, z, alpha)
+    m["score/selected"] = selected_score(scores, alpha)
     if not head or all(p.opt is not None for p in problems):
         optimal = np.stack([s.optimal_tokens() for s in specs])  # the generator's, or argmax γ
-        m["score/opt"] = token_score(W, X, z, torch.as_tensor(optimal).unsqueeze(1))
+        m["score/opt"] = selected_score(scores, torch.as_tensor(optimal).unsqueeze(1))
     if specs[0].optimal_excess:  # a batch shares it (RunSpec.structure)
         opt = torch.as_tensor(np.stack([s.optimal_tokens() for s in specs])).unsqueeze(1)
         m["excess/opt"], m["rest/opt"] = optimal_token_measures(W, v, X, z, y, opt, specs[0].loss)
-    m["margin"] = normalized_margin(W, X, z, alpha)
+    least = least_margin(logits, alpha)
+    m["margin"] = least / m["norm/2"]  # normalized_margin
     if specs[0].late_increment:  # a batch shares it (RunSpec.structure)
         increments = W - W[torch.arange(len(specs)).unsqueeze(1), half_steps(specs, done.grid)]
     info = [{"alpha": s.alpha, "svm": {}, "head_svm": {}} for s in specs]
@@ -129,7 +133,7 @@ def measure(specs: list[RunSpec], done: Finished, refs: References) -> list[Meas
             m[f"divergence/{label}"] = directional_bregman(W_mm, W, parsed.p)
         optimum = [s.info["norm"] if s.value is not None else math.nan for s in solutions]
         optimum = torch.tensor(optimum, dtype=W.dtype).unsqueeze(1)
-        m[f"gap/{label}"] = margin_gap(W, X, z, alpha, norm, optimum)
+        m[f"gap/{label}"] = gap_of_margin(least, m[f"norm/{label}"], optimum)  # margin_gap
         for r, s in enumerate(solutions):
             info[r]["svm"][label] = s.info
             arrays[r][f"W_mm_{label}"] = W_mm[r, 0].numpy()
