@@ -29,9 +29,12 @@ against: this working tree against git revision REV (e.g. 4eb1df4) side by side:
     same work where an experiment grew after REV: md-local's own-SVM rows gained 42 longer runs
     (referee read 14); `--set diagonal_seeds=1` keeps 2 of them and the zero-initialised runs'
     longer steps, about 3 % more run-steps than REV's md-local, so the ratio errs against
-    this tree. The outputs are deleted at the end, not after each run: on a file system
-    without a journal (ext4 here) creating a file costs about ten times more within a minute
-    of deleting many nearby (0.02 → 0.2 ms a file, measured), which the next run would pay.
+    this tree. With --set-both, REV's runs get the --set options too: two trees on the same
+    work (REV's experiment must have those fields), e.g. a change against the commit before it.
+    The outputs are deleted at the end, not after each run: on a file system without a
+    journal (ext4 here) creating a file costs about ten times more within a minute of deleting
+    many nearby (0.02 → 0.2 ms a file in a scratch loop, exploratory), which the next run
+    would pay.
 """
 
 import argparse
@@ -61,13 +64,17 @@ parser.add_argument(
     metavar="KEY=VALUE",
     help="with --against: a config change for this tree's runs alone (repeatable)",
 )
+parser.add_argument(
+    "--set-both",
+    action="store_true",
+    help="with --against: pass --set to REV's runs too (two trees, the same work)",
+)
 args = parser.parse_args()
 for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[var] = str(args.threads)  # before numpy loads BLAS
 os.environ["TQDM_DISABLE"] = "1"
 
 import json  # noqa: E402
-import shutil  # noqa: E402
 import signal  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
@@ -118,13 +125,14 @@ def against(rev: str) -> None:
         try:
             print(f"this tree ({HERE}) against {rev}, {args.threads} thread(s), {args.device}")
             if args.set:
-                print(f"this tree's runs with --set {' --set '.join(args.set)}")
+                whose = "both trees'" if args.set_both else "this tree's"
+                print(f"{whose} runs with --set {' --set '.join(args.set)}")
             for name in args.experiments:
                 best = {}
                 for r in range(args.rounds):
                     for label, src, changes in (
                         ("this tree", HERE / "src", args.set),
-                        (rev, tree / "src", []),
+                        (rev, tree / "src", args.set if args.set_both else []),
                     ):
                         out = Path(tmp) / f"out-{len(best)}-{r}"
                         # kept until the end: see the module text (deletions slow creations)
