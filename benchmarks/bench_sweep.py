@@ -130,11 +130,13 @@ def against(rev: str) -> None:
             for name in args.experiments:
                 best = {}
                 for r in range(args.rounds):
-                    for label, src, changes in (
-                        ("this tree", HERE / "src", args.set),
-                        (rev, tree / "src", args.set if args.set_both else []),
+                    for side, (label, src, changes) in enumerate(
+                        (
+                            ("this tree", HERE / "src", args.set),
+                            (rev, tree / "src", args.set if args.set_both else []),
+                        )
                     ):
-                        out = Path(tmp) / f"out-{len(best)}-{r}"
+                        out = Path(tmp) / f"out-{name}-{side}-{r}"  # each run its own
                         # kept until the end: see the module text (deletions slow creations)
                         result = reproduce(src, name, out, changes)
                         if label not in best or result["cpu"] < best[label]["cpu"]:
