@@ -120,49 +120,95 @@ def test_column_numbers_read_the_buffers_of_chunks_slices_and_empty_columns():
     assert column_numbers(ints).tolist() == [1, 2, 3, 4]
 
 
+def test_a_one_chunk_column_is_read_as_a_read_only_view_as_to_numpy_gives_it():
+    values = np.arange(4.0)
+    column = pa.chunked_array([numeric_column(values)])
+    got = column_numbers(column)
+    assert not got.flags.writeable and not column.to_numpy().flags.writeable
+    with pytest.raises(ValueError):
+        got[0] = 9.0
+    assert column.to_pylist() == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_masked_entries_become_nulls_as_pa_array_makes_them():
+    masked = np.ma.array([1.0, 2.0, 3.0], mask=[False, True, False])
+    assert numeric_column(masked).to_pylist() == pa.array(masked).to_pylist() == [1.0, None, 3.0]
+
+
+@pytest.mark.parametrize("n", [1, 3, 8, 13])
+def test_a_repeated_bool_column_has_pyarrow_s_bits_padding_included(n):
+    built, expected = repeated_column(True, n), pa.repeat(pa.scalar(True), n)
+    assert built.buffers()[1].to_pybytes() == expected.buffers()[1].to_pybytes()[: (n + 7) // 8]
+
+
 def test_columns_with_nulls_or_other_types_are_read_by_to_numpy():
     with_null = pa.chunked_array([pa.array([1.0, None])])
     assert np.isnan(column_numbers(with_null)[1])
     assert column_numbers(pa.chunked_array([pa.array([1, 2], pa.int32())])).dtype == np.int32
 
 
-def test_tidy_makes_the_table_pa_table_makes_of_the_columns():
-    steps = np.array([0, 5, 10])
-    metrics = {"loss": [1.0, 0.5, np.nan], "norm/2": np.array([1, 2, 3]), "ℓ3": [0.0, -0.0, 1e-300]}
-    reference = pa.table(
+def converters_table(steps, metrics) -> pa.Table:
+    """The table `tidy` made before arrow_columns, by pyarrow's converters."""
+    steps = np.asarray(steps, dtype=np.int64)
+    names = [np.full(steps.shape, name, dtype=object) for name in metrics]
+    values = [np.asarray(v, dtype=np.float64) for v in metrics.values()]
+    return pa.table(
         {
-            "step": np.tile(steps, 3),
-            "metric": np.concatenate([np.full(3, name, dtype=object) for name in metrics]),
-            "value": np.concatenate([np.asarray(v, dtype=np.float64) for v in metrics.values()]),
+            "step": np.tile(steps, len(names)),
+            "metric": np.concatenate(names) if names else np.array([], dtype=object),
+            "value": np.concatenate(values) if values else np.array([], dtype=np.float64),
         }
     )
-    table = tidy(steps, metrics)
+
+
+@pytest.mark.parametrize(
+    "steps, metrics",
+    [
+        ([0, 5, 10], {"loss": [1.0, 0.5, np.nan], "norm/2": [1, 2, 3], "ℓ3": [0.0, -0.0, 1e-300]}),
+        ([], {}),
+        ([], {"loss": [], "norm/2": []}),  # no rows: the metric column null-typed, as before
+        ([7], {"loss": [2.0]}),
+    ],
+)
+def test_tidy_makes_the_table_pyarrow_s_converters_made(steps, metrics):
+    table, reference = tidy(steps, metrics), converters_table(steps, metrics)
     assert table.schema == reference.schema
-    assert all(same_values(table[c].chunk(0), reference[c].chunk(0)) for c in table.column_names)
-    empty = tidy([], {})
-    assert empty.schema == pa.schema(
-        {"step": pa.int64(), "metric": pa.null(), "value": pa.float64()}
+    assert all(
+        same_values(table[c].combine_chunks(), reference[c].combine_chunks())
+        for c in table.column_names
     )
+
+
+def test_tidy_refuses_a_metric_name_that_is_not_a_str():
     with pytest.raises(TypeError, match="metric names must be str"):
         tidy([0], {3: [1.0]})
 
 
 def test_the_store_table_and_curves_agree_with_the_converters(tmp_path):
     store = ResultsStore(tmp_path)
-    config = {"algorithm": {"name": "ngd", "lr": 0.5, "cap": "inf"}, "seed": 3, "flag": True,
-              "tag": "ℓ2", "none": None}  # fmt: skip
+    config = {"algorithm": {"name": "ngd", "lr": 0.5}, "seed": 3, "flag": True, "tag": "ℓ2",
+              "none": None}  # fmt: skip
     key = store.save(config, tidy([0, 2], {"loss": [1.0, 0.5], "norm/2": [0.0, 2.0]}))
     record = store.load(key)
     table = store.table()
-    for name in table.column_names[3:]:
-        values = table[name].to_pylist()
-        expected = pa.repeat(pa.scalar(values[0]), 4)
-        assert same_values(table[name].combine_chunks(), expected)
+    expected = {
+        "run": key,
+        "status": "finished",
+        "algorithm.name": "ngd",
+        "algorithm.lr": 0.5,
+        "seed": 3,
+        "flag": True,
+        "tag": "ℓ2",
+    }  # (the config's None is no column)
+    assert table.column_names == ["step", "metric", "value", *expected]
+    for name, value in expected.items():  # each as pa.scalar types the config's own value
+        assert same_values(table[name].combine_chunks(), pa.repeat(pa.scalar(value), 4))
     steps, loss = record_curve(record, "loss")
     assert steps.tolist() == [0, 2] and loss.tolist() == [1.0, 0.5]
 
 
 def test_storing_a_run_and_reading_its_curves_imports_no_pandas(tmp_path):
+    pytest.importorskip("pandas")  # (without it installed the check below proves nothing)
     code = (
         "import sys\n"
         "from attnbias.store import ResultsStore, tidy\n"
@@ -171,7 +217,9 @@ def test_storing_a_run_and_reading_its_curves_imports_no_pandas(tmp_path):
         "metrics = tidy([0, 1], {'loss': [1.0, 0.5]})\n"
         "key = store.save({'seed': 1, 'name': 'a', 'lr': 0.5}, metrics)\n"
         "store.table(); record_curve(store.load(key), 'loss')\n"
-        "print('pandas' in sys.modules)\n"
+        "print('pandas' in sys.modules, flush=True)\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "False"
+    # (its exit status is not read: pyarrow can abort at the interpreter's exit after reading
+    # a file, before and after this change alike; apache/arrow issue 34314)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.stdout.strip() == "False", done.stderr[-2000:]

@@ -15,7 +15,7 @@ from attnbias.metrics import (
     selected_score,
     token_score,
 )
-from attnbias.model import attention_logits, attention_scores
+from attnbias.model import attention_logits
 from attnbias.norms import lp_norm
 
 
@@ -81,21 +81,38 @@ def test_margins_and_token_score_by_hand():
     assert gap_of_margin(least, torch.tensor(3.0), optimum).item() == 1.0 - 4.5 / 3 * 2.0
 
 
+def least_margin_written_out(W, X, z, alpha):
+    """The least margin as measure computed it before the logits were shared: logits from W,
+    X, z by the two einsums, the selected logit minus each, +inf at α, the minimum."""
+    logits = torch.einsum("...ntd,...nd->...nt", X, torch.einsum("...de,...ne->...nd", W, z))
+    chosen = logits.gather(-1, alpha.expand(logits.shape[:-1]).unsqueeze(-1)).squeeze(-1)
+    gap = chosen.unsqueeze(-1) - logits
+    is_alpha = torch.nn.functional.one_hot(alpha, logits.shape[-1]).bool().expand(gap.shape)
+    return gap.masked_fill(is_alpha, float("inf")).amin(dim=(-2, -1)), logits
+
+
 @pytest.mark.parametrize("norm", [2.0, 1.75, "nuc"])
-def test_measures_from_logits_computed_once_are_the_measures_bit_for_bit(rng, norm):
+def test_measures_from_logits_computed_once_are_the_written_out_ones_bit_for_bit(rng, norm):
     # engine.measure computes the logits once and reads every margin and score from them
     W = torch.as_tensor(rng.standard_normal((4, 6, 3, 3)))  # 4 runs, 6 recorded steps
     X = torch.as_tensor(rng.standard_normal((4, 1, 5, 7, 3)))
     z = torch.as_tensor(rng.standard_normal((4, 1, 5, 3)))
     alpha = torch.as_tensor(rng.integers(0, 7, (4, 1, 5)))
+    optimum = torch.as_tensor(rng.uniform(1, 2, (4, 1)))
+    expected, written_logits = least_margin_written_out(W, X, z, alpha)
     logits = attention_logits(W, X, z)
     least = least_margin(logits, alpha)
-    optimum = torch.as_tensor(rng.uniform(1, 2, (4, 1)))
+    assert torch.equal(least, expected)
+    frobenius = torch.sqrt((W**2).sum((-2, -1)))
+    torch.testing.assert_close(least / lp_norm(W, 2.0, (-2, -1)), expected / frobenius)
     assert torch.equal(least / lp_norm(W, 2.0, (-2, -1)), normalized_margin(W, X, z, alpha))
     size = matrix_norm(W, norm)
-    assert torch.equal(
-        gap_of_margin(least, size, optimum), margin_gap(W, X, z, alpha, norm, optimum)
-    )
+    gap = gap_of_margin(least, size, optimum)
+    assert torch.equal(gap, 1.0 - expected / size * optimum)
+    assert torch.equal(gap, margin_gap(W, X, z, alpha, norm, optimum))
     scores = torch.softmax(logits, dim=-1)
-    assert torch.equal(scores, attention_scores(W, X, z))
+    written_scores = torch.softmax(written_logits, -1)
+    at = alpha.expand(written_scores.shape[:-1]).unsqueeze(-1)
+    chosen = written_scores.gather(-1, at).squeeze(-1)
+    assert torch.equal(selected_score(scores, alpha), chosen.mean(-1))
     assert torch.equal(selected_score(scores, alpha), token_score(W, X, z, alpha))

@@ -450,7 +450,8 @@ def tidy(steps, metrics: Mapping[str, np.ndarray]) -> pa.Table:
     return pa.table(
         {
             "step": numeric_column(np.tile(steps, len(names))),
-            "metric": string_column(names, len(steps)) if names else pa.nulls(0),
+            # no rows: null-typed, as pyarrow types an empty column of objects
+            "metric": string_column(names, len(steps)) if names and len(steps) else pa.nulls(0),
             "value": numeric_column(np.concatenate(values) if values else np.empty(0)),
         }
     )
